@@ -1,0 +1,51 @@
+"""tmlr_runtime: load cubin + metadata.json artifacts written by tmlr-build and launch them.
+
+No Triton, ever; torch and numpy are used only when the caller already imported them.
+"""
+from __future__ import annotations
+
+from ._errors import (
+    ArgumentCountError,
+    ArgumentError,
+    ArtifactError,
+    ConstexprMismatchError,
+    CudaUnavailableError,
+    DeviceLimitError,
+    DriverError,
+    GridError,
+    IntegrityError,
+    NoCompatibleVariantError,
+    PointerArgumentError,
+    ScalarArgumentError,
+    SchemaError,
+    StreamError,
+    TmlrError,
+)
+from ._metadata import METADATA_FILE, ArtifactMetadata, Parameter, Variant
+from ._schema import SCHEMA_PATH, SCHEMA_VERSION
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArgumentCountError",
+    "ArgumentError",
+    "ArtifactError",
+    "ArtifactMetadata",
+    "ConstexprMismatchError",
+    "CudaUnavailableError",
+    "DeviceLimitError",
+    "DriverError",
+    "GridError",
+    "IntegrityError",
+    "METADATA_FILE",
+    "NoCompatibleVariantError",
+    "Parameter",
+    "PointerArgumentError",
+    "SCHEMA_PATH",
+    "SCHEMA_VERSION",
+    "ScalarArgumentError",
+    "SchemaError",
+    "StreamError",
+    "TmlrError",
+    "Variant",
+]

@@ -1,0 +1,85 @@
+"""Every error tmlr raises derives from :class:`TmlrError`.
+
+Messages say what is wrong *and* what to do; attributes carry the same facts for code.
+"""
+from __future__ import annotations
+
+
+class TmlrError(Exception):
+    """Base class of every error raised by tmlr_runtime and tmlr_build."""
+
+
+# --- artifacts on disk -------------------------------------------------------------------------
+class ArtifactError(TmlrError):
+    """The artifact directory or its files cannot be used as they are."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class SchemaError(ArtifactError):
+    """metadata.json does not follow the schema; ``json_path`` names the offending field."""
+
+    def __init__(self, message: str, path: str | None = None, json_path: str = "$") -> None:
+        super().__init__(message, path)
+        self.json_path = json_path
+
+
+class IntegrityError(ArtifactError):
+    """A cubin does not match the size or sha256 recorded in metadata.json."""
+
+
+# --- device fit ----------------------------------------------------------------------------------
+class NoCompatibleVariantError(TmlrError):
+    """No variant of the artifact was compiled for the current device."""
+
+
+class DeviceLimitError(TmlrError):
+    """The kernel asks for more than the device offers (shared memory, clusters, threads)."""
+
+
+# --- calls ---------------------------------------------------------------------------------------
+class ArgumentError(TmlrError, TypeError):
+    """A launch argument does not fit the recorded signature; ``param`` names it."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+class ArgumentCountError(ArgumentError):
+    """Too few or too many positional arguments, or an unknown keyword."""
+
+
+class PointerArgumentError(ArgumentError):
+    """A pointer argument is not a device buffer usable here (CPU, other device, dtype, alignment)."""
+
+
+class ScalarArgumentError(ArgumentError):
+    """A scalar is out of range for its type, or breaks a specialization (divisibility, == 1)."""
+
+
+class ConstexprMismatchError(ArgumentError):
+    """A constexpr was passed with a value other than the one compiled in."""
+
+
+class GridError(TmlrError, ValueError):
+    """The launch grid is malformed or beyond the device's limits."""
+
+
+class StreamError(TmlrError, TypeError):
+    """The stream argument is not something a stream handle can be read from."""
+
+
+# --- the driver ----------------------------------------------------------------------------------
+class DriverError(TmlrError):
+    """A CUDA driver call failed; ``code`` is the CUresult name, e.g. ``CUDA_ERROR_INVALID_IMAGE``."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class CudaUnavailableError(DriverError):
+    """No usable CUDA driver or device on this machine."""

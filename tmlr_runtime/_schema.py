@@ -1,0 +1,182 @@
+"""Validation of metadata.json against ``schema/metadata.schema.json``.
+
+The runtime interprets the schema file itself with a small evaluator for the keywords that file
+uses, instead of importing ``jsonschema``: that import alone costs ~0.1 s, which a service pays on
+every cold start. The build side validates every artifact with the real ``jsonschema`` before
+writing it, and a test checks that both validators agree, so the schema file stays the one contract.
+A keyword this evaluator does not know makes it fail loudly (never silently accept).
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
+SCHEMA_VERSION = 1
+
+_ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "$defs", "$comment", "default"})
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict[str, Any]:
+    """The metadata schema as a dict (read once per process)."""
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if isinstance(value, bool) and name in ("integer", "number"):
+        return False
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _TYPES[name])
+
+
+def _path(base: str, key: str | int) -> str:
+    return f"{base}[{key}]" if isinstance(key, int) else f"{base}.{key}"
+
+
+def _equal(a: Any, b: Any) -> bool:
+    # JSON equality: True is not 1.
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+class _Evaluator:
+    def __init__(self, root: dict[str, Any]) -> None:
+        self._root = root
+
+    def _resolve(self, ref: str) -> dict[str, Any]:
+        if not ref.startswith("#/"):
+            raise NotImplementedError(f"schema $ref {ref!r} is not local")
+        node: Any = self._root
+        for part in ref[2:].split("/"):
+            node = node[part]
+        return node
+
+    def errors(self, value: Any, schema: Any, path: str) -> Iterator[tuple[str, str]]:
+        if schema is True:
+            return
+        if schema is False:
+            yield path, "is not allowed here"
+            return
+        for key, arg in schema.items():
+            if key in _ANNOTATIONS or key in ("then", "else"):
+                continue
+            check = getattr(self, "_kw_" + key.lstrip("$"), None)
+            if check is None:
+                raise NotImplementedError(f"schema keyword {key!r} is not supported by tmlr_runtime._schema")
+            yield from check(value, arg, schema, path)
+
+    def valid(self, value: Any, schema: Any, path: str = "$") -> bool:
+        return next(iter(self.errors(value, schema, path)), None) is None
+
+    # --- keywords -------------------------------------------------------------------------------
+    def _kw_ref(self, value, arg, schema, path):
+        yield from self.errors(value, self._resolve(arg), path)
+
+    def _kw_type(self, value, arg, schema, path):
+        names = [arg] if isinstance(arg, str) else arg
+        if not any(_is_type(value, n) for n in names):
+            yield path, f"{value!r} is not of type {' or '.join(repr(n) for n in names)}"
+
+    def _kw_const(self, value, arg, schema, path):
+        if not _equal(value, arg):
+            yield path, f"{arg!r} was expected, got {value!r}"
+
+    def _kw_enum(self, value, arg, schema, path):
+        if not any(_equal(value, a) for a in arg):
+            yield path, f"{value!r} is not one of {arg!r}"
+
+    def _kw_pattern(self, value, arg, schema, path):
+        if isinstance(value, str) and re.search(arg, value) is None:
+            yield path, f"{value!r} does not match {arg!r}"
+
+    def _kw_minimum(self, value, arg, schema, path):
+        if _is_type(value, "number") and value < arg:
+            yield path, f"{value!r} is less than the minimum of {arg!r}"
+
+    def _kw_maximum(self, value, arg, schema, path):
+        if _is_type(value, "number") and value > arg:
+            yield path, f"{value!r} is greater than the maximum of {arg!r}"
+
+    def _kw_minItems(self, value, arg, schema, path):
+        if isinstance(value, list) and len(value) < arg:
+            yield path, f"{value!r} should have at least {arg} item(s)" if value else f"{value!r} should be non-empty"
+
+    def _kw_maxItems(self, value, arg, schema, path):
+        if isinstance(value, list) and len(value) > arg:
+            yield path, f"{value!r} has more than {arg} items"
+
+    def _kw_uniqueItems(self, value, arg, schema, path):
+        if arg and isinstance(value, list):
+            seen: list[Any] = []
+            for item in value:
+                if any(_equal(item, s) for s in seen):
+                    yield path, f"{value!r} has non-unique elements"
+                    return
+                seen.append(item)
+
+    def _kw_items(self, value, arg, schema, path):
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from self.errors(item, arg, _path(path, i))
+
+    def _kw_required(self, value, arg, schema, path):
+        if isinstance(value, dict):
+            for name in arg:
+                if name not in value:
+                    yield path, f"{name!r} is a required property"
+
+    def _kw_properties(self, value, arg, schema, path):
+        if isinstance(value, dict):
+            for name, sub in arg.items():
+                if name in value:
+                    yield from self.errors(value[name], sub, _path(path, name))
+
+    def _kw_additionalProperties(self, value, arg, schema, path):
+        if isinstance(value, dict):
+            extra = [k for k in value if k not in schema.get("properties", {})]
+            if extra and arg is False:
+                yield path, f"additional properties are not allowed ({', '.join(map(repr, extra))} unexpected)"
+            elif extra and arg is not True:
+                for k in extra:
+                    yield from self.errors(value[k], arg, _path(path, k))
+
+    def _kw_anyOf(self, value, arg, schema, path):
+        if not any(self.valid(value, sub, path) for sub in arg):
+            yield path, f"{value!r} is not valid under any of the given schemas"
+
+    def _kw_oneOf(self, value, arg, schema, path):
+        if sum(self.valid(value, sub, path) for sub in arg) != 1:
+            yield path, f"{value!r} is not valid under exactly one of the given schemas"
+
+    def _kw_allOf(self, value, arg, schema, path):
+        for sub in arg:
+            yield from self.errors(value, sub, path)
+
+    def _kw_if(self, value, arg, schema, path):
+        branch = schema.get("then" if self.valid(value, arg, path) else "else", True)
+        yield from self.errors(value, branch, path)
+
+
+def iter_errors(doc: Any) -> Iterator[tuple[str, str]]:
+    """Yield ``(json_path, message)`` for each way ``doc`` breaks the metadata schema."""
+    schema = load_schema()
+    yield from _Evaluator(schema).errors(doc, schema, "$")
+
+
+def first_error(doc: Any) -> tuple[str, str] | None:
+    """The first schema violation of ``doc`` as ``(json_path, message)``, or None if it is valid."""
+    return next(iter_errors(doc), None)
