@@ -21,8 +21,10 @@ from ._errors import (
     StreamError,
     TmlrError,
 )
+from ._kernel import Kernel
 from ._metadata import METADATA_FILE, ArtifactMetadata, Parameter, Variant
 from ._schema import SCHEMA_PATH, SCHEMA_VERSION
+from ._tma import TensorMap, make_tensor_map
 
 __version__ = "0.1.0"
 
@@ -37,6 +39,7 @@ __all__ = [
     "DriverError",
     "GridError",
     "IntegrityError",
+    "Kernel",
     "METADATA_FILE",
     "NoCompatibleVariantError",
     "Parameter",
@@ -46,6 +49,8 @@ __all__ = [
     "ScalarArgumentError",
     "SchemaError",
     "StreamError",
+    "TensorMap",
     "TmlrError",
     "Variant",
+    "make_tensor_map",
 ]

@@ -1,0 +1,204 @@
+"""The one place that talks to cuda-python: version differences, error translation, device facts.
+
+cuda-python 12.x exposes the driver as ``cuda.cuda`` (and, from 12.6, also as
+``cuda.bindings.driver``); 13.x only as ``cuda.bindings.driver``. Everything else in tmlr_runtime
+goes through :func:`api` and :func:`check`, so a difference between the two lives here alone.
+The bindings are imported on first use, not at ``import tmlr_runtime``, and no driver call is made
+before the first :func:`init`.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import CudaUnavailableError, DriverError
+
+# What a CUresult means for a tmlr user, and what to do about it.
+_MEANINGS: dict[str, str] = {
+    "CUDA_ERROR_INVALID_IMAGE": "the cubin is not a valid image for this device or driver; rebuild it for this GPU's arch with tmlr-build",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": "the cubin was compiled for another architecture; rebuild with --arch matching this GPU",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "the installed driver is older than the toolchain that built the cubin; update the NVIDIA driver",
+    "CUDA_ERROR_NOT_FOUND": "the entry symbol is not in the cubin; the metadata and cubin do not belong together - rebuild the artifact",
+    "CUDA_ERROR_OUT_OF_MEMORY": "the GPU is out of memory; free memory or launch a smaller problem",
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too many registers or threads for this launch; rebuild with fewer --num-warps or a --maxnreg limit",
+    "CUDA_ERROR_INVALID_VALUE": "the driver rejected a launch parameter (grid, block, shared memory or cluster shape)",
+    "CUDA_ERROR_INVALID_HANDLE": "a handle (stream, function, context) is invalid or belongs to another context",
+    "CUDA_ERROR_INVALID_CONTEXT": "no valid CUDA context is current in this thread",
+    "CUDA_ERROR_CONTEXT_IS_DESTROYED": "the CUDA context was destroyed; load the kernel again",
+    "CUDA_ERROR_ILLEGAL_ADDRESS": "a kernel accessed an illegal address; the context is now unusable - restart the process and check pointer arguments and sizes",
+    "CUDA_ERROR_NOT_INITIALIZED": "the CUDA driver is not initialised",
+    "CUDA_ERROR_NO_DEVICE": "no CUDA-capable device is visible (check CUDA_VISIBLE_DEVICES)",
+    "CUDA_ERROR_INVALID_DEVICE": "the device ordinal does not exist",
+    "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE": "a cooperative grid must fit on the device at once; launch fewer programs",
+    "CUDA_ERROR_CLUSTER_OUT_OF_RESOURCES": "the cluster shape cannot be scheduled with this kernel's resources; rebuild with a smaller --num-ctas",
+    "CUDA_ERROR_INVALID_CLUSTER_SIZE": "the cluster shape is not supported on this device",
+    "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED": "this operation is not allowed while the stream is being captured into a CUDA graph",
+    "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED": "the stream capture was invalidated by an earlier error",
+    "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED": "the CUDA driver library failed to initialise",
+}
+
+_lock = threading.Lock()
+_api: Any = None
+_initialised = False
+
+
+def api() -> Any:
+    """The cuda-python driver module (``cuda.bindings.driver`` or, on old 12.x, ``cuda.cuda``)."""
+    global _api
+    if _api is None:
+        try:
+            from cuda.bindings import driver as mod
+        except ImportError:
+            try:
+                from cuda import cuda as mod  # cuda-python < 12.6
+            except ImportError as e:
+                raise CudaUnavailableError(
+                    "cuda-python is not installed; `pip install cuda-python` (12.x for CUDA 12 drivers, 13.x for CUDA 13)"
+                ) from e
+        _api = mod
+    return _api
+
+
+def bindings_version() -> str:
+    """The cuda-python bindings version string, e.g. ``13.3.0``."""
+    try:
+        import cuda.bindings
+
+        return str(cuda.bindings.__version__)
+    except (ImportError, AttributeError):
+        import cuda  # type: ignore[import-not-found]
+
+        return str(getattr(cuda, "__version__", "unknown"))
+
+
+def error_name(code: int) -> str:
+    try:
+        return api().CUresult(code).name
+    except ValueError:
+        return f"CUresult {code}"
+
+
+def error_message(code: int, what: str) -> str:
+    name = error_name(code)
+    meaning = _MEANINGS.get(name, "see the CUDA driver API documentation for this code")
+    return f"{name}: {meaning} (in {what})"
+
+
+def check(result: Any, what: str) -> Any:
+    """Unwrap a cuda-python ``(CUresult, *values)`` tuple; raise :class:`DriverError` on failure.
+
+    Returns None, the single value, or the tuple of values.
+    """
+    if isinstance(result, tuple):
+        err, values = result[0], result[1:]
+    else:
+        err, values = result, ()
+    code = int(err)
+    if code != 0:
+        raise DriverError(error_message(code, what), error_name(code))
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+def init() -> Any:
+    """Initialise the driver once per process and return the bindings module.
+
+    A machine without libcuda gets :class:`CudaUnavailableError` instead of cuda-bindings' own
+    loader exception.
+    """
+    global _initialised
+    drv = api()
+    if _initialised:
+        return drv
+    with _lock:
+        if not _initialised:
+            try:
+                result = drv.cuInit(0)
+            except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
+                raise CudaUnavailableError(
+                    f"the NVIDIA driver library (libcuda) could not be loaded: {e}; tmlr_runtime needs a "
+                    "machine with an NVIDIA GPU and driver"
+                ) from None
+            code = int(result[0] if isinstance(result, tuple) else result)
+            if code != 0:
+                raise CudaUnavailableError(error_message(code, "cuInit"), error_name(code))
+            _initialised = True
+    return drv
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Facts about one device that loading and launching check against."""
+
+    ordinal: int
+    name: str
+    major: int
+    minor: int
+    max_threads_per_block: int
+    max_shared_optin: int
+    max_grid: tuple[int, int, int]
+    cluster_launch: bool
+    cooperative_launch: bool
+    sm_count: int
+
+    @property
+    def capability(self) -> int:
+        return self.major * 10 + self.minor
+
+
+_devices: dict[int, DeviceInfo] = {}
+
+
+def device_info(ordinal: int) -> DeviceInfo:
+    """Cached :class:`DeviceInfo` of device ``ordinal``."""
+    info = _devices.get(ordinal)
+    if info is not None:
+        return info
+    drv = init()
+    dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+    A = drv.CUdevice_attribute
+
+    def attr(a: Any) -> int:
+        return int(check(drv.cuDeviceGetAttribute(a, dev), f"cuDeviceGetAttribute({a.name})"))
+
+    raw_name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    info = DeviceInfo(
+        ordinal=ordinal,
+        name=raw_name.split(b"\0", 1)[0].decode(errors="replace"),
+        major=attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+        minor=attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+        max_threads_per_block=attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+        max_shared_optin=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        max_grid=(
+            attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+            attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+            attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
+        ),
+        cluster_launch=bool(attr(A.CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)),
+        cooperative_launch=bool(attr(A.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)),
+        sm_count=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+    )
+    _devices[ordinal] = info
+    return info
+
+
+def current_context() -> tuple[int, Any]:
+    """``(handle, CUcontext)`` of this thread's current context, making device 0's primary
+    context current when none is (the context torch uses, so torch pointers work)."""
+    drv = init()
+    ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    handle = int(ctx)
+    if handle == 0:
+        dev = check(drv.cuDeviceGet(0), "cuDeviceGet")
+        ctx = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        handle = int(ctx)
+    return handle, ctx
+
+
+def context_device(ctx: Any) -> int:
+    """The device ordinal of context ``ctx`` (made current by the caller)."""
+    drv = api()
+    return int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))

@@ -1,0 +1,157 @@
+"""How kernel parameters are laid out in host memory for ``cuLaunchKernel``'s ``void**``.
+
+Every parameter the cubin takes (the signature's runtime parameters, then the hidden trailing
+pointers) gets a slot in one buffer, at an offset aligned to its size; one precompiled
+``struct.Struct`` writes all values with a single ``pack_into`` call per launch. Types come from
+the recorded signature, never from the Python value: a 1.5 given to an ``fp16`` parameter is
+stored as the 2-byte half 0x3E00, not as a 4-byte float.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from dataclasses import dataclass
+
+from ._errors import ArgumentError, ScalarArgumentError
+from ._metadata import Parameter
+
+# Triton scalar type -> (struct code, size, integer range or None)
+SCALAR_CODES: dict[str, tuple[str, int, tuple[int, int] | None]] = {
+    "i1": ("B", 1, (0, 1)),
+    "u1": ("B", 1, (0, 1)),
+    "i8": ("b", 1, (-(2**7), 2**7 - 1)),
+    "u8": ("B", 1, (0, 2**8 - 1)),
+    "i16": ("h", 2, (-(2**15), 2**15 - 1)),
+    "u16": ("H", 2, (0, 2**16 - 1)),
+    "i32": ("i", 4, (-(2**31), 2**31 - 1)),
+    "u32": ("I", 4, (0, 2**32 - 1)),
+    "i64": ("q", 8, (-(2**63), 2**63 - 1)),
+    "u64": ("Q", 8, (0, 2**64 - 1)),
+    "fp16": ("e", 2, None),
+    "bf16": ("H", 2, None),  # bits computed by bf16_bits()
+    "fp32": ("f", 4, None),
+    "fp64": ("d", 8, None),
+}
+POINTER_CODE = ("Q", 8)
+TMA_DESC_SIZE = 128
+TMA_DESC_ALIGN = 64
+
+_F32 = struct.Struct("<f")
+_U32 = struct.Struct("<I")
+
+
+def bf16_bits(x: float) -> int:
+    """bfloat16 bits of ``x``, rounded to nearest even like torch's conversion."""
+    f = float(x)
+    if math.isnan(f):
+        return 0x7FC0
+    try:
+        (bits,) = _U32.unpack(_F32.pack(f))
+    except OverflowError:
+        return 0x7F80 if f > 0 else 0xFF80
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16) & 0xFFFF
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one cubin parameter lives in the packed buffer."""
+
+    name: str  # signature name, or the hidden parameter's name
+    type: str  # Triton type, "*i8" for hidden pointers
+    code: str  # struct code ("Q", "i", "128s", ...)
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The packed-argument layout of one kernel variant."""
+
+    slots: tuple[Slot, ...]
+    struct: struct.Struct  # packs every slot's value at offset 0 of the aligned buffer
+    size: int
+
+    @classmethod
+    def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
+        slots: list[Slot] = []
+        fmt = ["<"]
+        offset = 0
+        entries = [(p.name, p.type or "") for p in runtime_params] + [(h, "*i8") for h in hidden_params]
+        for name, typ in entries:
+            if typ.startswith("*"):
+                code, size, align = POINTER_CODE[0], POINTER_CODE[1], POINTER_CODE[1]
+            elif typ == "nvTmaDesc":
+                code, size, align = f"{TMA_DESC_SIZE}s", TMA_DESC_SIZE, TMA_DESC_ALIGN
+            elif typ in SCALAR_CODES:
+                code, size, _ = SCALAR_CODES[typ]
+                align = size
+            else:
+                raise ArgumentError(f"parameter {name!r} has type {typ!r}, which tmlr_runtime cannot pass", name)
+            pad = -offset % align
+            if pad:
+                fmt.append(f"{pad}x")
+                offset += pad
+            slots.append(Slot(name, typ, code, offset, size))
+            fmt.append(code)
+            offset += size
+        return cls(tuple(slots), struct.Struct("".join(fmt)), max(offset, 1))
+
+
+class ArgBuffer:
+    """One thread's packed-argument storage and the ``void**`` array pointing into it.
+
+    Created once per (variant, thread); a launch only rewrites the values.
+    """
+
+    __slots__ = ("raw", "view", "pointers", "address")
+
+    def __init__(self, layout: Layout) -> None:
+        # Over-allocate so the base can be 64-byte aligned (CUtensorMap by value needs it).
+        self.raw = (ctypes.c_char * (layout.size + TMA_DESC_ALIGN))()
+        base = ctypes.addressof(self.raw)
+        shift = -base % TMA_DESC_ALIGN
+        self.view = memoryview(self.raw).cast("B")[shift : shift + layout.size]
+        n = len(layout.slots)
+        self.pointers = (ctypes.c_void_p * max(n, 1))(*[base + shift + s.offset for s in layout.slots])
+        self.address = ctypes.addressof(self.pointers) if n else 0
+
+
+def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
+    """Why ``value`` cannot be packed as ``param``'s scalar type, or None if it can."""
+    typ = param.type or ""
+    code, _, bounds = SCALAR_CODES[typ]
+    if bounds is not None:
+        if isinstance(value, float) or not hasattr(value, "__index__"):
+            return ScalarArgumentError(
+                f"parameter {param.name!r} ({typ}) needs an integer, got {type(value).__name__} {value!r}; "
+                "pass int(value) if the truncation is intended",
+                param.name,
+            )
+        v = value.__index__()  # type: ignore[attr-defined]
+        lo, hi = bounds
+        if not lo <= v <= hi:
+            return ScalarArgumentError(
+                f"parameter {param.name!r} ({typ}) must be in [{lo}, {hi}], got {v}; the kernel was built "
+                f"for {typ} - rebuild it with a wider type in --signature if such values are expected",
+                param.name,
+            )
+        return None
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return ScalarArgumentError(
+            f"parameter {param.name!r} ({typ}) needs a float, got {type(value).__name__} {value!r}", param.name
+        )
+    if typ in ("fp16", "fp32") and math.isfinite(f):
+        try:
+            struct.pack("<" + code, f)
+        except OverflowError:
+            limit = "65504" if typ == "fp16" else "3.4e38"
+            return ScalarArgumentError(
+                f"parameter {param.name!r} ({typ}) overflows: |{f}| > {limit}; rebuild with a wider float type "
+                "in --signature or scale the value",
+                param.name,
+            )
+    return None

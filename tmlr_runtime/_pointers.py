@@ -1,0 +1,189 @@
+"""Turning a pointer argument (torch tensor, CuPy array, ``__cuda_array_interface__``, DLPack
+producer, int address, None) into a device address, with the checks the signature implies.
+
+torch tensors take the fast path in the generated launcher; everything else, and every failed
+check, comes here. Nothing here imports torch or numpy: types are recognised by attributes.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from typing import Any
+
+from ._errors import PointerArgumentError
+from ._metadata import Parameter
+
+# Triton pointee type -> torch dtype attribute name
+TORCH_DTYPES: dict[str, str] = {
+    "i1": "bool",
+    "u1": "bool",
+    "i8": "int8",
+    "u8": "uint8",
+    "i16": "int16",
+    "u16": "uint16",
+    "i32": "int32",
+    "u32": "uint32",
+    "i64": "int64",
+    "u64": "uint64",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "fp64": "float64",
+    "fp8e4nv": "float8_e4m3fn",
+    "fp8e5": "float8_e5m2",
+    "fp8e4b8": "float8_e4m3fnuz",
+    "fp8e5b16": "float8_e5m2fnuz",
+}
+
+# Triton pointee type -> accepted __cuda_array_interface__ typestr (byte order ignored)
+TYPESTRS: dict[str, tuple[str, ...]] = {
+    "i1": ("b1", "u1"),
+    "u1": ("b1", "u1"),
+    "i8": ("i1",),
+    "u8": ("u1",),
+    "i16": ("i2",),
+    "u16": ("u2",),
+    "i32": ("i4",),
+    "u32": ("u4",),
+    "i64": ("i8",),
+    "u64": ("u8",),
+    "fp16": ("f2",),
+    "bf16": ("V2", "u2"),
+    "fp32": ("f4",),
+    "fp64": ("f8",),
+}
+
+# DLPack (code, bits) -> Triton pointee type
+_DL_TYPES: dict[tuple[int, int], str] = {
+    (0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64",
+    (1, 8): "u8", (1, 16): "u16", (1, 32): "u32", (1, 64): "u64",
+    (2, 16): "fp16", (2, 32): "fp32", (2, 64): "fp64",
+    (4, 16): "bf16", (6, 8): "i1",
+}
+_DL_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
+
+
+def pointee(param: Parameter) -> str:
+    """``*fp16`` -> ``fp16`` (``*kfp16``, a constant pointer, too)."""
+    t = (param.type or "*")[1:]
+    return t[1:] if t.startswith("k") else t
+
+
+def torch_dtype(param: Parameter) -> Any:
+    """The torch dtype a tensor for ``param`` must have; None when torch is not imported or the
+    pointee has no torch equivalent (then dtype is not checked)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    name = TORCH_DTYPES.get(pointee(param))
+    return getattr(torch, name, None) if name else None
+
+
+def _fail(param: Parameter, what: str, fix: str) -> PointerArgumentError:
+    return PointerArgumentError(f"parameter {param.name!r} ({param.type}): {what}; {fix}", param.name)
+
+
+def _check_address(param: Parameter, address: int, checks: bool) -> int:
+    if checks and param.divisibility == 16 and address % 16:
+        raise _fail(
+            param,
+            f"address 0x{address:x} is not 16-byte aligned, but the kernel was built assuming it is "
+            "(tt.divisibility=16) and would compute wrong results",
+            "pass an aligned buffer (e.g. .clone() of the slice) or rebuild without ':16' for this pointer",
+        )
+    return address
+
+
+def tensor_pointer(param: Parameter, t: Any, device: int, checks: bool) -> int:
+    """Address of a torch tensor, checking device, dtype and alignment."""
+    if checks:
+        d = t.get_device()
+        if d != device:
+            where = "a CPU tensor" if d < 0 else f"a tensor on cuda:{d}"
+            raise _fail(
+                param,
+                f"got {where}, but the launch runs on cuda:{device}",
+                f"move it with .to('cuda:{device}') or make cuda:{d if d >= 0 else device} current before launching",
+            )
+        want = torch_dtype(param)
+        if want is not None and t.dtype != want:
+            raise _fail(
+                param,
+                f"got a {t.dtype} tensor, the kernel was built for {want}",
+                f"convert it with .to({want}) (or .view({want}) to reinterpret the bits), or rebuild with a matching --signature",
+            )
+    return _check_address(param, t.data_ptr(), checks)
+
+
+def _host_or_device(address: int, device: int) -> int | None:
+    """Device ordinal owning ``address`` per the driver, -1 for host memory, None if unknown."""
+    from ._driver import api
+
+    drv = api()
+    A = drv.CUpointer_attribute
+    err, mem_type = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
+    if int(err) != 0:
+        return None  # not known to CUDA (plain host malloc, or foreign): leave it to the caller
+    if int(mem_type) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
+        return -1
+    err, ordinal = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
+    return int(ordinal) if int(err) == 0 else None
+
+
+def _dlpack_pointer(param: Parameter, obj: Any, device: int, checks: bool) -> int:
+    dev_type, dev_id = obj.__dlpack_device__()
+    if int(dev_type) not in _DL_CUDA:
+        raise _fail(param, f"got a DLPack producer on device type {int(dev_type)} (not CUDA)", "move the array to the GPU first")
+    if checks and int(dev_id) != device:
+        raise _fail(param, f"got an array on cuda:{int(dev_id)}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
+    capsule = obj.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    managed = get(capsule, b"dltensor")
+    # DLManagedTensor starts with DLTensor {void* data; DLDevice device (2 x int32); int32 ndim;
+    # DLDataType dtype (u8 code, u8 bits, u16 lanes); int64* shape; int64* strides; u64 byte_offset}
+    data = ctypes.c_void_p.from_address(managed).value or 0
+    code = ctypes.c_uint8.from_address(managed + 20).value
+    bits = ctypes.c_uint8.from_address(managed + 21).value
+    byte_offset = ctypes.c_uint64.from_address(managed + 40).value
+    if checks:
+        got = _DL_TYPES.get((code, bits))
+        want = pointee(param)
+        if got is not None and want in _DL_TYPES.values() and got != want:
+            raise _fail(param, f"got a DLPack array of {got}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
+    return _check_address(param, data + byte_offset, checks)
+
+
+def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
+    """Device address for any accepted pointer argument; raises :class:`PointerArgumentError`."""
+    if value is None:
+        return 0
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return tensor_pointer(param, value, device, checks)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < 2**64:
+            raise _fail(param, f"address {value} is not a 64-bit unsigned value", "pass a device pointer")
+        return _check_address(param, value, checks)
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is not None:
+        address = int(cai["data"][0])
+        if checks:
+            typestr = str(cai.get("typestr", ""))[1:]
+            want = pointee(param)
+            if want in TYPESTRS and typestr not in TYPESTRS[want]:
+                raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
+            owner = _host_or_device(address, device) if address else device
+            if owner is not None and owner != device:
+                where = "host memory" if owner < 0 else f"cuda:{owner}"
+                raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
+        return _check_address(param, address, checks)
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        return _dlpack_pointer(param, value, device, checks)
+    if hasattr(value, "data_ptr") and hasattr(value, "device"):  # a torch-like tensor seen before torch was imported
+        return tensor_pointer(param, value, device, checks)
+    raise _fail(
+        param,
+        f"got {type(value).__name__}, which is not a device buffer",
+        "pass a CUDA torch tensor, a CuPy array, an object with __cuda_array_interface__ or __dlpack__, an int address, or None",
+    )

@@ -1,0 +1,62 @@
+"""Which CUDA stream a launch goes to.
+
+Explicit: an int handle, an object with ``__cuda_stream__`` (the CUDA stream protocol), torch's
+``.cuda_stream`` or CuPy's ``.ptr``. Otherwise torch's current stream when torch is already
+imported, else the legacy default stream (0). torch is never imported here.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from ._errors import StreamError
+
+_torch_current: Callable[[int], int] | None = None
+
+
+def _bind_torch() -> Callable[[int], int] | None:
+    global _torch_current
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is None:  # torch without CUDA support: its streams cannot be current anywhere
+        _torch_current = lambda device: 0  # noqa: E731
+    else:
+        _torch_current = raw
+    return _torch_current
+
+
+def default_stream(device: int) -> int:
+    """torch's current stream on ``device`` when torch is imported, else 0."""
+    f = _torch_current
+    if f is None:
+        f = _bind_torch()
+        if f is None:
+            return 0
+    return f(device)
+
+
+def stream_handle(stream: Any) -> int:
+    """The raw ``CUstream`` handle of an explicit stream argument."""
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        if stream < 0 or stream >= 2**64:
+            raise StreamError(f"stream handle {stream} is not a valid CUstream value; pass a stream object or its handle")
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        try:
+            _version, handle = proto() if callable(proto) else proto
+            return int(handle)
+        except (TypeError, ValueError) as e:
+            raise StreamError(f"{type(stream).__name__}.__cuda_stream__ did not give (version, handle): {e}") from None
+    for attr in ("cuda_stream", "ptr", "handle"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int) and not isinstance(handle, bool):
+            return handle
+    if type(stream).__name__ == "CUstream":  # a cuda-python handle object
+        return int(stream)
+    raise StreamError(
+        f"cannot use {type(stream).__name__} as a stream; pass an int CUstream handle, a torch.cuda.Stream, "
+        "a CuPy stream, an object with __cuda_stream__, or None for the current stream"
+    )
