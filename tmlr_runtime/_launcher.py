@@ -243,7 +243,11 @@ def generate(
     emit(f"    if not (0 < gx <= {mx} and 0 < gy <= {my} and 0 < gz <= {mz}):")
     emit("        _grid_check(gx, gy, gz, _MAXG, _CLUSTER)")
     emit("    if stream is None:")
-    emit(f"        stream = _default_stream({target.device})")
+    if torch is not None and hasattr(torch._C, "_cuda_getCurrentRawStream"):
+        ns["_raw_stream"] = torch._C._cuda_getCurrentRawStream
+        emit(f"        stream = _raw_stream({target.device})")
+    else:
+        emit(f"        stream = _default_stream({target.device})")
     emit("    elif type(stream) is not int:")
     emit("        stream = _stream_handle(stream)")
     values: list[str] = []
