@@ -150,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
             g = (w["grid"],)
             compiled = jit[g](*a, **ce)
             systems["triton_jit"] = lambda jit=jit, a=a, ce=ce, g=g: jit[g](*a, **ce)
-            systems["triton_compiled"] = lambda c=compiled, a=a, g=g: c[g](*a)
+            # CompiledKernel takes every parameter, constexprs included (its launcher drops them)
+            full = list(a) + list(ce.values())
+            systems["triton_compiled"] = lambda c=compiled, a=full, g=(w["grid"], 1, 1): c[g](*a)
         med = measure(systems, args.rounds)
         base = med["handwritten"]
         row = {s: {"us": round(t, 3), "vs_handwritten": round(t / base, 3)} for s, t in med.items()}
