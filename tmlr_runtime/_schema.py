@@ -12,7 +12,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
 SCHEMA_VERSION = 1
@@ -171,6 +171,134 @@ class _Evaluator:
         yield from self.errors(value, branch, path)
 
 
+def _key(v: Any) -> Any:
+    """A hashable identity with JSON equality (True is not 1, 1 is 1.0); None if unhashable."""
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float)):
+        return ("n", v)
+    if isinstance(v, str):
+        return ("s", v)
+    if v is None:
+        return ("z", None)
+    return None
+
+
+def _compile(node: Any, root: dict[str, Any], refs: dict[str, Callable[[Any], bool]]) -> Callable[[Any], bool]:
+    """A fast validity predicate for ``node``; mirrors :class:`_Evaluator` keyword for keyword."""
+    if node is True:
+        return lambda v: True
+    if node is False:
+        return lambda v: False
+    checks: list[Callable[[Any], bool]] = []
+    add = checks.append
+    for key, arg in node.items():
+        if key in _ANNOTATIONS or key in ("then", "else"):
+            continue
+        if key == "$ref":
+            if arg not in refs:
+                refs[arg] = lambda v: False  # placeholder while a recursive reference compiles
+                refs[arg] = _compile(_Evaluator(root)._resolve(arg), root, refs)
+            add(lambda v, a=arg: refs[a](v))
+        elif key == "type":
+            names = [arg] if isinstance(arg, str) else list(arg)
+            add(lambda v, n=names: any(_is_type(v, t) for t in n))
+        elif key in ("const", "enum"):
+            options = [arg] if key == "const" else list(arg)
+            keys = {_key(o) for o in options}
+            if None in keys:
+                add(lambda v, a=options: any(_equal(v, x) for x in a))
+            else:
+                add(lambda v, ks=frozenset(keys): _key(v) in ks if not isinstance(v, (dict, list)) else False)
+        elif key == "pattern":
+            add(lambda v, r=re.compile(arg): not isinstance(v, str) or r.search(v) is not None)
+        elif key == "minimum":
+            add(lambda v, a=arg: not _is_type(v, "number") or v >= a)
+        elif key == "maximum":
+            add(lambda v, a=arg: not _is_type(v, "number") or v <= a)
+        elif key == "minItems":
+            add(lambda v, a=arg: not isinstance(v, list) or len(v) >= a)
+        elif key == "maxItems":
+            add(lambda v, a=arg: not isinstance(v, list) or len(v) <= a)
+        elif key == "uniqueItems":
+            if arg:
+                add(lambda v: not isinstance(v, list) or not any(_equal(x, y) for i, x in enumerate(v) for y in v[:i]))
+        elif key == "items":
+            add(_items(_compile(arg, root, refs)))
+        elif key == "required":
+            add(lambda v, a=tuple(arg): not isinstance(v, dict) or all(k in v for k in a))
+        elif key == "properties":
+            add(_properties([(name, _compile(sub, root, refs)) for name, sub in arg.items()]))
+        elif key == "additionalProperties":
+            allowed = frozenset(node.get("properties", {}))
+            if arg is False:
+                add(lambda v, a=allowed: not isinstance(v, dict) or a.issuperset(v))
+            elif arg is not True:
+                sub = _compile(arg, root, refs)
+                add(lambda v, a=allowed, c=sub: not isinstance(v, dict) or all(c(x) for k, x in v.items() if k not in a))
+        elif key == "anyOf":
+            subs = [_compile(x, root, refs) for x in arg]
+            add(lambda v, ss=subs: any(c(v) for c in ss))
+        elif key == "oneOf":
+            subs = [_compile(x, root, refs) for x in arg]
+            add(lambda v, ss=subs: sum(1 for c in ss if c(v)) == 1)
+        elif key == "allOf":
+            add(_all([_compile(x, root, refs) for x in arg]))
+        elif key == "if":
+            cond = _compile(arg, root, refs)
+            then = _compile(node.get("then", True), root, refs)
+            other = _compile(node.get("else", True), root, refs)
+            add(lambda v, i=cond, t=then, e=other: t(v) if i(v) else e(v))
+        else:
+            raise NotImplementedError(f"schema keyword {key!r} is not supported by tmlr_runtime._schema")
+    return checks[0] if len(checks) == 1 else _all(checks)
+
+
+def _all(checks: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
+    cs = tuple(checks)
+
+    def check(v: Any) -> bool:
+        for c in cs:
+            if not c(v):
+                return False
+        return True
+
+    return check
+
+
+def _items(sub: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    def check(v: Any) -> bool:
+        if isinstance(v, list):
+            for x in v:
+                if not sub(x):
+                    return False
+        return True
+
+    return check
+
+
+def _properties(props: list[tuple[str, Callable[[Any], bool]]]) -> Callable[[Any], bool]:
+    def check(v: Any) -> bool:
+        if isinstance(v, dict):
+            for k, c in props:
+                if k in v and not c(v[k]):
+                    return False
+        return True
+
+    return check
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Callable[[Any], bool]:
+    schema = load_schema()
+    return _compile(schema, schema, {})
+
+
+def is_valid(doc: Any) -> bool:
+    """Whether ``doc`` follows the metadata schema (fast; no messages)."""
+    return _validator()(doc)
+
+
 def iter_errors(doc: Any) -> Iterator[tuple[str, str]]:
     """Yield ``(json_path, message)`` for each way ``doc`` breaks the metadata schema."""
     schema = load_schema()
@@ -179,4 +307,6 @@ def iter_errors(doc: Any) -> Iterator[tuple[str, str]]:
 
 def first_error(doc: Any) -> tuple[str, str] | None:
     """The first schema violation of ``doc`` as ``(json_path, message)``, or None if it is valid."""
-    return next(iter_errors(doc), None)
+    if is_valid(doc):
+        return None
+    return next(iter_errors(doc), ("$", "does not follow the schema"))
