@@ -27,6 +27,7 @@ from ._metadata import Parameter, Variant
 from ._packing import SCALAR_CODES, TMA_DESC_SIZE, ArgBuffer, Layout, bf16_bits, diagnose_scalar
 
 _MISSING = object()
+_CODE: dict[str, Any] = {}
 
 
 @dataclass
@@ -267,19 +268,17 @@ def generate(
         values.append(v)
         t = p.type or ""
         if t.startswith("*"):
-            emit(f"    if type({a}) is _Tensor:")
+            # torch tensors on the right device with the right dtype take the inline path;
+            # everything else, and every failed check, goes to _any_ptr, which explains.
+            cond = f"type({a}) is _Tensor"
             if checks:
-                dt = _pointers.torch_dtype(p)
-                ns[f"_DT{i}"] = dt
-                cond = f"{a}.get_device() != {target.device}"
-                if dt is not None:
-                    cond += f" or {a}.dtype is not _DT{i}"
-                emit(f"        if {cond}: _any_ptr(_P{i}, {a}, {target.device}, True)")
-            emit(f"        {v} = {a}.data_ptr()")
+                ns[f"_DT{i}"] = _pointers.torch_dtype(p)
+                cond += f" and {a}.get_device() == {target.device}"
+                if ns[f"_DT{i}"] is not None:
+                    cond += f" and {a}.dtype is _DT{i}"
+            emit(f"    {v} = {a}.data_ptr() if {cond} else _any_ptr(_P{i}, {a}, {target.device}, _checks)")
             if checks and p.divisibility == 16:
-                emit(f"        if {v} & 15: _any_ptr(_P{i}, {a}, {target.device}, True)")
-            emit("    else:")
-            emit(f"        {v} = _any_ptr(_P{i}, {a}, {target.device}, _checks)")
+                emit(f"    if {v} & 15: _any_ptr(_P{i}, {a}, {target.device}, True)")
         elif t == "nvTmaDesc":
             emit(f"    {v} = _tma(_P{i}, {a})")
         elif t in ("i1", "u1"):
@@ -323,7 +322,9 @@ def generate(
     emit("    if r[0]:")
     emit(f"        raise _on_error(r[0], 'launching {name}')")
     source = "\n".join(body) + "\n"
-    code = compile(source, f"<tmlr launcher {name} {variant.arch}>", "exec")
+    code = _CODE.get(source)
+    if code is None:  # parsing dominates load time; identical launchers share one code object
+        code = _CODE[source] = compile(source, f"<tmlr launcher {name} {variant.arch}>", "exec")
     exec(code, ns)
     launch = ns["launch"]
     launch.__tmlr_source__ = source  # type: ignore[attr-defined]
