@@ -1,0 +1,120 @@
+"""The library entry point: build kernel requests into artifact directories."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .arch import Target
+from .artifact import artifact_files, prepare_output, write_directory
+from .errors import ArtifactWriteError, BuildError, UsageError
+from .jobs import Job, JobResult
+from .sources import KernelRequest, default_archs, make_jobs
+from .triton_check import check_triton_version
+from .workers import run_jobs
+
+
+class BuildFailedError(BuildError):
+    """Some kernels failed to build; ``errors`` holds each failure (the others were written)."""
+
+    def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    out: str
+    archs: tuple[Target, ...] | None = None  # None: each input's own arch (ttgir/llir/ptx/cubin)
+    stop_after: str | None = None
+    keep_ir: bool = False
+    line_info: bool = True
+    max_workers: int | None = None
+    progress: bool = True
+
+
+@dataclass
+class BuildReport:
+    written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # requests with no arch in common with --arch
+
+
+def _capabilities(req: KernelRequest, config: BuildConfig) -> tuple[int, ...]:
+    wanted = tuple(t.capability for t in config.archs) if config.archs else default_archs(req)
+    if wanted is None:
+        raise UsageError(f"{os.path.basename(req.source)}: pass --arch (e.g. --arch 80,90); a .{req.stage} input "
+                         "does not pin an architecture")
+    if req.archs is not None:
+        wanted = tuple(c for c in wanted if c in {t.capability for t in req.archs})
+    return wanted
+
+
+def _stderr_progress(done: int, total: int, job: Job, outcome: JobResult | BuildError, seconds: float) -> None:
+    status = "failed" if isinstance(outcome, BuildError) else "ok"
+    print(f"tmlr-build: [{done}/{total}] {job.label}: {status} ({seconds:.1f}s)", file=sys.stderr, flush=True)
+
+
+def build(requests: Sequence[KernelRequest], config: BuildConfig,
+          on_progress: Callable[..., None] | None = None) -> BuildReport:
+    """Compile every request for its archs and write ``config.out/<name>/``.
+
+    Kernels whose every arch compiled are written (atomically, one directory each); if any
+    failed, raises BuildFailedError listing every failure after writing the others.
+    """
+    check_triton_version()
+    out = prepare_output(config.out)
+    report = BuildReport()
+    jobs: list[Job] = []
+    owner: list[int] = []
+    for i, req in enumerate(requests):
+        caps = _capabilities(req, config)
+        if not caps:
+            report.skipped.append(req.name or req.kernel or os.path.basename(req.source))
+            continue
+        new = make_jobs(req, caps, config.stop_after, config.keep_ir, config.line_info)
+        jobs += new
+        owner += [i] * len(new)
+    progress = on_progress or (_stderr_progress if config.progress and len(jobs) > 2 else None)
+    outcomes = run_jobs(jobs, config.max_workers, progress)
+    errors: list[BuildError] = []
+    by_request: dict[int, list[JobResult | BuildError]] = {}
+    for i, outcome in zip(owner, outcomes):
+        by_request.setdefault(i, []).append(outcome)
+    names: dict[str, int] = {}
+    for i, outs in sorted(by_request.items()):
+        failed = [o for o in outs if isinstance(o, BuildError)]
+        if failed:
+            errors += _unique(failed)
+            continue
+        results = [o for o in outs if isinstance(o, JobResult)]
+        name = requests[i].name or results[0].name
+        if name in names:
+            errors.append(ArtifactWriteError(
+                f"two inputs build a kernel named {name!r} ({os.path.basename(requests[names[name]].source)} and "
+                f"{os.path.basename(requests[i].source)}); give one another name (--name or the spec's \"name\")"))
+            continue
+        names[name] = i
+        try:
+            files = artifact_files(name, _renamed(results, name), with_metadata=config.stop_after is None)
+            report.written.append(write_directory(out, name, files))
+        except BuildError as e:
+            errors.append(e)
+    if errors:
+        raise BuildFailedError("\n".join(str(e) for e in errors), errors)
+    return report
+
+
+def _renamed(results: list[JobResult], name: str) -> list[JobResult]:
+    for r in results:
+        r.name = name
+    return results
+
+
+def _unique(errors: list[BuildError]) -> list[BuildError]:
+    # The same mistake usually fails every arch alike; report it once.
+    seen: dict[str, BuildError] = {}
+    for e in errors:
+        key = str(e).replace("capability", "").translate(str.maketrans("", "", "0123456789"))
+        seen.setdefault(key, e)
+    return list(seen.values())

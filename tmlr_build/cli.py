@@ -1,0 +1,147 @@
+"""``tmlr-build``: a thin command line over :func:`tmlr_build.build.build`.
+
+All error reporting happens in :func:`main`: a BuildError becomes its message on stderr and exit
+status 1 (2 for usage errors); nothing the user can cause prints a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from . import __version__
+from .arch import parse_arch_list, supported_capabilities
+from .build import BuildConfig, BuildFailedError, build
+from .errors import BuildError, OptionError, UsageError
+from .jobs import IR_STAGES
+from .signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
+from .sources import KernelRequest, parse_source
+from .spec import load_spec
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see tmlr-build --help)")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="tmlr-build",
+        description="Compile Triton kernels into tmlr artifacts (OUT/<kernel>/metadata.json + one cubin per arch). "
+                    "Needs Triton 3.3.x, no GPU.",
+        epilog="examples:\n"
+               "  tmlr-build k.py:add --signature '*fp16:16, *fp16:16, *fp16:16, i32, 1024' -o out --arch 80,90\n"
+               "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
+               "  tmlr-build add.ptx --metadata add.json -o out\n"
+               "  tmlr-build --spec examples/kernels.json -o out --arch 80,90",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sources", nargs="*", metavar="SRC",
+                   help="file.py:kernel, .ttir, .ttgir, .llir, .ptx, .cubin, or a Triton cache entry directory")
+    p.add_argument("-o", "--out", required=True, help="output directory (receives one folder per kernel)")
+    p.add_argument("--spec", help="JSON file listing kernels to build (see tmlr_build/spec.py)")
+    p.add_argument("--arch", help=f"comma-separated capabilities: {','.join(map(str, supported_capabilities()))}")
+    g = p.add_argument_group("signature (for every SRC)")
+    g.add_argument("--signature", help="AOT syntax: '*fp16:16, i32:16, i32:1, fp32, 128' (:16 divisible by 16, "
+                                       ":1 specialized to 1, a bare value is a constexpr)")
+    g.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE", help="set a constexpr by name")
+    g.add_argument("--arg-names", help="names of the parameters of an IR input (default arg0, arg1, ...)")
+    g.add_argument("--metadata", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
+                                      "unless <stem>.json is beside the input)")
+    g.add_argument("--name", help="artifact name, when it should differ from the kernel's")
+    o = p.add_argument_group("compile options")
+    o.add_argument("--num-warps", type=int)
+    o.add_argument("--num-stages", type=int)
+    o.add_argument("--num-ctas", type=int)
+    o.add_argument("--maxnreg", type=int)
+    o.add_argument("--no-fp-fusion", action="store_true", help="ptxas --fmad=false")
+    o.add_argument("--cooperative", action="store_true", help="launch_cooperative_grid (launch attribute only)")
+    o.add_argument("--debug", action="store_true", help="Triton debug mode (device asserts)")
+    o.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other Triton CUDAOptions field, e.g. --option default_dot_input_precision=ieee")
+    b = p.add_argument_group("output")
+    b.add_argument("--keep-ir", action="store_true", help="also write every stage under OUT/<kernel>/ir/<arch>/")
+    b.add_argument("--stop-after", choices=IR_STAGES[:-1] + ("ptx",), dest="stop_after",
+                   help="write the IR up to this stage (and what rebuilding from it needs), no cubin")
+    b.add_argument("--no-line-info", action="store_true", help="strip source line info from the cubin")
+    b.add_argument("-j", "--jobs", type=int, help="parallel compile workers (default: CPU count)")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+    p.add_argument("--version", action="version", version=f"tmlr-build {__version__}")
+    return p
+
+
+def _option_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return parse_constexpr_value(text)
+
+
+def _explicit_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"--option {item!r}: write KEY=VALUE, e.g. --option num_stages=2")
+        options[key.strip()] = _option_value(value)
+    flags = {"num_warps": args.num_warps, "num_stages": args.num_stages, "num_ctas": args.num_ctas,
+             "maxnreg": args.maxnreg}
+    options.update({k: v for k, v in flags.items() if v is not None})
+    if args.no_fp_fusion:
+        options["enable_fp_fusion"] = False
+    if args.cooperative:
+        options["launch_cooperative_grid"] = True
+    if args.debug:
+        options["debug"] = True
+    return options
+
+
+def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], Any]:
+    """Kernel requests from the command line (and the spec file), plus the archs to build."""
+    if not args.sources and not args.spec:
+        raise UsageError("nothing to build: name SRC files or a --spec file (see tmlr-build --help)")
+    explicit = _explicit_options(args)
+    constexprs = parse_constexpr_assignments(args.constexpr)
+    arg_names = tuple(parse_arg_names(args.arg_names)) if args.arg_names else None
+    archs = parse_arch_list(args.arch) if args.arch else None
+    requests: list[KernelRequest] = []
+    if args.spec:
+        spec_requests, spec_archs = load_spec(args.spec)
+        archs = archs or spec_archs
+        requests += [KernelRequest(**{**vars(r), "options": {**r.options, **explicit}}) for r in spec_requests]
+    for text in args.sources:
+        path, stage, kernel = parse_source(text)
+        requests.append(KernelRequest(source=path, stage=stage, kernel=kernel, name=args.name,
+                                      signature=args.signature, constexprs=constexprs, arg_names=arg_names,
+                                      options=explicit, metadata_path=args.metadata))
+    return requests, archs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
+    try:
+        args = make_parser().parse_args(argv)
+        requests, archs = requests_from_args(args)
+        config = BuildConfig(out=args.out, archs=archs, stop_after=args.stop_after, keep_ir=args.keep_ir,
+                             line_info=not args.no_line_info, max_workers=args.jobs, progress=not args.quiet)
+        report = build(requests, config)
+    except BuildFailedError as e:
+        for err in e.errors:
+            print(f"tmlr-build: error: {err}", file=sys.stderr)
+        return 2 if all(isinstance(err, UsageError) for err in e.errors) else 1
+    except UsageError as e:
+        print(f"tmlr-build: error: {e}", file=sys.stderr)
+        return 2
+    except BuildError as e:
+        print(f"tmlr-build: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("tmlr-build: interrupted", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        for path in report.written:
+            print(f"tmlr-build: wrote {path}", file=sys.stderr)
+        for name in report.skipped:
+            print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
+    return 0

@@ -1,0 +1,53 @@
+"""What one compile worker is asked to do and what it hands back (plain picklable records)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STAGES = ("python", "ttir", "ttgir", "llir", "ptx", "cubin")
+IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
+
+
+@dataclass(frozen=True)
+class Job:
+    """Compile one kernel source for one target capability."""
+
+    source: str  # absolute path of the input file
+    stage: str  # one of STAGES
+    capability: int
+    kernel: str | None = None  # Python function name (stage "python")
+    signature: str | None = None  # AOT-syntax text from the command line or spec
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    arg_names: tuple[str, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # explicit options (command line / spec)
+    triton_metadata: dict[str, Any] | None = None  # Triton's metadata JSON of an earlier compile
+    triton_metadata_path: str | None = None
+    sidecar: dict[str, Any] | None = None  # tmlr's <name>.tmlr.json written by --keep-ir/--stop-after
+    sibling_ir: str | None = None  # text of a .ttgir/.ttir beside a .llir/.ptx/.cubin (types, divisibility)
+    stop_after: str | None = None
+    keep_ir: bool = False
+    line_info: bool = True
+
+    @property
+    def label(self) -> str:
+        from os.path import basename
+
+        name = f"{basename(self.source)}:{self.kernel}" if self.kernel else basename(self.source)
+        return f"{name} for capability {self.capability}"
+
+
+@dataclass
+class JobResult:
+    """A finished compile: everything the parent needs to write the artifact."""
+
+    name: str  # kernel name (artifact directory name)
+    signature: list[dict[str, Any]]
+    capability: int
+    arch: str
+    entry: str | None  # cubin symbol (None when stopped before ptx)
+    cubin: bytes | None
+    launch: dict[str, Any]
+    scratch: dict[str, Any]
+    resources: dict[str, int]
+    provenance: dict[str, Any]
+    ir_files: dict[str, str | bytes] = field(default_factory=dict)  # file name -> content (ir/<arch>/)

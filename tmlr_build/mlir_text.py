@@ -1,0 +1,106 @@
+"""Facts read from the text of a .ttir/.ttgir file: the kernel's parameters and module attributes.
+
+IR files carry no parameter names, no constexprs and no unsigned types (MLIR integers are
+signless); what they do carry - types, ``tt.divisibility``, ``ttg.*`` module attributes - is read
+here with plain text scanning so the parent process can check inputs without loading Triton.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import IRParseError
+from .signature import Param
+
+_FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@([A-Za-z_][A-Za-z0-9_$.]*)\s*\(")
+_MODULE_ATTRS = re.compile(r"^\s*module\s+attributes\s*\{(.*)\}\s*\{\s*$", re.MULTILINE)
+_MLIR_TO_TRITON = {
+    "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
+    "f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64",
+    "f8E4M3FN": "fp8e4nv", "f8E5M2": "fp8e5", "f8E4M3FNUZ": "fp8e4b8", "f8E5M2FNUZ": "fp8e5b16",
+    "f8E4M3B11FNUZ": "fp8e4b15",
+}
+
+
+@dataclass(frozen=True)
+class IRFunction:
+    name: str
+    params: tuple[Param, ...]  # runtime parameters only, named arg0, arg1, ...
+
+
+def _split(text: str) -> list[str]:
+    parts, depth, quote, cur = [], 0, False, []
+    for ch in text:
+        if ch == '"':
+            quote = not quote
+        elif not quote and ch in "([{<":
+            depth += 1
+        elif not quote and ch in ")]}>":
+            depth -= 1
+        elif not quote and ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _arg_list(text: str, start: int) -> str:
+    depth, quote = 1, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == '"':
+            quote = not quote
+        elif not quote and ch == "(":
+            depth += 1
+        elif not quote and ch == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start:i]
+    raise IRParseError("unterminated tt.func argument list")
+
+
+def _triton_type(mlir: str, attrs: str, where: str) -> str:
+    if "tt.nv_tma_desc = 1" in attrs:
+        return "nvTmaDesc"
+    ptr = re.fullmatch(r"!tt\.ptr<([^,>]+)(?:,\s*\d+)?>", mlir)
+    if ptr:
+        return "*" + _triton_type(ptr.group(1).strip(), "", where)
+    if mlir in _MLIR_TO_TRITON:
+        return _MLIR_TO_TRITON[mlir]
+    raise IRParseError(f"{where}: parameter type {mlir!r} is not one a kernel parameter can have in tmlr")
+
+
+def read_function(text: str, where: str) -> IRFunction:
+    """The public tt.func of the module: its name and runtime parameters."""
+    m = _FUNC.search(text)
+    if m is None:
+        raise IRParseError(f"{where}: no tt.func found; is this a Triton .ttir/.ttgir file?")
+    params = []
+    for i, arg in enumerate(_split(_arg_list(text, m.end()))):
+        am = re.match(r"%[\w.$-]+\s*:\s*(.+?)\s*(\{.*\})?\s*(loc\(.*\))?$", arg, re.DOTALL)
+        if am is None:
+            raise IRParseError(f"{where}: cannot read tt.func argument {arg!r}")
+        attrs = am.group(2) or ""
+        div = re.search(r"tt\.divisibility\s*=\s*(\d+)", attrs)
+        ty = _triton_type(am.group(1).strip(), attrs, where)
+        params.append(Param(f"arg{i}", "runtime", ty, 16 if div and int(div.group(1)) % 16 == 0 else 1))
+    return IRFunction(m.group(1), tuple(params))
+
+
+def module_attributes(text: str) -> dict[str, object]:
+    """``ttg.num-warps``, ``ttg.num-ctas``, ``ttg.threads-per-warp`` (ints) and ``ttg.target`` (str)."""
+    m = _MODULE_ATTRS.search(text)
+    out: dict[str, object] = {}
+    if m is None:
+        return out
+    for item in _split(m.group(1)):
+        key, sep, value = item.partition("=")
+        if not sep:
+            continue
+        key, value = key.strip().strip('"'), value.strip()
+        num = re.fullmatch(r"(-?\d+)\s*:\s*i\d+", value)
+        out[key] = int(num.group(1)) if num else value.strip('"')
+    return out

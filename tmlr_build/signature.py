@@ -1,0 +1,257 @@
+"""Kernel signatures: the AOT-tool syntax (``"*fp16:16, i32, 128"``), names, and the schema form.
+
+The artifact records every Python-level parameter in declaration order, because Triton's own
+metadata records neither the signature nor the constexpr values nor the specializations, and the
+runtime needs all three to pack arguments and to check callers.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from .errors import SignatureError
+
+SCALAR_TYPES = ("i1", "u1", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "fp16", "bf16", "fp32", "fp64")
+INT_TYPES = tuple(t for t in SCALAR_TYPES if t[0] in "iu")
+POINTEE_TYPES = SCALAR_TYPES + ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
+TMA_DESC = "nvTmaDesc"
+_POINTER = re.compile(r"^\*k?(%s)$" % "|".join(POINTEE_TYPES))
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One Python-level kernel parameter as the artifact records it."""
+
+    name: str
+    kind: str  # "runtime" | "constexpr" | "equal_to_1"
+    type: str | None = None
+    divisibility: int = 1
+    value: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "runtime":
+            return {"name": self.name, "kind": "runtime", "type": self.type, "divisibility": self.divisibility}
+        if self.kind == "constexpr":
+            return {"name": self.name, "kind": "constexpr", "value": self.value}
+        return {"name": self.name, "kind": "equal_to_1", "type": self.type}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "Param":
+        return cls(doc["name"], doc["kind"], doc.get("type"), doc.get("divisibility", 1), doc.get("value"))
+
+
+@dataclass(frozen=True)
+class SigEntry:
+    """One unnamed entry of an AOT-syntax signature."""
+
+    kind: str  # "runtime" | "constexpr" | "equal_to_1"
+    type: str | None = None
+    divisibility: int = 1
+    value: Any = None
+
+    def named(self, name: str) -> Param:
+        return Param(name, self.kind, self.type, self.divisibility, self.value)
+
+
+def is_known_type(ty: str) -> bool:
+    return ty in SCALAR_TYPES or ty == TMA_DESC or _POINTER.match(ty) is not None
+
+
+def _split_top_level(text: str) -> list[str]:
+    # Commas inside quotes belong to string constexprs.
+    parts, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def parse_constexpr_value(text: str) -> Any:
+    """A constexpr value written on the command line: int, float, bool, None or a quoted string."""
+    word = text.strip()
+    if word in ("True", "true"):
+        return True
+    if word in ("False", "false"):
+        return False
+    if word in ("None", "null"):
+        return None
+    try:
+        return int(word, 0)
+    except ValueError:
+        pass
+    try:
+        return float(word)
+    except ValueError:
+        pass
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        return ast.literal_eval(word)
+    raise SignatureError(
+        f"{word!r} is neither a known type nor a constexpr value; types are "
+        f"{', '.join(SCALAR_TYPES)}, {TMA_DESC} and pointers like *fp16 (add :16 for divisibility, "
+        f":1 for an int specialized to 1); constexpr values are numbers, True/False or quoted strings"
+    )
+
+
+def parse_entry(text: str) -> SigEntry:
+    """Parse one entry: ``*fp16:16``, ``i32``, ``i32:1``, ``128``, ``'relu'``."""
+    word = text.strip()
+    if not word:
+        raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
+    head, sep, hint = word.partition(":")
+    head = head.strip()
+    if not is_known_type(head):
+        if sep and head[:1] not in "'\"":
+            raise SignatureError(f"unknown type {head!r} in signature entry {word!r}; known types are "
+                                 f"{', '.join(SCALAR_TYPES)}, {TMA_DESC} and pointers like *fp16")
+        return SigEntry("constexpr", value=parse_constexpr_value(word))
+    if not sep:
+        return SigEntry("runtime", head, 1)
+    hint = hint.strip()
+    if hint == "16":
+        if head in ("i1", "u1", "fp16", "bf16", "fp32", "fp64", TMA_DESC):
+            raise SignatureError(f"signature entry {word!r}: only pointers and integers wider than 1 bit take :16")
+        return SigEntry("runtime", head, 16)
+    if hint == "1":
+        if head not in INT_TYPES:
+            raise SignatureError(f"signature entry {word!r}: :1 (specialized to 1) applies to integer types only")
+        return SigEntry("equal_to_1", head)
+    raise SignatureError(f"signature entry {word!r}: the hint after ':' must be 16 (divisible by 16) or 1 (equal to 1)")
+
+
+def parse_signature(text: str) -> list[SigEntry]:
+    """Parse the AOT-tool signature syntax, e.g. ``"*fp16:16, *fp16:16, i32:16, fp16, 128"``."""
+    if not text.strip():
+        return []
+    return [parse_entry(part) for part in _split_top_level(text)]
+
+
+def parse_constexpr_assignments(items: Iterable[str]) -> dict[str, Any]:
+    """``["BLOCK=128", "ACT='relu'"]`` -> ``{"BLOCK": 128, "ACT": "relu"}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not _IDENT.match(name):
+            raise SignatureError(f"--constexpr {item!r}: write NAME=VALUE, e.g. --constexpr BLOCK=128")
+        out[name] = parse_constexpr_value(value)
+    return out
+
+
+def parse_arg_names(text: str | Sequence[str]) -> list[str]:
+    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
+    for n in names:
+        if not _IDENT.match(n):
+            raise SignatureError(f"--arg-names: {n!r} is not a valid parameter name")
+    if len(set(names)) != len(names):
+        raise SignatureError("--arg-names: parameter names repeat")
+    return names
+
+
+def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequence[SigEntry],
+                          constexprs: dict[str, Any], defaults: dict[str, Any], constexpr_params: set[str]) -> list[Param]:
+    """Name the signature entries after the Python parameters.
+
+    Entries fill, in order, the parameters not given by ``--constexpr``; constexpr parameters with
+    a default may be left out at the end.
+    """
+    unknown = sorted(set(constexprs) - set(arg_names))
+    if unknown:
+        raise SignatureError(f"{kernel}: --constexpr names {', '.join(unknown)}, which the kernel does not have "
+                             f"(its parameters: {', '.join(arg_names)})")
+    open_names = [n for n in arg_names if n not in constexprs]
+    if len(entries) > len(open_names) or any(
+            n not in defaults or n not in constexpr_params for n in open_names[len(entries):]):
+        given = "" if not constexprs else f" besides the --constexpr ones ({', '.join(constexprs)})"
+        raise SignatureError(
+            f"{kernel}: the signature has {len(entries)} entries but the kernel has {len(open_names)} "
+            f"parameters{given}: {', '.join(open_names)}; give one entry per parameter in this order "
+            "(a bare value for a tl.constexpr)")
+    by_name = {n: e for n, e in zip(open_names, entries)}
+    params = []
+    for n in arg_names:
+        if n in constexprs:
+            params.append(Param(n, "constexpr", value=constexprs[n]))
+        elif n in by_name:
+            e = by_name[n]
+            if n in constexpr_params and e.kind != "constexpr":
+                raise SignatureError(f"{kernel}: parameter {n} is a tl.constexpr; give it a value, not the type {e.type}")
+            if e.kind == "constexpr" and n not in constexpr_params and not isinstance(e.value, (int, float, bool)):
+                raise SignatureError(f"{kernel}: parameter {n} is not a tl.constexpr; give it a type, not {e.value!r}")
+            params.append(e.named(n))
+        else:
+            params.append(Param(n, "constexpr", value=defaults[n]))
+    for p in params:
+        _check_json_value(kernel, p)
+    return params
+
+
+def _check_json_value(kernel: str, p: Param) -> None:
+    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))):
+        raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
+                             "only numbers, booleans, strings and None can")
+
+
+def check_against_ir(kernel: str, params: Sequence[Param], ir_params: Sequence[Param]) -> None:
+    """A signature given for an IR file must agree with the IR's own parameters."""
+    runtime = [p for p in params if p.kind == "runtime"]
+    if len(runtime) != len(ir_params):
+        raise SignatureError(
+            f"{kernel}: the signature has {len(runtime)} runtime parameters but the IR function has "
+            f"{len(ir_params)} ({', '.join(p.type or '?' for p in ir_params)}); fix --signature")
+    for p, q in zip(runtime, ir_params):
+        same = p.type == q.type or (p.type and q.type and _signless(p.type) == _signless(q.type))
+        if not same or p.divisibility != q.divisibility:
+            raise SignatureError(
+                f"{kernel}: parameter {p.name} is {p.type}{':16' if p.divisibility == 16 else ''} in the signature "
+                f"but {q.type}{':16' if q.divisibility == 16 else ''} in the IR; fix --signature")
+
+
+def _signless(ty: str) -> str:
+    # MLIR integers are signless: u32 in Python is i32 in the IR; 'k' (const) pointers are not marked.
+    ty = ty.replace("*k", "*")
+    return re.sub(r"\bu(\d+)$", r"i\1", ty.replace("*u", "*i"))
+
+
+def to_triton(params: Sequence[Param]) -> tuple[dict[str, str], dict[tuple[int, ...], Any], dict[tuple[int, ...], list]]:
+    """The (signature, constexprs, attrs) triple Triton 3.3.1's ASTSource takes."""
+    sig: dict[str, str] = {}
+    consts: dict[tuple[int, ...], Any] = {}
+    attrs: dict[tuple[int, ...], list] = {}
+    for i, p in enumerate(params):
+        if p.kind == "runtime":
+            sig[p.name] = p.type or ""
+            if p.divisibility == 16:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+        else:
+            # 3.3.1 specializes an int equal to 1 into a constexpr of value 1
+            sig[p.name] = "constexpr"
+            consts[(i,)] = 1 if p.kind == "equal_to_1" else p.value
+    return sig, consts, attrs
+
+
+def describe(params: Sequence[Param]) -> str:
+    """The AOT-syntax text of a signature (for messages and sidecars)."""
+    out = []
+    for p in params:
+        if p.kind == "runtime":
+            out.append(p.type + (":16" if p.divisibility == 16 else ""))
+        elif p.kind == "equal_to_1":
+            out.append(f"{p.type}:1")
+        else:
+            out.append(repr(p.value))
+    return ", ".join(out)

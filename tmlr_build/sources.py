@@ -1,0 +1,122 @@
+"""Turning what the user named (files, ``file.py:kernel``, Triton cache entries) into compile jobs."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .arch import Target
+from .errors import InputError, MissingMetadataError, UsageError
+from .jobs import STAGES, Job
+
+_EXT_STAGE = {".ttir": "ttir", ".ttgir": "ttgir", ".llir": "llir", ".ll": "llir", ".ptx": "ptx", ".cubin": "cubin"}
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """One kernel to build, with everything the user said about it."""
+
+    source: str  # absolute path of the input file
+    stage: str
+    kernel: str | None = None
+    name: str | None = None  # artifact name, when it should differ from the kernel's
+    signature: str | None = None
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    arg_names: tuple[str, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    metadata_path: str | None = None
+    archs: tuple[Target, ...] | None = None  # the archs this kernel may be built for (None: any)
+
+
+def parse_source(text: str, base_dir: str | None = None) -> tuple[str, str, str | None]:
+    """``"k.py:add"`` / ``"k.ttgir"`` / ``"cache/HASH/"`` -> (absolute path, stage, kernel name)."""
+    path, kernel = text, None
+    head, sep, tail = text.rpartition(":")
+    if sep and head.endswith(".py"):
+        path, kernel = head, tail.strip() or None
+    path = os.path.abspath(os.path.join(base_dir or "", os.path.expanduser(path)))
+    if os.path.isdir(path):
+        return _cache_entry(path), "cubin", None
+    if not os.path.exists(path):
+        raise InputError(f"{text}: no such file")
+    ext = os.path.splitext(path)[1]
+    if ext == ".py":
+        if kernel is None:
+            raise InputError(f"{text}: name the kernel to build as {text}:<kernel_name>")
+        return path, "python", kernel
+    if ext not in _EXT_STAGE:
+        raise InputError(f"{text}: unknown input kind {ext or '(no extension)'}; give a .py (as file.py:kernel), "
+                         ".ttir, .ttgir, .llir, .ptx or .cubin file, or a Triton cache entry directory")
+    return path, _EXT_STAGE[ext], None
+
+
+def _cache_entry(path: str) -> str:
+    cubins = sorted(f for f in os.listdir(path) if f.endswith(".cubin"))
+    if len(cubins) != 1:
+        raise InputError(f"{path}: a directory input must be one Triton cache entry holding exactly one .cubin "
+                         f"(found {len(cubins)}); pass the .cubin file and its --metadata instead")
+    return os.path.join(path, cubins[0])
+
+
+def _read_json(path: str, what: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise MissingMetadataError(f"{path}: no such file ({what})") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot read {what}: {e}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: {what} must be a JSON object")
+    return doc
+
+
+def _beside(source: str, suffix: str) -> str | None:
+    path = os.path.splitext(source)[0] + suffix
+    return path if os.path.isfile(path) else None
+
+
+def default_archs(req: KernelRequest) -> tuple[int, ...] | None:
+    """The capability an architecture-specific input was made for, when it records one."""
+    if req.stage == "ttgir":
+        from .mlir_text import module_attributes
+
+        with open(req.source, encoding="utf-8", errors="replace") as f:
+            target = str(module_attributes(f.read()).get("ttg.target", ""))
+        return (int(target.split(":")[1]),) if target.startswith("cuda:") else None
+    sidecar = _beside(req.source, ".tmlr.json")
+    if req.stage == "ttir" and sidecar:
+        cap = _read_json(sidecar, "tmlr sidecar").get("capability")
+        return (int(cap),) if isinstance(cap, int) else None
+    if req.stage in ("llir", "ptx", "cubin"):
+        meta_path = req.metadata_path or _beside(req.source, ".json")
+        if meta_path:
+            arch = (_read_json(meta_path, "Triton metadata JSON").get("target") or {}).get("arch")
+            return (int(arch),) if arch is not None else None
+    return None
+
+
+def make_jobs(req: KernelRequest, capabilities: tuple[int, ...], stop_after: str | None, keep_ir: bool,
+              line_info: bool) -> list[Job]:
+    """One Job per capability, with the metadata and sidecars found beside the input attached."""
+    if stop_after is not None and STAGES.index(stop_after) <= STAGES.index(req.stage):
+        raise UsageError(f"--stop-after {stop_after}: the input {os.path.basename(req.source)} is already a "
+                         f".{req.stage}; name a later stage ({', '.join(STAGES[STAGES.index(req.stage) + 1:-1])})")
+    meta_path = req.metadata_path or (_beside(req.source, ".json") if req.stage != "python" else None)
+    meta = _read_json(meta_path, "Triton metadata JSON") if meta_path else None
+    sidecar_path = _beside(req.source, ".tmlr.json") if req.stage != "python" else None
+    sidecar = _read_json(sidecar_path, "tmlr sidecar") if sidecar_path else None
+    sibling = None
+    if req.stage in ("llir", "ptx", "cubin"):
+        ir_path = _beside(req.source, ".ttgir") or _beside(req.source, ".ttir")
+        if ir_path:
+            with open(ir_path, encoding="utf-8", errors="replace") as f:
+                sibling = f.read()
+    return [
+        Job(source=req.source, stage=req.stage, capability=cap, kernel=req.kernel, signature=req.signature,
+            constexprs=dict(req.constexprs), arg_names=req.arg_names, options=dict(req.options),
+            triton_metadata=meta, triton_metadata_path=meta_path, sidecar=sidecar, sibling_ir=sibling,
+            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info)
+        for cap in capabilities
+    ]

@@ -1,0 +1,27 @@
+"""Which Triton is installed, checked without importing it (the parent process stays light)."""
+from __future__ import annotations
+
+from importlib import metadata
+
+from .errors import TritonVersionError
+
+SUPPORTED = "3.3"
+
+
+def installed_triton_version() -> str | None:
+    try:
+        return metadata.version("triton")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_triton_version(version: str | None = None) -> str:
+    """The installed Triton version; raises TritonVersionError unless it is 3.3.x."""
+    have = version if version is not None else installed_triton_version()
+    if have is None:
+        raise TritonVersionError("Triton is not installed; tmlr-build needs it: pip install 'tmlr[build]' "
+                                 "(triton==3.3.1)")
+    if have.split("+")[0].rsplit(".", 1)[0] != SUPPORTED:
+        raise TritonVersionError(f"Triton {have} is installed, but tmlr-build knows the kernel ABI of Triton "
+                                 f"{SUPPORTED}.x only; install it with: pip install 'triton==3.3.1'")
+    return have

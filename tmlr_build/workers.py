@@ -1,0 +1,95 @@
+"""Compile jobs in child processes, several at a time.
+
+Bad IR can make Triton/LLVM segfault or abort, which must not take tmlr-build down with it, and
+which must be pinned on the input that caused it. So every job gets its own process (forked from
+a forkserver that has Triton imported already, so a job costs no import), and the parent learns of
+a crash from the exit status.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from typing import Callable, Sequence
+
+from .errors import ERROR_CLASSES, BuildError, CompileError, CompilerCrashError
+from .jobs import Job, JobResult
+
+Progress = Callable[[int, int, Job, "JobResult | BuildError", float], None]
+
+
+def _child(conn: Connection, job: Job) -> None:
+    try:
+        from . import pipeline
+
+        conn.send(("ok", pipeline.run(job)))
+    except BuildError as e:
+        conn.send(("error", type(e).__name__, str(e)))
+    except BaseException as e:  # a bug in tmlr-build or an unexpected Triton failure: keep the trace
+        trace = "".join(traceback.format_exception(e)[-6:])
+        conn.send(("error", "CompileError", f"{job.label}: unexpected {type(e).__name__}: {e}\n{trace}"))
+    finally:
+        conn.close()
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tmlr_build.pipeline"])
+    return ctx
+
+
+def _death(job: Job, exitcode: int | None) -> BuildError:
+    if exitcode is not None and exitcode < 0:
+        try:
+            signame = signal.Signals(-exitcode).name
+        except ValueError:
+            signame = f"signal {-exitcode}"
+        return CompilerCrashError(
+            f"{job.label}: the compiler crashed ({signame}) on this input; Triton {job.stage} handling aborted "
+            "instead of reporting an error - the input is probably malformed or made for another arch/Triton "
+            "version (rebuild it from the .py/.ttir, or run with --stop-after to find the failing stage)")
+    return CompileError(f"{job.label}: the compile worker exited with status {exitcode} without a result")
+
+
+def run_jobs(jobs: Sequence[Job], max_workers: int | None = None,
+             progress: Progress | None = None) -> list[JobResult | BuildError]:
+    """Run every job; the list holds each job's result or its error, in job order."""
+    results: list[JobResult | BuildError | None] = [None] * len(jobs)
+    if not jobs:
+        return []
+    ctx = _context()
+    limit = max(1, min(max_workers or os.cpu_count() or 1, len(jobs)))
+    pending = list(range(len(jobs)))
+    running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection, float]] = {}
+    done = 0
+    while pending or running:
+        while pending and len(running) < limit:
+            i = pending.pop(0)
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(send, jobs[i]), daemon=True)
+            proc.start()
+            send.close()
+            running[i] = (proc, recv, time.monotonic())
+        ready = wait([c for _, c, _ in running.values()] + [p.sentinel for p, _, _ in running.values()])
+        for i, (proc, conn, t0) in list(running.items()):
+            if conn not in ready and proc.sentinel not in ready:
+                continue
+            outcome: JobResult | BuildError
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                proc.join()
+                outcome = _death(jobs[i], proc.exitcode)
+            else:
+                proc.join()
+                outcome = msg[1] if msg[0] == "ok" else ERROR_CLASSES.get(msg[1], CompileError)(msg[2])
+            conn.close()
+            del running[i]
+            results[i] = outcome
+            done += 1
+            if progress is not None:
+                progress(done, len(jobs), jobs[i], outcome, time.monotonic() - t0)
+    return [r for r in results if r is not None]
