@@ -16,7 +16,10 @@ from .workers import run_jobs
 
 
 class BuildFailedError(BuildError):
-    """Some kernels failed to build; ``errors`` holds each failure (the others were written)."""
+    """Several kernels failed to build; ``errors`` holds each failure (the others were written).
+
+    A single failure is raised as itself, so callers can catch the specific class.
+    """
 
     def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:
         super().__init__(message)
@@ -59,8 +62,8 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
           on_progress: Callable[..., None] | None = None) -> BuildReport:
     """Compile every request for its archs and write ``config.out/<name>/``.
 
-    Kernels whose every arch compiled are written (atomically, one directory each); if any
-    failed, raises BuildFailedError listing every failure after writing the others.
+    Kernels whose every arch compiled are written (atomically, one directory each). Then a single
+    failure is raised as itself; several as a BuildFailedError listing each.
     """
     check_triton_version()
     out = prepare_output(config.out)
@@ -88,7 +91,7 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
             errors += _unique(failed)
             continue
         results = [o for o in outs if isinstance(o, JobResult)]
-        name = requests[i].name or results[0].name
+        name = results[0].name
         if name in names:
             errors.append(ArtifactWriteError(
                 f"two inputs build a kernel named {name!r} ({os.path.basename(requests[names[name]].source)} and "
@@ -96,19 +99,15 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
             continue
         names[name] = i
         try:
-            files = artifact_files(name, _renamed(results, name), with_metadata=config.stop_after is None)
+            files = artifact_files(name, results, with_metadata=config.stop_after is None)
             report.written.append(write_directory(out, name, files))
         except BuildError as e:
             errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
     if errors:
         raise BuildFailedError("\n".join(str(e) for e in errors), errors)
     return report
-
-
-def _renamed(results: list[JobResult], name: str) -> list[JobResult]:
-    for r in results:
-        r.name = name
-    return results
 
 
 def _unique(errors: list[BuildError]) -> list[BuildError]:

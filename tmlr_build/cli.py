@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Sequence
 
 from . import __version__
 from .arch import parse_arch_list, supported_capabilities
-from .build import BuildConfig, BuildFailedError, build
+from .build import BuildConfig, BuildFailedError, BuildReport, build
 from .errors import BuildError, OptionError, UsageError
 from .jobs import IR_STAGES
 from .signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
@@ -114,32 +115,33 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         path, stage, kernel = parse_source(text)
         requests.append(KernelRequest(source=path, stage=stage, kernel=kernel, name=args.name,
                                       signature=args.signature, constexprs=constexprs, arg_names=arg_names,
-                                      options=explicit, metadata_path=args.metadata))
+                                      options=explicit,
+                                      metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
     return requests, archs
+
+
+def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
+    """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
+    args = make_parser().parse_args(argv)
+    requests, archs = requests_from_args(args)
+    config = BuildConfig(out=args.out, archs=archs, stop_after=args.stop_after, keep_ir=args.keep_ir,
+                         line_info=not args.no_line_info, max_workers=args.jobs, progress=not args.quiet)
+    return build(requests, config), args.quiet
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
     try:
-        args = make_parser().parse_args(argv)
-        requests, archs = requests_from_args(args)
-        config = BuildConfig(out=args.out, archs=archs, stop_after=args.stop_after, keep_ir=args.keep_ir,
-                             line_info=not args.no_line_info, max_workers=args.jobs, progress=not args.quiet)
-        report = build(requests, config)
-    except BuildFailedError as e:
-        for err in e.errors:
-            print(f"tmlr-build: error: {err}", file=sys.stderr)
-        return 2 if all(isinstance(err, UsageError) for err in e.errors) else 1
-    except UsageError as e:
-        print(f"tmlr-build: error: {e}", file=sys.stderr)
-        return 2
+        report, quiet = run(argv)
     except BuildError as e:
-        print(f"tmlr-build: error: {e}", file=sys.stderr)
-        return 1
+        errors = e.errors if isinstance(e, BuildFailedError) else [e]
+        for err in errors:
+            print(f"tmlr-build: error: {err}", file=sys.stderr)
+        return 2 if all(isinstance(err, UsageError) for err in errors) else 1
     except KeyboardInterrupt:
         print("tmlr-build: interrupted", file=sys.stderr)
         return 130
-    if not args.quiet:
+    if not quiet:
         for path in report.written:
             print(f"tmlr-build: wrote {path}", file=sys.stderr)
         for name in report.skipped:

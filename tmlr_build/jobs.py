@@ -16,6 +16,7 @@ class Job:
     stage: str  # one of STAGES
     capability: int
     kernel: str | None = None  # Python function name (stage "python")
+    name: str | None = None  # artifact name, when the user gave one
     signature: str | None = None  # AOT-syntax text from the command line or spec
     constexprs: dict[str, Any] = field(default_factory=dict)
     arg_names: tuple[str, ...] | None = None

@@ -128,11 +128,13 @@ def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
         done = ptxas.assemble(ptx, job.capability, target.arch, start.options.enable_fp_fusion, line_info, job.label)
         cubin, resources = done.cubin, done.resources
     options_record = opts.record(start.options, line_info)
+    # a user-given name wins; else the name an earlier build recorded beside the IR; else the kernel's
+    name = job.name or (job.sidecar or {}).get("name") or start.name
     ir_files: dict[str, str | bytes] = {}
     if job.keep_ir or stopped:
-        ir_files = _ir_folder(start.name, texts, metadata, start.params, options_record, job.capability)
+        ir_files = _ir_folder(name, texts, metadata, start.params, options_record, job.capability)
     return JobResult(
-        name=start.name,
+        name=name,
         signature=[p.to_json() for p in start.params],
         capability=job.capability,
         arch=target.arch,
@@ -348,7 +350,7 @@ def _ir_folder(name: str, texts: dict[str, str], metadata: dict[str, Any], param
     # Triton's JSON holds libdevice's absolute path; keep only the file name (see options.record).
     meta["extern_libs"] = [[lib, os.path.basename(path)] for lib, path in meta.get("extern_libs", ())]
     files[f"{name}.json"] = json.dumps(meta, default=vars, sort_keys=True, indent=1) + "\n"
-    sidecar = {"kernel": name, "capability": capability, "signature": [p.to_json() for p in params],
+    sidecar = {"name": name, "capability": capability, "signature": [p.to_json() for p in params],
                "options": options_record}
     files[f"{name}.tmlr.json"] = json.dumps(sidecar, sort_keys=True, indent=1) + "\n"
     return files

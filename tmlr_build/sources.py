@@ -114,9 +114,19 @@ def make_jobs(req: KernelRequest, capabilities: tuple[int, ...], stop_after: str
             with open(ir_path, encoding="utf-8", errors="replace") as f:
                 sibling = f.read()
     return [
-        Job(source=req.source, stage=req.stage, capability=cap, kernel=req.kernel, signature=req.signature,
+        Job(source=req.source, stage=req.stage, capability=cap, kernel=req.kernel, name=req.name, signature=req.signature,
             constexprs=dict(req.constexprs), arg_names=req.arg_names, options=dict(req.options),
             triton_metadata=meta, triton_metadata_path=meta_path, sidecar=sidecar, sibling_ir=sibling,
             stop_after=stop_after, keep_ir=keep_ir, line_info=line_info)
         for cap in capabilities
     ]
+
+
+def request(source: str, *, signature: str | None = None, constexprs: dict[str, Any] | None = None,
+            arg_names: tuple[str, ...] | None = None, options: dict[str, Any] | None = None,
+            metadata: str | None = None, name: str | None = None) -> KernelRequest:
+    """A KernelRequest from the same words the command line takes (``"k.py:add"``, ``"k.ttgir"``)."""
+    path, stage, kernel = parse_source(source)
+    return KernelRequest(source=path, stage=stage, kernel=kernel, name=name, signature=signature,
+                         constexprs=dict(constexprs or {}), arg_names=arg_names, options=dict(options or {}),
+                         metadata_path=os.path.abspath(metadata) if metadata else None)
