@@ -168,6 +168,22 @@ def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
     )
 
 
+def _compiler_style(diagnostics: str, source: str) -> str:
+    """``loc("k.ttir":3:10): error: ...`` as ``k.ttir:3:10: error: ...`` plus the offending line."""
+    lines = source.splitlines()
+    out = []
+    for line in diagnostics.splitlines():
+        m = re.match(r'loc\("([^"]+)":(\d+):(\d+)\):\s*(.*)', line)
+        if m is None:
+            out.append(line)
+            continue
+        file, row, col, msg = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        out.append(f"{file}:{row}:{col}: {msg}")
+        if 0 < row <= len(lines) and os.path.basename(file) == file:
+            out += [f"    {lines[row - 1]}", "    " + " " * max(col - 1, 0) + "^"]
+    return "\n".join(out)
+
+
 def _stage_failure(job: Job, ext: str, e: Exception, diag: _Diagnostics) -> str:
     detail = str(e).strip() or type(e).__name__
     notes = diag.text()
@@ -216,8 +232,8 @@ def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: _Diagnostics
     try:
         module = ir.parse_mlir_module(base, context)
     except Exception:
-        raise IRParseError(f"{base}: not valid {job.stage.upper()} for Triton {triton.__version__}:\n{diag.text()}\n"
-                           "Fix the IR at the line shown (file:line:column)") from None
+        raise IRParseError(f"{base}: not valid {job.stage.upper()} for Triton {triton.__version__}:\n"
+                           f"{_compiler_style(diag.text(), text)}\nFix the IR at the line shown (file:line:column)") from None
     module.context = context
     inherited = {}
     if job.stage == "ttgir":

@@ -1,0 +1,227 @@
+"""Every bad input gives a specific error class whose message names the fix, and the command line
+turns it into a message and a non-zero exit status, never a traceback."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import tmlr_build
+from tmlr_build import errors as E
+from tmlr_build.cli import main, run
+from tmlr_build.signature import parse_signature
+from tmlr_build.triton_check import check_triton_version
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ADD = f"{EXAMPLES}/kernels/vector_add.py:add"
+ADD_SIG = "*fp32:16, *fp32:16, *fp32:16, i32, 1024"
+
+
+@pytest.fixture(scope="module")
+def ir90(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The add kernel's IR for sm_90a, with its metadata JSON and sidecar."""
+    out = tmp_path_factory.mktemp("ir")
+    run([ADD, "--signature", ADD_SIG, "-o", str(out), "--arch", "90", "--stop-after", "ptx", "-q"])
+    return out / "add" / "ir" / "sm_90a"
+
+
+def _fails(argv: list[str], cls: type[Exception], *needles: str) -> str:
+    with pytest.raises(cls) as info:
+        run(argv + ["-q"])
+    message = str(info.value)
+    for needle in needles:
+        assert needle in message, f"{needle!r} not in: {message}"
+    return message
+
+
+def test_unparseable_ir_reports_the_mlir_diagnostic_with_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.ttir"
+    bad.write_text("module {\n  tt.func public @bad(%arg0: !tt.ptr<f16>) {\n    %0 = tt.bogus %arg0 : i32\n"
+                   "    tt.return\n  }\n}\n")
+    _fails([str(bad), "-o", str(tmp_path / "o"), "--arch", "90"], E.IRParseError, "bad.ttir:3:", "tt.bogus", "Fix the IR")
+
+
+def test_ptxas_failure_reports_stage_log_and_repro(ir90: Path, tmp_path: Path) -> None:
+    for f in ("add.json", "add.tmlr.json"):
+        shutil.copy(ir90 / f, tmp_path / f)
+    text = (ir90 / "add.ptx").read_text().replace("ret;", "bogus.instruction %r1;\n\tret;", 1)
+    (tmp_path / "add.ptx").write_text(text)
+    _fails([str(tmp_path / "add.ptx"), "-o", str(tmp_path / "o")], E.PtxasError,
+           "ptxas", "ptx -> cubin", "bogus", "Repro", "--gpu-name=sm_90a")
+
+
+def test_ttgir_made_for_another_arch(ir90: Path, tmp_path: Path) -> None:
+    _fails([str(ir90 / "add.ttgir"), "-o", str(tmp_path / "o"), "--arch", "80"], E.ArchMismatchError,
+           "cuda:90", "--arch 90", ".ttir")
+
+
+@pytest.mark.parametrize("ext", ["llir", "ptx"])
+def test_llir_and_ptx_need_the_metadata_json(ir90: Path, tmp_path: Path, ext: str) -> None:
+    shutil.copy(ir90 / f"add.{ext}", tmp_path / f"add.{ext}")
+    _fails([str(tmp_path / f"add.{ext}"), "-o", str(tmp_path / "o"), "--arch", "90", "--signature", ADD_SIG],
+           E.MissingMetadataError, "add.json", "--metadata")
+
+
+def test_metadata_given_explicitly_makes_ptx_build(ir90: Path, tmp_path: Path) -> None:
+    shutil.copy(ir90 / "add.ptx", tmp_path / "k.ptx")
+    run([str(tmp_path / "k.ptx"), "--metadata", str(ir90 / "add.json"), "--signature", ADD_SIG,
+         "--arg-names", "x,y,out,n,BLOCK", "-o", str(tmp_path / "o"), "-q"])
+    doc = json.loads((tmp_path / "o" / "add" / "metadata.json").read_text())
+    assert [p["name"] for p in doc["signature"]] == ["x", "y", "out", "n", "BLOCK"]
+
+
+def test_ptx_without_any_types_asks_for_a_signature(ir90: Path, tmp_path: Path) -> None:
+    shutil.copy(ir90 / "add.ptx", tmp_path / "add.ptx")
+    shutil.copy(ir90 / "add.json", tmp_path / "add.json")
+    _fails([str(tmp_path / "add.ptx"), "-o", str(tmp_path / "o")], E.SignatureError, "--signature", "add.tmlr.json")
+
+
+def test_kernel_not_found_lists_the_kernels(tmp_path: Path) -> None:
+    _fails([f"{EXAMPLES}/kernels/launch_latency.py:nope", "-o", str(tmp_path), "--arch", "80"],
+           E.KernelNotFoundError, "'nope'", "add4, nop, nop_args")
+
+
+def test_python_source_needs_a_kernel_name(tmp_path: Path) -> None:
+    _fails([f"{EXAMPLES}/kernels/vector_add.py", "-o", str(tmp_path), "--arch", "80"], E.InputError,
+           "vector_add.py:<kernel_name>")
+
+
+@pytest.mark.parametrize("signature", ["*fp32:16, *fp32:16, i32, 1024", "*fp32, *fp32, *fp32, i32, 1024, 7"])
+def test_signature_of_the_wrong_length_names_the_parameters(tmp_path: Path, signature: str) -> None:
+    _fails([ADD, "--signature", signature, "-o", str(tmp_path), "--arch", "80"], E.SignatureError,
+           "x_ptr, y_ptr, out_ptr, n, BLOCK", "one entry per parameter")
+
+
+def test_unknown_type_lists_the_known_ones(tmp_path: Path) -> None:
+    _fails([ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, int32:16, 1024", "-o", str(tmp_path), "--arch", "80"],
+           E.SignatureError, "unknown type 'int32'", "i32")
+    with pytest.raises(E.SignatureError, match="neither a known type"):
+        parse_signature("*fp32, float")
+
+
+def test_constexpr_given_a_type_or_runtime_given_a_string(tmp_path: Path) -> None:
+    _fails([ADD, "--signature", "*fp32, *fp32, *fp32, i32, i32", "-o", str(tmp_path), "--arch", "80"],
+           E.SignatureError, "BLOCK is a tl.constexpr")
+
+
+def test_constexpr_by_name(tmp_path: Path) -> None:
+    run([ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, i32", "--constexpr", "BLOCK=256", "-o", str(tmp_path),
+         "--arch", "80", "-q"])
+    doc = json.loads((tmp_path / "add" / "metadata.json").read_text())
+    assert doc["signature"][-1] == {"name": "BLOCK", "kind": "constexpr", "value": 256}
+    _fails([ADD, "--signature", "*fp32, *fp32, *fp32, i32", "--constexpr", "BLOK=256", "-o", str(tmp_path), "--arch", "80"],
+           E.SignatureError, "BLOK", "x_ptr, y_ptr, out_ptr, n, BLOCK")
+
+
+@pytest.mark.parametrize("arch", ["75", "87", "sm_120", "ninety"])
+def test_unsupported_arch(tmp_path: Path, arch: str) -> None:
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", arch], E.UnsupportedArchError, "80,86,89,90,100")
+
+
+def test_ir_without_arch_asks_for_one(ir90: Path, tmp_path: Path) -> None:
+    shutil.copy(ir90 / "add.ttir", tmp_path / "add.ttir")
+    _fails([str(tmp_path / "add.ttir"), "-o", str(tmp_path / "o")], E.UsageError, "--arch")
+
+
+def test_other_triton_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with pytest.raises(E.TritonVersionError, match="triton==3.3.1"):
+        check_triton_version("3.4.0")
+    assert check_triton_version("3.3.1") == "3.3.1"
+    monkeypatch.setattr("tmlr_build.triton_check.installed_triton_version", lambda: "3.6.0")
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "3.6.0", "3.3")
+    monkeypatch.setattr("tmlr_build.triton_check.installed_triton_version", lambda: None)
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "pip install")
+
+
+def test_output_path_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("")
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "out"), "--arch", "80"], E.OutputPathError,
+           "not a directory")
+    (tmp_path / "o2").mkdir()
+    (tmp_path / "o2" / "add").write_text("")
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o2"), "--arch", "80"], E.OutputPathError, "remove it")
+
+
+def test_compiler_crash_is_reported_with_the_signal(tmp_path: Path) -> None:
+    # The worker executes the kernel file; one that kills its process stands in for a Triton crash.
+    (tmp_path / "crash.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    _fails([f"{tmp_path}/crash.py:k", "-o", str(tmp_path / "o"), "--arch", "80"], E.CompilerCrashError,
+           "SIGSEGV", "crash.py")
+    assert not (tmp_path / "o" / "k").exists()
+
+
+def test_kernel_file_that_fails_to_import(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("import triton\n\nraise ValueError('nope')\n")
+    _fails([f"{tmp_path}/broken.py:k", "-o", str(tmp_path / "o"), "--arch", "80"], E.InputError, "broken.py:3", "nope")
+
+
+def test_triton_frontend_error_names_the_source_line(tmp_path: Path) -> None:
+    (tmp_path / "typo.py").write_text("import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x):\n"
+                                      "    tl.store(x, tl.undefined_thing(1))\n")
+    _fails([f"{tmp_path}/typo.py:k", "--signature", "*fp32", "-o", str(tmp_path / "o"), "--arch", "80"],
+           E.CompileError, "undefined_thing")
+
+
+def test_missing_and_unknown_inputs(tmp_path: Path) -> None:
+    _fails([str(tmp_path / "nope.ttir"), "-o", str(tmp_path)], E.InputError, "no such file")
+    (tmp_path / "k.cu").write_text("")
+    _fails([str(tmp_path / "k.cu"), "-o", str(tmp_path)], E.InputError, ".ttgir")
+
+
+def test_stop_after_a_stage_before_the_input(ir90: Path, tmp_path: Path) -> None:
+    _fails([str(ir90 / "add.ptx"), "-o", str(tmp_path), "--stop-after", "ttgir"], E.UsageError, "already a .ptx")
+
+
+def test_ttgir_option_contradiction(ir90: Path, tmp_path: Path) -> None:
+    _fails([str(ir90 / "add.ttgir"), "-o", str(tmp_path), "--num-warps", "8"], E.OptionError, "ttg.num-warps = 4")
+
+
+def test_unknown_option(tmp_path: Path) -> None:
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "--option", "num_wraps=8"],
+           E.OptionError, "num_wraps", "num_warps")
+
+
+@pytest.mark.parametrize("doc, needle", [
+    ("{", "not valid JSON"),
+    ('{"kernels": {}}', '"kernels" list'),
+    ('{"kernels": [{"source": "kernels/vector_add.py", "kernal": "add"}]}', "kernal"),
+    ('{"kernels": [{"source": "kernels/nope.py", "kernel": "add"}]}', "no such file"),
+    ('{"arch": [70], "kernels": []}', "80,86,89,90,100"),
+])
+def test_bad_spec_file(tmp_path: Path, doc: str, needle: str) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(doc)
+    _fails(["--spec", str(spec), "-o", str(tmp_path / "o")], E.SpecError, needle)
+
+
+def test_several_failures_are_all_reported(tmp_path: Path) -> None:
+    with pytest.raises(tmlr_build.BuildFailedError) as info:
+        run([f"{EXAMPLES}/kernels/launch_latency.py:a", f"{EXAMPLES}/kernels/launch_latency.py:b",
+             "-o", str(tmp_path), "--arch", "80", "-q"])
+    assert len(info.value.errors) == 2
+    assert all(isinstance(e, E.KernelNotFoundError) for e in info.value.errors)
+
+
+@pytest.mark.parametrize("argv, status, needle", [
+    (["--bogus-flag", "-o", "x"], 2, "unrecognized arguments"),
+    ([ADD, "--signature", ADD_SIG, "-o", "{tmp}", "--arch", "70"], 2, "--arch 70 is not supported"),
+    ([f"{EXAMPLES}/kernels/vector_add.py:nope", "-o", "{tmp}", "--arch", "80"], 1, "no @triton.jit kernel"),
+    (["-o", "{tmp}"], 2, "nothing to build"),
+])
+def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                   argv: list[str], status: int, needle: str) -> None:
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == status
+    err = capsys.readouterr().err
+    assert err.startswith("tmlr-build: error: ") and needle in err
+    assert "Traceback" not in err
+
+
+def test_all_errors_are_tmlr_errors() -> None:
+    import tmlr_runtime
+
+    for cls in E.ERROR_CLASSES.values():
+        assert issubclass(cls, tmlr_runtime.TmlrError)
+        assert str(cls("why")) == "why"  # rebuilt by class name in the parent process
