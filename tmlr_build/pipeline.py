@@ -125,7 +125,9 @@ def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
         cubin = start.module
     elif not stopped:
         ptx = module if isinstance(module, str) else texts["ptx"]
-        done = ptxas.assemble(ptx, job.capability, target.arch, start.options.enable_fp_fusion, line_info, job.label)
+        ptx_name = base if job.stage == "ptx" else f"{start.name}.ptx"
+        done = ptxas.assemble(ptx, job.capability, target.arch, start.options.enable_fp_fusion, line_info, job.label,
+                              ptx_name)
         cubin, resources = done.cubin, done.resources
     options_record = opts.record(start.options, line_info)
     # a user-given name wins; else the name an earlier build recorded beside the IR; else the kernel's

@@ -61,10 +61,11 @@ def parse_resources(log: str) -> dict[str, int]:
     return out
 
 
-def assemble(ptx: str, capability: int, arch: str, fp_fusion: bool, line_info: bool, label: str) -> Assembled:
+def assemble(ptx: str, capability: int, arch: str, fp_fusion: bool, line_info: bool, label: str,
+             ptx_name: str = "kernel.ptx") -> Assembled:
     """Run ptxas on ``ptx``; raises PtxasError with the log and a repro command on failure."""
     with tempfile.TemporaryDirectory(prefix="tmlr-ptxas-") as tmp:
-        src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
+        src, out = os.path.join(tmp, ptx_name), os.path.join(tmp, "kernel.cubin")
         with open(src, "w", encoding="utf-8") as f:
             f.write(ptx)
         cmd = command(capability, arch, fp_fusion, line_info, src, out)
@@ -73,11 +74,11 @@ def assemble(ptx: str, capability: int, arch: str, fp_fusion: bool, line_info: b
         # keeps the cubin independent of the source tree's timestamps.
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
         if proc.returncode != 0:
-            repro = shlex.join(cmd[:-3] + ["KERNEL.ptx", "-o", "KERNEL.cubin"])
+            repro = shlex.join(cmd[:-3] + [ptx_name, "-o", "out.cubin"])
+            log = proc.stdout.strip().replace(src, ptx_name)
             raise PtxasError(
-                f"{label}: ptxas (stage ptx -> cubin, {arch}) failed with exit status {proc.returncode}:\n"
-                f"{proc.stdout.strip()}\n"
-                f"Repro: write the PTX with --stop-after ptx, then run: {repro}"
+                f"{label}: ptxas (stage ptx -> cubin, {arch}) failed with exit status {proc.returncode}:\n{log}\n"
+                f"Repro (get {ptx_name} with --stop-after ptx unless it is your input): {repro}"
             )
         with open(out, "rb") as f:
             cubin = f.read()
