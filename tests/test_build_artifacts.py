@@ -151,3 +151,14 @@ def test_failed_build_leaves_nothing_and_replacement_is_whole(tmp_path: Path) ->
         run([str(tmp_path / "tt" / "add" / "ir" / "sm_90a" / "add.ttgir"), "-o", str(tmp_path / "o2"),
              "--arch", "80,90", "-q"])
     assert os.listdir(tmp_path / "o2") == []
+
+
+def test_rebuilding_from_ir_inside_the_artifact_keeps_that_ir(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run([ADD, "--signature", ADD_SIG, "-o", str(out), "--arch", "90", "--stop-after", "ptx", "-q"])
+    ptx = out / "add" / "ir" / "sm_90a" / "add.ptx"
+    ptx.write_text(ptx.read_text() + "\n// edited by hand\n")
+    run([str(ptx), "-o", str(out), "-q"])
+    assert ptx.read_text().endswith("// edited by hand\n")
+    assert sorted(os.listdir(out / "add")) == ["add.sm_90a.cubin", "ir", "metadata.json"]
+    assert (out / "add" / "add.sm_90a.cubin").read_bytes() == (COMMITTED / "add" / "add.sm_90a.cubin").read_bytes()

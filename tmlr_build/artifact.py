@@ -29,7 +29,8 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
                                  "signature; build each arch from the same source and options")
     variants = []
     for r in sorted(results, key=lambda r: r.capability):
-        assert r.cubin is not None and r.entry is not None  # guaranteed by the caller (not stopped early)
+        if r.cubin is None or r.entry is None:
+            raise ArtifactWriteError(f"{name}: no cubin for {r.arch} (the build stopped early); this is a tmlr-build bug")
         variant: dict[str, Any] = {
             "target": {"backend": "cuda", "capability": r.capability, "arch": r.arch, "warp_size": 32},
             "entry": r.entry,
@@ -93,8 +94,12 @@ def prepare_output(out: str) -> str:
     return out
 
 
-def write_directory(out: str, name: str, files: dict[str, bytes]) -> str:
-    """Write ``out/name`` so that readers see the old directory or the complete new one, never a mix."""
+def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequence[str] = ()) -> str:
+    """Write ``out/name`` so that readers see the old directory or the complete new one, never a mix.
+
+    ``carry``: folders of the old directory (relative) to keep when the new files do not replace
+    them - the IR a user edited in place and is building from must survive the rebuild.
+    """
     final = os.path.join(out, name)
     if os.path.exists(final) and not os.path.isdir(final):
         raise OutputPathError(f"{final}: exists and is not a directory; remove it so the artifact can be written")
@@ -105,6 +110,9 @@ def write_directory(out: str, name: str, files: dict[str, bytes]) -> str:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
+        for rel in carry:
+            if os.path.isdir(os.path.join(final, rel)) and not os.path.exists(os.path.join(tmp, rel)):
+                shutil.copytree(os.path.join(final, rel), os.path.join(tmp, rel))
         os.chmod(tmp, 0o755)
         if os.path.isdir(final):
             # A directory cannot replace a non-empty one in a single rename: move the old one aside first.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -100,7 +101,7 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
         names[name] = i
         try:
             files = artifact_files(name, results, with_metadata=config.stop_after is None)
-            report.written.append(write_directory(out, name, files))
+            report.written.append(write_directory(out, name, files, _inputs_inside(requests, os.path.join(out, name))))
         except BuildError as e:
             errors.append(e)
     if len(errors) == 1:
@@ -110,10 +111,19 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     return report
 
 
+def _inputs_inside(requests: Sequence[KernelRequest], directory: str) -> list[str]:
+    """Folders of ``directory`` holding an input of this build (relative paths)."""
+    inside = []
+    for req in requests:
+        rel = os.path.relpath(os.path.dirname(req.source), directory)
+        if rel != "." and not rel.startswith(".."):
+            inside.append(rel)
+    return inside
+
+
 def _unique(errors: list[BuildError]) -> list[BuildError]:
     # The same mistake usually fails every arch alike; report it once.
     seen: dict[str, BuildError] = {}
     for e in errors:
-        key = str(e).replace("capability", "").translate(str.maketrans("", "", "0123456789"))
-        seen.setdefault(key, e)
+        seen.setdefault(re.sub(r" for capability \d+", "", str(e)), e)
     return list(seen.values())

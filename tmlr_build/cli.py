@@ -123,6 +123,8 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
     """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
     args = make_parser().parse_args(argv)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give at least 1 worker")
     requests, archs = requests_from_args(args)
     config = BuildConfig(out=args.out, archs=archs, stop_after=args.stop_after, keep_ir=args.keep_ir,
                          line_info=not args.no_line_info, max_workers=args.jobs, progress=not args.quiet)

@@ -215,8 +215,21 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: _Diagnosti
     try:
         mod = src.make_ir(options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
     except Exception as e:
-        raise CompileError(_stage_failure(job, "python -> ttir", e, diag)) from None
+        message = _stage_failure(job, "python -> ttir", e, diag)
+        raise CompileError(f"{_python_location(fn, e, base)}: {message}") from None
     return _Start(job.kernel, params, options, mod, "ttir", {}, None)
+
+
+def _python_location(fn: Any, e: Exception, base: str) -> str:
+    """``file.py:LINE`` of a frontend error; Triton reports lines relative to the ``def``."""
+    node = getattr(e, "node", None)
+    if getattr(e, "src", None) != fn.src or not hasattr(node, "lineno"):
+        return base
+    from triton.runtime.jit import get_jit_fn_file_line
+
+    _file, def_line = get_jit_fn_file_line(fn)
+    return f"{base}:{def_line + node.lineno - 1}"
+
 
 
 def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: _Diagnostics) -> _Start:
