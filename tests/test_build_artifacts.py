@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -162,3 +164,16 @@ def test_rebuilding_from_ir_inside_the_artifact_keeps_that_ir(tmp_path: Path) ->
     assert ptx.read_text().endswith("// edited by hand\n")
     assert sorted(os.listdir(out / "add")) == ["add.sm_90a.cubin", "ir", "metadata.json"]
     assert (out / "add" / "add.sm_90a.cubin").read_bytes() == (COMMITTED / "add" / "add.sm_90a.cubin").read_bytes()
+
+
+def test_user_environment_does_not_change_the_bytes(tmp_path: Path) -> None:
+    # A fresh process: compile workers fork from a server that captures the environment once.
+    env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="0", TRITON_OVERRIDE_ARCH="sm80", TRITON_ALWAYS_COMPILE="1",
+               TRITON_CACHE_DIR=str(tmp_path / "user-cache"), DISABLE_PTXAS_OPT="1")
+    proc = subprocess.run([sys.executable, "-m", "tmlr_build", ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o"),
+                           "--arch", "80,90,86"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "[3/3]" in proc.stderr and "wrote" in proc.stderr  # progress with several jobs
+    for arch in ("sm_80", "sm_90a"):
+        assert (tmp_path / "o" / "add" / f"add.{arch}.cubin").read_bytes() == (COMMITTED / "add" / f"add.{arch}.cubin").read_bytes()
+    assert not (tmp_path / "user-cache").exists()

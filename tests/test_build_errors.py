@@ -225,3 +225,23 @@ def test_all_errors_are_tmlr_errors() -> None:
     for cls in E.ERROR_CLASSES.values():
         assert issubclass(cls, tmlr_runtime.TmlrError)
         assert str(cls("why")) == "why"  # rebuilt by class name in the parent process
+
+
+@pytest.mark.parametrize("option", ["arch=sm80", "extern_libs=1", "supported_fp8_dtypes=1"])
+def test_options_derived_from_the_arch_cannot_be_set(tmp_path: Path, option: str) -> None:
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "--option", option],
+           E.OptionError, "follow from --arch")
+
+
+def test_bad_option_value_is_a_clear_error(tmp_path: Path) -> None:
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "--num-warps", "3"],
+           E.OptionError, "num_warps must be a power of 2")
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "--jobs", "0"], E.UsageError, "--jobs")
+
+
+def test_string_and_tuple_options(tmp_path: Path) -> None:
+    run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "--option", "default_dot_input_precision=ieee",
+         "--option", "cluster_dims=1,1,1", "--maxnreg", "128", "--no-fp-fusion", "-q"])
+    options = json.loads((tmp_path / "add" / "metadata.json").read_text())["variants"][0]["provenance"]["options"]
+    assert options["default_dot_input_precision"] == "ieee" and options["cluster_dims"] == [1, 1, 1]
+    assert options["maxnreg"] == 128 and options["enable_fp_fusion"] is False

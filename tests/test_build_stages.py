@@ -141,3 +141,31 @@ def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
     assert (tmp_path / "imported" / "add" / "add.sm_90a.cubin").read_bytes() == (entry / "add.cubin").read_bytes()
     assert imported["launch"] == ours["launch"] and imported["scratch"] == ours["scratch"]
     assert imported["provenance"]["source_stage"] == "cubin"
+
+
+def test_ttgir_loses_maxnreg_and_cluster_shape_unless_given_again(python_built: Path, tmp_path: Path) -> None:
+    from tmlr_build.cli import run
+    from tmlr_build.errors import MissingMetadataError
+
+    run([f"{EXAMPLES}/kernels/matmul.py:matmul", "--signature",
+         "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32",
+         "--num-stages", "2", "--maxnreg", "64", "-o", str(tmp_path / "ref"), "--arch", "90", "--keep-ir", "-q"])
+    ref = (tmp_path / "ref" / "matmul" / "matmul.sm_90a.cubin").read_bytes()
+    bare = tmp_path / "bare" / "matmul.ttgir"
+    bare.parent.mkdir()
+    shutil.copy(tmp_path / "ref" / "matmul" / "ir" / "sm_90a" / "matmul.ttgir", bare)
+    run([str(bare), "-o", str(tmp_path / "without"), "--num-stages", "2", "-q"])
+    run([str(bare), "-o", str(tmp_path / "with"), "--num-stages", "2", "--maxnreg", "64", "-q"])
+    assert (tmp_path / "without" / "matmul" / "matmul.sm_90a.cubin").read_bytes() != ref
+    assert (tmp_path / "with" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == ref
+
+    cluster = tmp_path / "bare" / "cluster_add.ttgir"
+    shutil.copy(python_built / "cluster_add" / "ir" / "sm_90a" / "cluster_add.ttgir", cluster)
+    with pytest.raises(MissingMetadataError, match="cluster shape.*--metadata"):
+        run([str(cluster), "-o", str(tmp_path / "c"), "-q"])
+    run([str(cluster), "--metadata", str(python_built / "cluster_add" / "ir" / "sm_90a" / "cluster_add.json"),
+         "-o", str(tmp_path / "c"), "-q"])
+    got = _variants(tmp_path / "c" / "cluster_add")["sm_90a"]
+    assert got["launch"]["cluster_dims"] == [2, 1, 1] and got["launch"]["num_ctas"] == 2
+    assert (tmp_path / "c" / "cluster_add" / "cluster_add.sm_90a.cubin").read_bytes() == (
+        python_built / "cluster_add" / "cluster_add.sm_90a.cubin").read_bytes()

@@ -73,10 +73,17 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _option_value(text: str) -> Any:
+    """``8`` -> 8, ``true`` -> True, ``1,1,1`` -> [1, 1, 1], ``ieee`` -> "ieee" (JSON also accepted)."""
     try:
         return json.loads(text)
     except ValueError:
+        pass
+    if "," in text:
+        return [_option_value(part.strip()) for part in text.split(",")]
+    try:
         return parse_constexpr_value(text)
+    except BuildError:
+        return text.strip()
 
 
 def _explicit_options(args: argparse.Namespace) -> dict[str, Any]:

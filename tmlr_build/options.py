@@ -50,10 +50,14 @@ def rebuildable(options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def check_known(options: dict[str, Any], where: str) -> None:
-    unknown = sorted(set(options) - set(cuda_option_fields()))
+    settable = [f for f in cuda_option_fields() if f not in _DERIVED]
+    unknown = sorted(set(options) - set(settable))
     if unknown:
-        raise OptionError(f"{where}: unknown Triton option(s) {', '.join(unknown)}; Triton 3.3.1's CUDAOptions has "
-                          f"{', '.join(f for f in cuda_option_fields() if f not in _DERIVED)}")
+        derived = [k for k in unknown if k in _DERIVED]
+        why = (f" ({', '.join(derived)} follow from --arch, and extern libraries other than libdevice are not "
+               "supported)") if derived else ""
+        raise OptionError(f"{where}: cannot set Triton option(s) {', '.join(unknown)}{why}; Triton 3.3.1's "
+                          f"settable CUDAOptions are {', '.join(settable)}")
 
 
 def merge(explicit: dict[str, Any], recorded: list[dict[str, Any] | None], ttgir_attrs: dict[str, object],
