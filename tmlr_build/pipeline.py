@@ -88,7 +88,6 @@ def run(job: Job) -> JobResult:
 
 
 def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
-    target = target_for(job.capability)
     backend = make_backend(GPUTarget("cuda", job.capability, 32))
     base = os.path.basename(job.source)
     with open(base, "rb") as f:
@@ -99,48 +98,59 @@ def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
         **vars(start.options),
         **get_cache_invalidating_env_vars(),
         "triton_version": triton.__version__,
+        **start.inherited,
     }
-    metadata.update(start.inherited)
-    texts: dict[str, str] = {}
-    if start.input_ext is not None:
-        texts[start.input_ext] = raw.decode("utf-8", errors="replace")
-    module = start.module
-    stages: dict[str, Any] = {}
-    backend.add_stages(stages, start.options)
-    order = list(stages)
-    if start.first_stage in order[:-1] and not (job.stop_after and job.stop_after == start.input_ext):
-        for ext in order[order.index(start.first_stage):-1]:  # the last stage (cubin) is ptxas, below
-            if ext == "ptx":
-                llvm.init_targets()  # make_llir normally does this; without it make_ptx segfaults
-            try:
-                module = stages[ext](module, metadata)
-            except Exception as e:
-                raise CompileError(_stage_failure(job, ext, e, diag)) from None
-            texts[ext] = str(module)
-            if ext == job.stop_after:
-                break
-    stopped = job.stop_after is not None
+    texts = {start.input_ext: raw.decode("utf-8", errors="replace")} if start.input_ext else {}
+    module = _lower(job, backend, start, metadata, texts, diag)
     cubin, resources = None, {}
     if start.first_stage == "done":
         cubin = start.module
-    elif not stopped:
+    elif job.stop_after is None:
         ptx = module if isinstance(module, str) else texts["ptx"]
         ptx_name = base if job.stage == "ptx" else f"{start.name}.ptx"
-        done = ptxas.assemble(ptx, job.capability, target.arch, start.options.enable_fp_fusion, line_info, job.label,
-                              ptx_name)
+        done = ptxas.assemble(ptx, job.capability, target_for(job.capability).arch, start.options.enable_fp_fusion,
+                              line_info, job.label, ptx_name)
         cubin, resources = done.cubin, done.resources
-    options_record = opts.record(start.options, line_info)
     # a user-given name wins; else the name an earlier build recorded beside the IR; else the kernel's
     name = job.name or (job.sidecar or {}).get("name") or start.name
-    ir_files: dict[str, str | bytes] = {}
-    if job.keep_ir or stopped:
-        ir_files = _ir_folder(name, texts, metadata, start.params, options_record, job.capability)
+    options_record = opts.record(start.options, line_info)
+    result = _result(job, name, start.params, metadata, cubin, resources)
+    result.provenance = _provenance(job, base, raw, options_record)
+    if job.keep_ir or job.stop_after is not None:
+        result.ir_files = _ir_folder(name, texts, metadata, start.params, options_record, job.capability)
+    return result
+
+
+def _lower(job: Job, backend: Any, start: _Start, metadata: dict[str, Any], texts: dict[str, str],
+           diag: _Diagnostics) -> Any:
+    """Run Triton's stages from ``start.first_stage`` up to the PTX (or --stop-after), keeping each text."""
+    module = start.module
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, start.options)
+    order = list(stages)[:-1]  # the last stage (cubin) is ptxas, run by the caller
+    if start.first_stage not in order or (job.stop_after and job.stop_after == start.input_ext):
+        return module
+    for ext in order[order.index(start.first_stage):]:
+        if ext == "ptx":
+            llvm.init_targets()  # make_llir normally does this; without it make_ptx segfaults
+        try:
+            module = stages[ext](module, metadata)
+        except Exception as e:
+            raise CompileError(_stage_failure(job, ext, e, diag)) from None
+        texts[ext] = str(module)
+        if ext == job.stop_after:
+            break
+    return module
+
+
+def _result(job: Job, name: str, params: list[sig.Param], metadata: dict[str, Any], cubin: bytes | None,
+            resources: dict[str, int]) -> JobResult:
     return JobResult(
         name=name,
-        signature=[p.to_json() for p in start.params],
+        signature=[p.to_json() for p in params],
         capability=job.capability,
-        arch=target.arch,
-        entry=metadata.get("name") if not stopped else None,
+        arch=target_for(job.capability).arch,
+        entry=metadata.get("name") if job.stop_after is None else None,
         cubin=cubin,
         launch={
             "num_warps": metadata["num_warps"],
@@ -157,17 +167,20 @@ def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
             "hidden_params": list(_HIDDEN_PARAMS),
         },
         resources=resources,
-        provenance={
-            "triton_version": triton.__version__,
-            "ptxas_version": ptxas.ptxas_version(job.capability),
-            "source_stage": job.stage,
-            "source_name": base,
-            "source_sha256": hashlib.sha256(raw).hexdigest(),
-            "options": options_record,
-            "tmlr_version": tmlr_version,
-        },
-        ir_files=ir_files,
+        provenance={},
     )
+
+
+def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "triton_version": triton.__version__,
+        "ptxas_version": ptxas.ptxas_version(job.capability),
+        "source_stage": job.stage,
+        "source_name": base,
+        "source_sha256": hashlib.sha256(raw).hexdigest(),
+        "options": options_record,
+        "tmlr_version": tmlr_version,
+    }
 
 
 def _compiler_style(diagnostics: str, source: str) -> str:
