@@ -41,21 +41,22 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("sources", nargs="*", metavar="SRC",
                    help="file.py:kernel, .ttir, .ttgir, .llir, .ptx, .cubin, or a Triton cache entry directory")
     p.add_argument("-o", "--out", required=True, help="output directory (receives one folder per kernel)")
-    p.add_argument("--spec", help="JSON file listing kernels to build (see tmlr_build/spec.py)")
-    p.add_argument("--arch", help=f"comma-separated capabilities: {','.join(map(str, supported_capabilities()))}")
+    p.add_argument("--spec", metavar="FILE", help="JSON file listing kernels to build (see tmlr_build/spec.py)")
+    p.add_argument("--arch", help=f"comma-separated capabilities: {','.join(map(str, supported_capabilities()))} "
+                                  "(90 -> sm_90a, 100 -> sm_100a); .ttgir/.llir/.ptx/.cubin inputs default to their own")
     g = p.add_argument_group("signature (for every SRC)")
     g.add_argument("--signature", help="AOT syntax: '*fp16:16, i32:16, i32:1, fp32, 128' (:16 divisible by 16, "
                                        ":1 specialized to 1, a bare value is a constexpr)")
     g.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE", help="set a constexpr by name")
-    g.add_argument("--arg-names", help="names of the parameters of an IR input (default arg0, arg1, ...)")
-    g.add_argument("--metadata", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
+    g.add_argument("--arg-names", metavar="A,B,...", help="names of the parameters of an IR input (default arg0, arg1, ...)")
+    g.add_argument("--metadata", metavar="FILE", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
                                       "unless <stem>.json is beside the input)")
     g.add_argument("--name", help="artifact name, when it should differ from the kernel's")
     o = p.add_argument_group("compile options")
-    o.add_argument("--num-warps", type=int)
-    o.add_argument("--num-stages", type=int)
-    o.add_argument("--num-ctas", type=int)
-    o.add_argument("--maxnreg", type=int)
+    o.add_argument("--num-warps", type=int, metavar="N")
+    o.add_argument("--num-stages", type=int, metavar="N")
+    o.add_argument("--num-ctas", type=int, metavar="N")
+    o.add_argument("--maxnreg", type=int, metavar="N")
     o.add_argument("--no-fp-fusion", action="store_true", help="ptxas --fmad=false")
     o.add_argument("--cooperative", action="store_true", help="launch_cooperative_grid (launch attribute only)")
     o.add_argument("--debug", action="store_true", help="Triton debug mode (device asserts)")
@@ -63,10 +64,10 @@ def make_parser() -> argparse.ArgumentParser:
                    help="any other Triton CUDAOptions field, e.g. --option default_dot_input_precision=ieee")
     b = p.add_argument_group("output")
     b.add_argument("--keep-ir", action="store_true", help="also write every stage under OUT/<kernel>/ir/<arch>/")
-    b.add_argument("--stop-after", choices=IR_STAGES[:-1] + ("ptx",), dest="stop_after",
+    b.add_argument("--stop-after", choices=IR_STAGES, dest="stop_after",
                    help="write the IR up to this stage (and what rebuilding from it needs), no cubin")
     b.add_argument("--no-line-info", action="store_true", help="strip source line info from the cubin")
-    b.add_argument("-j", "--jobs", type=int, help="parallel compile workers (default: CPU count)")
+    b.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile workers (default: CPU count)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     p.add_argument("--version", action="version", version=f"tmlr-build {__version__}")
     return p
