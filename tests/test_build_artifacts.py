@@ -177,3 +177,19 @@ def test_user_environment_does_not_change_the_bytes(tmp_path: Path) -> None:
     for arch in ("sm_80", "sm_90a"):
         assert (tmp_path / "o" / "add" / f"add.{arch}.cubin").read_bytes() == (COMMITTED / "add" / f"add.{arch}.cubin").read_bytes()
     assert not (tmp_path / "user-cache").exists()
+
+
+def test_helpers_from_sibling_modules_keep_the_build_relocatable(tmp_path: Path) -> None:
+    helper = "import triton\n\n@triton.jit\ndef twice(x):\n    return x * 2\n"
+    kernel = ("import triton\nimport triton.language as tl\nfrom helpers import twice\n\n@triton.jit\n"
+              "def k(x_ptr, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+              "    tl.store(x_ptr + offs, twice(tl.load(x_ptr + offs)))\n")
+    for where in ("one", "two/three"):
+        d = tmp_path / where
+        d.mkdir(parents=True)
+        (d / "helpers.py").write_text(helper)
+        (d / "main.py").write_text(kernel)
+        run([f"{d}/main.py:k", "--signature", "*fp32:16, 128", "-o", str(d / "out"), "--arch", "90", "--keep-ir", "-q"])
+        assert not (d / "__pycache__").exists()
+        assert str(tmp_path) not in (d / "out" / "k" / "ir" / "sm_90a" / "k.ptx").read_text()
+    assert _tree(tmp_path / "one" / "out") == _tree(tmp_path / "two" / "three" / "out")

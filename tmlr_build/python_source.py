@@ -6,6 +6,9 @@ same wherever the source tree is checked out.
 """
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import linecache
 import os
 import sys
@@ -16,8 +19,28 @@ from typing import Any
 from .errors import InputError, KernelNotFoundError
 
 
+class _RelativeSourceFinder(importlib.abc.MetaPathFinder):
+    """Imports modules that sit beside the kernel file under relative paths.
+
+    The default path finder makes every file name absolute, which would put the checkout's
+    location into the cubin of any kernel that calls a @triton.jit helper from a sibling module.
+    """
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        rel = os.path.join(*fullname.split("."))
+        for candidate, is_package in ((rel + ".py", False), (os.path.join(rel, "__init__.py"), True)):
+            if os.path.isfile(candidate):
+                loader = importlib.machinery.SourceFileLoader(fullname, candidate)
+                return importlib.util.spec_from_file_location(
+                    fullname, candidate, loader=loader, submodule_search_locations=[rel] if is_package else None)
+        return None
+
+
 def load_module(base_name: str) -> types.ModuleType:
     """Execute ``base_name`` (in the current directory) as a fresh module."""
+    sys.dont_write_bytecode = True  # never leave __pycache__ in the user's source tree
+    if not any(isinstance(f, _RelativeSourceFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RelativeSourceFinder())
     with open(base_name, encoding="utf-8") as f:
         text = f.read()
     stem = os.path.splitext(base_name)[0]
