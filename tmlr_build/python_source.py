@@ -46,7 +46,9 @@ def load_module(base_name: str) -> types.ModuleType:
     stem = os.path.splitext(base_name)[0]
     module = types.ModuleType(stem)
     module.__file__ = base_name
-    sys.modules[stem] = module
+    # Named after the file like Triton's own AOT tool (helper names in the IR carry it), but never
+    # replacing a module already imported: a kernel file called ast.py must not break Triton.
+    sys.modules.setdefault(stem, module)
     if "" not in sys.path and "." not in sys.path:
         sys.path.insert(0, ".")  # sibling imports, as Triton's own AOT tool allows
     linecache.cache.pop(base_name, None)
