@@ -193,3 +193,11 @@ def test_helpers_from_sibling_modules_keep_the_build_relocatable(tmp_path: Path)
         assert not (d / "__pycache__").exists()
         assert str(tmp_path) not in (d / "out" / "k" / "ir" / "sm_90a" / "k.ptx").read_text()
     assert _tree(tmp_path / "one" / "out") == _tree(tmp_path / "two" / "three" / "out")
+
+
+def test_register_counts_agree_with_the_cubins(rebuilt: Path) -> None:
+    from tmlr_runtime._elf import functions
+
+    for art in _artifacts(rebuilt):
+        for v in tmlr_runtime.ArtifactMetadata.read(art).variants:
+            assert functions((art / v.cubin_file).read_bytes())[v.entry].registers == v.resources["registers"]

@@ -244,3 +244,20 @@ def test_string_and_tuple_options(tmp_path: Path) -> None:
     options = json.loads((tmp_path / "add" / "metadata.json").read_text())["variants"][0]["provenance"]["options"]
     assert options["default_dot_input_precision"] == "ieee" and options["cluster_dims"] == [1, 1, 1]
     assert options["maxnreg"] == 128 and options["enable_fp_fusion"] is False
+
+
+def test_cubin_import_checks_that_metadata_and_cubin_belong_together(tmp_path: Path) -> None:
+    art = EXAMPLES / "artifacts"
+    shutil.copy(art / "add" / "add.sm_90a.cubin", tmp_path / "k.cubin")
+    meta = {"name": "matmul", "target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "num_warps": 4,
+            "num_ctas": 1, "cluster_dims": [1, 1, 1], "shared": 0, "tmem_size": 0, "global_scratch_size": 0,
+            "global_scratch_align": 1}
+    (tmp_path / "k.json").write_text(json.dumps(meta))
+    _fails([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o")], E.InputError,
+           "has no kernel 'matmul'", "add")
+    (tmp_path / "k.json").write_text(json.dumps(dict(meta, name="add")))
+    run([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o"), "-q"])
+    doc = json.loads((tmp_path / "o" / "add" / "metadata.json").read_text())
+    assert doc["variants"][0]["resources"] == {"registers": 26}
+    (tmp_path / "k.cubin").write_bytes(b"not an elf")
+    _fails([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o")], E.InputError, "not a cubin")

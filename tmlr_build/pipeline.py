@@ -25,7 +25,8 @@ from triton.compiler.compiler import ASTSource, make_backend
 from . import __version__ as tmlr_version
 from . import mlir_text, options as opts, ptxas, python_source, signature as sig
 from .arch import target_for
-from .errors import ArchMismatchError, CompileError, IRParseError, MissingMetadataError, OptionError, SignatureError
+from .errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError, OptionError,
+                     SignatureError)
 from .jobs import IR_STAGES, Job, JobResult
 from .triton_check import check_triton_version
 
@@ -105,6 +106,8 @@ def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
     cubin, resources = None, {}
     if start.first_stage == "done":
         cubin = start.module
+        registers = _cubin_function(job, base, cubin, start.name).registers
+        resources = {"registers": registers} if registers is not None else {}
     elif job.stop_after is None:
         ptx = module if isinstance(module, str) else texts["ptx"]
         ptx_name = base if job.stage == "ptx" else f"{start.name}.ptx"
@@ -181,6 +184,21 @@ def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any])
         "options": options_record,
         "tmlr_version": tmlr_version,
     }
+
+
+def _cubin_function(job: Job, base: str, cubin: bytes, entry: str) -> Any:
+    """The entry's record in an imported cubin; the metadata JSON must belong to this cubin."""
+    from tmlr_runtime import IntegrityError
+    from tmlr_runtime._elf import functions
+
+    try:
+        found = functions(cubin, base)
+    except IntegrityError:
+        raise InputError(f"{base}: not a cubin (not a 64-bit ELF file); pass the .cubin Triton wrote") from None
+    if entry not in found:
+        raise InputError(f"{base}: has no kernel {entry!r}, which {job.triton_metadata_path} names; it has "
+                         f"{', '.join(sorted(found)) or 'no functions'} - pass the metadata JSON of this very cubin")
+    return found[entry]
 
 
 def _compiler_style(diagnostics: str, source: str) -> str:
