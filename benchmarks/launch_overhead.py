@@ -1,9 +1,9 @@
 """Host launch overhead per launch: tmlr against hand-written cuda-python and Triton, in one process.
 
-    python benchmarks/launch_overhead.py --artifacts DIR [--json OUT.json]
+    python benchmarks/launch_overhead.py [--artifacts DIR] [--json OUT.json]
 
 DIR holds the tmlr artifacts ``nop``, ``nop_args`` and ``add4`` built from
-``benchmarks/launch_kernels.py`` (``bash benchmarks/build.sh DIR``). Triton baselines use whatever
+``examples/kernels/launch_latency.py`` (committed in ``examples/artifacts``). Triton baselines use whatever
 Triton the process imports (run once with 3.6.0 and once with ``TMLR_TRITON33=1`` for 3.3.1).
 
 Every system launches the same workload in bursts short enough that the launch queue never fills
@@ -94,7 +94,7 @@ def measure(systems: dict[str, Callable[[], None]], rounds: int) -> dict[str, fl
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--artifacts", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "artifacts"))
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--json")
     ap.add_argument("--no-triton", action="store_true")
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import triton  # noqa: F401
 
-            import launch_kernels as lk  # type: ignore[import-not-found]
+            import launch_latency as lk  # type: ignore[import-not-found]
         except Exception as e:  # noqa: BLE001
             print(f"(Triton baselines skipped: {e})")
             triton = None
@@ -177,5 +177,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "kernels"))
     sys.exit(main())

@@ -1,7 +1,7 @@
 """The runtime on a real GPU: every launch feature against torch results.
 
-Artifacts come from ``tests/gpu/artifacts`` (built on a CPU by ``tests/gpu/build.sh``); nothing
-here imports Triton. Run on the GPU machine: ``python -m pytest -m gpu tests/test_runtime_gpu.py``.
+Artifacts come from ``examples/artifacts`` and ``tests/gpu/artifacts``, both built on a CPU by
+tmlr-build and committed; nothing here imports Triton. Run on the GPU machine: ``python -m pytest -m gpu tests/test_runtime_gpu.py``.
 """
 from __future__ import annotations
 
@@ -18,11 +18,14 @@ from tmlr_runtime import _modules  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-ART = os.path.join(os.path.dirname(__file__), "gpu", "artifacts")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def art(config: str, kernel: str | None = None) -> str:
-    return os.path.join(ART, config, kernel or config)
+def art(name: str) -> str:
+    for base in (os.path.join(ROOT, "examples", "artifacts"), os.path.join(ROOT, "tests", "gpu", "artifacts")):
+        if os.path.isdir(os.path.join(base, name)):
+            return os.path.join(base, name)
+    raise FileNotFoundError(name)
 
 
 def capability() -> tuple[int, int]:
@@ -79,9 +82,9 @@ def test_every_scalar_type_arrives_intact():
     assert fl[3] == math.pi
 
 
-@pytest.mark.parametrize("config", ["matmul", "matmul_big_shared"])
+@pytest.mark.parametrize("config", ["matmul", "matmul_big_smem"])
 def test_fp16_matmul(config):
-    k = tr.Kernel.load(art(config, "matmul"))
+    k = tr.Kernel.load(art(config))
     bm, bn = k.metadata.constexprs["BM"], k.metadata.constexprs["BN"]
     bk = k.metadata.constexprs["BK"]
     M, N, K = 2 * bm, 2 * bn, 4 * bk
@@ -91,33 +94,36 @@ def test_fp16_matmul(config):
     k((M // bm, N // bn), a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
     torch.cuda.synchronize()
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), atol=0.1, rtol=0.02)
-    if config == "matmul_big_shared":
+    if config == "matmul_big_smem":
         assert k.variant.shared > 48 * 1024
 
 
 @needs_sm90
 def test_cluster_kernel_num_ctas_2(vectors):
     x, y, out, n = vectors
-    k = tr.Kernel.load(art("add_cluster", "add"))
+    k = tr.Kernel.load(art("cluster_add"))
     assert k.variant.cluster_dims == (2, 1, 1)
     k(cdiv(n, 1024), x, y, out, n)
     torch.cuda.synchronize()
     assert torch.equal(out, x + y)
 
 
-def test_cooperative_launch(vectors):
-    x, y, out, n = vectors
-    k = tr.Kernel.load(art("add_coop", "add"))
+def test_cooperative_launch_grid_barrier():
+    k = tr.Kernel.load(art("grid_sync"))
     assert k.variant.cooperative
-    grid = cdiv(n, 1024)
-    k(grid, x, y, out, n)
+    grid = torch.cuda.get_device_properties(0).multi_processor_count * 2
+    counter = torch.zeros(1, dtype=torch.int32, device="cuda")
+    out = torch.zeros(grid, dtype=torch.int32, device="cuda")
+    k(grid, counter, out)
     torch.cuda.synchronize()
-    assert torch.equal(out, x + y)
+    # every program passed the barrier only after all had arrived
+    assert int(counter.item()) == grid
+    assert bool((out == grid).all())
 
 
 @needs_sm90
 def test_device_side_tma_uses_global_scratch():
-    k = tr.Kernel.load(art("tma_device_copy"))
+    k = tr.Kernel.load(art("tma_scale"))
     assert k.variant.scratch_size > 0
     M, N = 256, 512
     src = torch.randn(M, N, device="cuda", dtype=torch.float16)
@@ -156,7 +162,7 @@ def test_cuda_graph_capture_and_replay(vectors):
 
 @needs_sm90
 def test_scratch_kernel_under_graph_capture_and_two_streams():
-    k = tr.Kernel.load(art("tma_device_copy"))
+    k = tr.Kernel.load(art("tma_scale"))
     M, N = 256, 256
     srcs = [torch.randn(M, N, device="cuda", dtype=torch.float16) for _ in range(2)]
     dsts = [torch.zeros_like(s) for s in srcs]
