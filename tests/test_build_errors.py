@@ -3,6 +3,7 @@ turns it into a message and a non-zero exit status, never a traceback."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -144,12 +145,19 @@ def test_output_path_that_is_a_file(tmp_path: Path) -> None:
     _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o2"), "--arch", "80"], E.OutputPathError, "remove it")
 
 
-def test_compiler_crash_is_reported_with_the_signal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how, signame", [("os.kill(os.getpid(), signal.SIGSEGV)", "SIGSEGV"), ("os.abort()", "SIGABRT")])
+def test_compiler_crash_is_reported_with_the_signal_and_last_output(tmp_path: Path, how: str, signame: str) -> None:
     # The worker executes the kernel file; one that kills its process stands in for a Triton crash.
-    (tmp_path / "crash.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    (tmp_path / "crash.py").write_text(f"import os, signal, sys\nsys.stderr.write('LLVM ERROR: boom\\n')\n"
+                                       f"sys.stderr.flush()\n{how}\n")
     _fails([f"{tmp_path}/crash.py:k", "-o", str(tmp_path / "o"), "--arch", "80"], E.CompilerCrashError,
-           "SIGSEGV", "crash.py")
-    assert not (tmp_path / "o" / "k").exists()
+           signame, "crash.py", "Last compiler output:\nLLVM ERROR: boom")
+    assert os.listdir(tmp_path / "o") == []
+
+
+def test_clusters_need_sm90(tmp_path: Path) -> None:
+    _fails([f"{EXAMPLES}/kernels/cluster_add.py:cluster_add", "--signature", ADD_SIG, "--num-ctas", "2",
+            "-o", str(tmp_path), "--arch", "80,90"], E.OptionError, "needs capability 90", "--arch 90")
 
 
 def test_kernel_file_that_fails_to_import(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 STAGES = ("python", "ttir", "ttgir", "llir", "ptx", "cubin")
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
+DIAGNOSTICS_FILE = "stderr.log"  # in a job's work directory: what Triton/LLVM printed on fd 2
 
 
 @dataclass(frozen=True)

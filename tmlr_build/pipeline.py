@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -27,7 +26,7 @@ from . import mlir_text, options as opts, ptxas, python_source, signature as sig
 from .arch import target_for
 from .errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError, OptionError,
                      SignatureError)
-from .jobs import IR_STAGES, Job, JobResult
+from .jobs import DIAGNOSTICS_FILE, IR_STAGES, Job, JobResult
 from .triton_check import check_triton_version
 
 # Triton metadata keys each stage computes; a build that starts after that stage must take them
@@ -52,8 +51,7 @@ class _Diagnostics:
 
 
 @contextlib.contextmanager
-def _captured_stderr(tmp: str) -> Iterator[_Diagnostics]:
-    path = os.path.join(tmp, "stderr.txt")
+def _captured_stderr(path: str) -> Iterator[_Diagnostics]:
     saved = os.dup(2)
     with open(path, "wb") as f:
         os.dup2(f.fileno(), 2)
@@ -77,15 +75,15 @@ class _Start:
     input_ext: str | None  # stage whose text is the input file itself (for the ir/ folder)
 
 
-def run(job: Job) -> JobResult:
-    """Compile ``job``; raises BuildError subclasses with messages fit for the user."""
+def run(job: Job, workdir: str) -> JobResult:
+    """Compile ``job`` in a worker process (this changes cwd and environment); raises BuildError
+    subclasses with messages fit for the user. ``workdir``: a scratch directory the caller removes."""
     check_triton_version()
     line_info = job.line_info and bool(((job.sidecar or {}).get("options") or {}).get("line_info", True))
-    with tempfile.TemporaryDirectory(prefix="tmlr-build-") as tmp:
-        opts.scrub_environment(line_info, os.path.join(tmp, "cache"))
-        os.chdir(os.path.dirname(job.source))
-        with _captured_stderr(tmp) as diag:
-            return _run(job, line_info, diag)
+    opts.scrub_environment(line_info, os.path.join(workdir, "cache"))
+    os.chdir(os.path.dirname(job.source))
+    with _captured_stderr(os.path.join(workdir, DIAGNOSTICS_FILE)) as diag:
+        return _run(job, line_info, diag)
 
 
 def _run(job: Job, line_info: bool, diag: _Diagnostics) -> JobResult:
@@ -321,9 +319,14 @@ _START = {"python": _from_python, "ttir": _from_mlir, "ttgir": _from_mlir, "llir
 # --- helpers -------------------------------------------------------------------------------------
 def _parse_options(backend: Any, merged: dict[str, Any], job: Job) -> Any:
     try:
-        return backend.parse_options(merged)
+        options = backend.parse_options(merged)
     except (AssertionError, TypeError, ValueError) as e:
         raise OptionError(f"{job.label}: invalid compile options {merged}: {e or type(e).__name__}") from None
+    if options.num_ctas > 1 and job.capability < 90:
+        # Triton 3.3.1 aborts the process on this instead of reporting it
+        raise OptionError(f"{job.label}: num_ctas = {options.num_ctas} (thread-block clusters) needs capability 90 "
+                          "or newer; build this kernel with --arch 90 (a spec entry can say \"arch\": [90])")
+    return options
 
 
 def _check_ttgir_target(job: Job, base: str, attrs: dict[str, object]) -> None:

@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Sequence
 
 from .errors import ERROR_CLASSES, BuildError, CompileError, CompilerCrashError
-from .jobs import Job, JobResult
+from .jobs import DIAGNOSTICS_FILE, Job, JobResult
 
 Progress = Callable[[int, int, Job, "JobResult | BuildError", float], None]
 
 
-def _child(conn: Connection, job: Job) -> None:
+def _child(conn: Connection, job: Job, workdir: str) -> None:
     try:
         from . import pipeline
 
-        conn.send(("ok", pipeline.run(job)))
+        conn.send(("ok", pipeline.run(job, workdir)))
     except BuildError as e:
         conn.send(("error", type(e).__name__, str(e)))
     except BaseException as e:  # a bug in tmlr-build or an unexpected Triton failure: keep the trace
@@ -41,17 +43,28 @@ def _context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
-def _death(job: Job, exitcode: int | None) -> BuildError:
+def _tail(path: str, lines: int = 25) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read().strip()
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _death(job: Job, exitcode: int | None, diag_path: str) -> BuildError:
+    said = _tail(diag_path)
+    said = f"\nLast compiler output:\n{said}" if said else ""
     if exitcode is not None and exitcode < 0:
         try:
             signame = signal.Signals(-exitcode).name
         except ValueError:
             signame = f"signal {-exitcode}"
         return CompilerCrashError(
-            f"{job.label}: the compiler crashed ({signame}) on this input; Triton {job.stage} handling aborted "
-            "instead of reporting an error - the input is probably malformed or made for another arch/Triton "
-            "version (rebuild it from the .py/.ttir, or run with --stop-after to find the failing stage)")
-    return CompileError(f"{job.label}: the compile worker exited with status {exitcode} without a result")
+            f"{job.label}: Triton/LLVM crashed ({signame}) instead of reporting an error; the input is probably "
+            f"malformed or made for another arch or Triton version - rebuild it from the .py/.ttir, or use "
+            f"--stop-after/--keep-ir to find the failing stage{said}")
+    return CompileError(f"{job.label}: the compile worker exited with status {exitcode} without a result{said}")
 
 
 def run_jobs(jobs: Sequence[Job], max_workers: int | None = None,
@@ -63,18 +76,21 @@ def run_jobs(jobs: Sequence[Job], max_workers: int | None = None,
     ctx = _context()
     limit = max(1, min(max_workers or os.cpu_count() or 1, len(jobs)))
     pending = list(range(len(jobs)))
-    running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection, float]] = {}
+    running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection, float, str]] = {}
     done = 0
     while pending or running:
         while pending and len(running) < limit:
             i = pending.pop(0)
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(send, jobs[i]), daemon=True)
+            # Made here, not in the child, so that it is removed even when the child crashes; the
+            # child's fd 2 (MLIR/LLVM diagnostics) goes to a file in it, read if the child dies.
+            workdir = tempfile.mkdtemp(prefix="tmlr-build-")
+            proc = ctx.Process(target=_child, args=(send, jobs[i], workdir), daemon=True)
             proc.start()
             send.close()
-            running[i] = (proc, recv, time.monotonic())
-        ready = wait([c for _, c, _ in running.values()] + [p.sentinel for p, _, _ in running.values()])
-        for i, (proc, conn, t0) in list(running.items()):
+            running[i] = (proc, recv, time.monotonic(), workdir)
+        ready = wait([r[1] for r in running.values()] + [r[0].sentinel for r in running.values()])
+        for i, (proc, conn, t0, workdir) in list(running.items()):
             if conn not in ready and proc.sentinel not in ready:
                 continue
             outcome: JobResult | BuildError
@@ -82,11 +98,12 @@ def run_jobs(jobs: Sequence[Job], max_workers: int | None = None,
                 msg = conn.recv()
             except (EOFError, OSError):
                 proc.join()
-                outcome = _death(jobs[i], proc.exitcode)
+                outcome = _death(jobs[i], proc.exitcode, os.path.join(workdir, DIAGNOSTICS_FILE))
             else:
                 proc.join()
                 outcome = msg[1] if msg[0] == "ok" else ERROR_CLASSES.get(msg[1], CompileError)(msg[2])
             conn.close()
+            shutil.rmtree(workdir, ignore_errors=True)
             del running[i]
             results[i] = outcome
             done += 1
