@@ -269,3 +269,13 @@ def test_cubin_import_checks_that_metadata_and_cubin_belong_together(tmp_path: P
     assert doc["variants"][0]["resources"] == {"registers": 26}
     (tmp_path / "k.cubin").write_bytes(b"not an elf")
     _fails([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o")], E.InputError, "not a cubin")
+
+
+def test_signature_for_an_ir_file_must_match_its_function(ir90: Path, tmp_path: Path) -> None:
+    _fails([str(ir90 / "add.ttgir"), "--signature", "*fp16:16, *fp32:16, *fp32:16, i32, 1024", "-o", str(tmp_path)],
+           E.SignatureError, "arg0 is *fp16:16 in the signature but *fp32:16 in the IR")
+    _fails([str(ir90 / "add.ttgir"), "--signature", "*fp32:16, *fp32:16, i32, 1024", "-o", str(tmp_path)],
+           E.SignatureError, "3 runtime parameters", "4")
+    run([str(ir90 / "add.ttgir"), "--signature", ADD_SIG, "--arg-names", "a,b,c,n,BLOCK", "-o", str(tmp_path), "-q"])
+    doc = json.loads((tmp_path / "add" / "metadata.json").read_text())
+    assert [p["name"] for p in doc["signature"]] == ["a", "b", "c", "n", "BLOCK"]

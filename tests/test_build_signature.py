@@ -1,5 +1,10 @@
-"""Signature syntax, IR text reading and arch names: the parts that need neither Triton nor a worker."""
+"""Signature syntax, IR text reading and arch names (no Triton needed), and the parent process
+staying free of Triton."""
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +90,12 @@ def test_arch_lists() -> None:
     for bad in ("70", "sm_120", "", "9.0"):
         with pytest.raises(UnsupportedArchError, match="80,86,89,90,100"):
             parse_arch_list(bad)
+
+
+def test_the_parent_process_never_imports_triton(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    code = ("import sys\nfrom tmlr_build.cli import run\n"
+            f"run([{str(examples / 'kernels' / 'vector_add.py')!r} + ':add', '--signature', "
+            f"'*fp32:16, *fp32:16, *fp32:16, i32, 1024', '-o', {str(tmp_path)!r}, '--arch', '80', '-q'])\n"
+            "assert 'triton' not in sys.modules and 'torch' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
