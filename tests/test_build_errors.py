@@ -279,3 +279,25 @@ def test_signature_for_an_ir_file_must_match_its_function(ir90: Path, tmp_path: 
     run([str(ir90 / "add.ttgir"), "--signature", ADD_SIG, "--arg-names", "a,b,c,n,BLOCK", "-o", str(tmp_path), "-q"])
     doc = json.loads((tmp_path / "add" / "metadata.json").read_text())
     assert [p["name"] for p in doc["signature"]] == ["a", "b", "c", "n", "BLOCK"]
+
+
+def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(60)\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "tmlr_build", f"{tmp_path}/slow.py:k", "-o", str(tmp_path / "o"),
+                             "--arch", "80"], env=dict(os.environ, TMPDIR=str(scratch)), stderr=subprocess.PIPE,
+                            text=True, cwd=Path(__file__).resolve().parents[1])
+    deadline = time.monotonic() + 30
+    while not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # let the worker get into the kernel file's sleep
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir())

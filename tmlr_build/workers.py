@@ -78,35 +78,44 @@ def run_jobs(jobs: Sequence[Job], max_workers: int | None = None,
     pending = list(range(len(jobs)))
     running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection, float, str]] = {}
     done = 0
-    while pending or running:
-        while pending and len(running) < limit:
-            i = pending.pop(0)
-            recv, send = ctx.Pipe(duplex=False)
-            # Made here, not in the child, so that it is removed even when the child crashes; the
-            # child's fd 2 (MLIR/LLVM diagnostics) goes to a file in it, read if the child dies.
-            workdir = tempfile.mkdtemp(prefix="tmlr-build-")
-            proc = ctx.Process(target=_child, args=(send, jobs[i], workdir), daemon=True)
-            proc.start()
-            send.close()
-            running[i] = (proc, recv, time.monotonic(), workdir)
-        ready = wait([r[1] for r in running.values()] + [r[0].sentinel for r in running.values()])
-        for i, (proc, conn, t0, workdir) in list(running.items()):
-            if conn not in ready and proc.sentinel not in ready:
-                continue
-            outcome: JobResult | BuildError
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):
-                proc.join()
-                outcome = _death(jobs[i], proc.exitcode, os.path.join(workdir, DIAGNOSTICS_FILE))
-            else:
-                proc.join()
-                outcome = msg[1] if msg[0] == "ok" else ERROR_CLASSES.get(msg[1], CompileError)(msg[2])
+    try:
+        while pending or running:
+            while pending and len(running) < limit:
+                i = pending.pop(0)
+                recv, send = ctx.Pipe(duplex=False)
+                # Made here, not in the child, so that it is removed even when the child crashes; the
+                # child's fd 2 (MLIR/LLVM diagnostics) goes to a file in it, read if the child dies.
+                workdir = tempfile.mkdtemp(prefix="tmlr-build-")
+                proc = ctx.Process(target=_child, args=(send, jobs[i], workdir), daemon=True)
+                proc.start()
+                send.close()
+                running[i] = (proc, recv, time.monotonic(), workdir)
+            ready = wait([r[1] for r in running.values()] + [r[0].sentinel for r in running.values()])
+            for i, (proc, conn, t0, workdir) in list(running.items()):
+                if conn not in ready and proc.sentinel not in ready:
+                    continue
+                outcome: JobResult | BuildError
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    proc.join()
+                    outcome = _death(jobs[i], proc.exitcode, os.path.join(workdir, DIAGNOSTICS_FILE))
+                else:
+                    proc.join()
+                    outcome = msg[1] if msg[0] == "ok" else ERROR_CLASSES.get(msg[1], CompileError)(msg[2])
+                conn.close()
+                shutil.rmtree(workdir, ignore_errors=True)
+                del running[i]
+                results[i] = outcome
+                done += 1
+                if progress is not None:
+                    progress(done, len(jobs), jobs[i], outcome, time.monotonic() - t0)
+    finally:
+        # Interrupted (Ctrl-C) or failed: leave no worker running and no work directory behind.
+        for proc, conn, _t0, workdir in running.values():
+            proc.kill()
+            proc.join()
             conn.close()
             shutil.rmtree(workdir, ignore_errors=True)
-            del running[i]
-            results[i] = outcome
-            done += 1
-            if progress is not None:
-                progress(done, len(jobs), jobs[i], outcome, time.monotonic() - t0)
+
     return [r for r in results if r is not None]
