@@ -35,7 +35,8 @@ class Job:
         from os.path import basename
 
         name = f"{basename(self.source)}:{self.kernel}" if self.kernel else basename(self.source)
-        return f"{name} for capability {self.capability}"
+        renamed = f" (as {self.name})" if self.name and self.name != self.kernel else ""
+        return f"{name}{renamed} for capability {self.capability}"
 
 
 @dataclass
