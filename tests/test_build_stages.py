@@ -104,32 +104,67 @@ def test_bare_ttir_takes_names_and_options_from_the_command_line(python_built: P
 
 
 _REFERENCE = textwrap.dedent("""
-    import os, sys, types
+    # triton.compile of one example from the spec for one capability (no tmlr code)
+    import json, os, sys, types
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     os.chdir(sys.argv[1])
-    mod = types.ModuleType("vector_add"); mod.__file__ = "vector_add.py"
-    exec(compile(open("vector_add.py").read(), "vector_add.py", "exec"), mod.__dict__)
-    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
-    attrs = {(i,): [["tt.divisibility", 16]] for i in range(3)}
-    for cap in (80, 90):
-        k = triton.compile(ASTSource(mod.add, sig, {(4,): 1024}, attrs), target=GPUTarget("cuda", cap, 32),
-                           options={"num_warps": 4})
-        open(os.path.join(sys.argv[2], f"ref{cap}.cubin"), "wb").write(k.asm["cubin"])
+    out = sys.argv[2]
+    for case in [json.loads(sys.argv[3])]:
+        mod = types.ModuleType(case["stem"]); mod.__file__ = case["file"]
+        exec(compile(open(case["file"]).read(), case["file"], "exec"), mod.__dict__)
+        fn = getattr(mod, case["kernel"])
+        sig, consts, attrs = {}, {}, {}
+        for i, (name, p) in enumerate(zip(fn.arg_names, case["signature"])):
+            if p["kind"] == "runtime":
+                sig[name] = p["type"]
+                if p["divisibility"] == 16:
+                    attrs[(i,)] = [["tt.divisibility", 16]]
+            else:
+                sig[name] = "constexpr"
+                consts[(i,)] = p.get("value", 1)
+        for cap in case["caps"]:
+            k = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", cap, 32),
+                               options=case["options"])
+            md = k.metadata
+            facts = dict(shared=md.shared, global_scratch_size=md.global_scratch_size, num_ctas=md.num_ctas,
+                         cluster_dims=list(md.cluster_dims), num_warps=md.num_warps, name=md.name)
+            open(os.path.join(out, f"{case['name']}.{cap}.cubin"), "wb").write(k.asm["cubin"])
+            json.dump(facts, open(os.path.join(out, f"{case['name']}.{cap}.json"), "w"))
 """)
 
 
 def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
     # Line info off on both sides: with it on, Triton's own ptxas run embeds the source file's
     # mtime (it runs in the source's directory), which tmlr-build avoids on purpose.
+    requests = _spec_requests()
+    ours = tmp_path / "out"
+    build(requests, BuildConfig(out=str(ours), archs=parse_arch_list("80,90"), line_info=False, progress=False))
+    cases = []
+    for r in requests:
+        name = r.name or r.kernel
+        doc = json.loads((ours / name / "metadata.json").read_text())
+        cases.append({"name": name, "file": os.path.basename(r.source), "stem": Path(r.source).stem,
+                      "kernel": r.kernel, "signature": doc["signature"], "options": r.options,
+                      "caps": [v["target"]["capability"] for v in doc["variants"]]})
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env.update(TRITON_CACHE_DIR=str(tmp_path / "cache"), TRITON_DISABLE_LINE_INFO="1")
-    subprocess.run([sys.executable, "-c", _REFERENCE, str(EXAMPLES / "kernels"), str(tmp_path)], env=env, check=True)
-    build([request(f"{EXAMPLES}/kernels/vector_add.py:add", signature="*fp32:16, *fp32:16, *fp32:16, i32, 1024")],
-          BuildConfig(out=str(tmp_path / "out"), archs=parse_arch_list("80,90"), line_info=False, progress=False))
-    for cap, arch in ((80, "sm_80"), (90, "sm_90a")):
-        assert (tmp_path / "out" / "add" / f"add.{arch}.cubin").read_bytes() == (tmp_path / f"ref{cap}.cubin").read_bytes()
+    # One process per compile: Triton 3.3.1's PTX (register numbering) depends on what the same
+    # process compiled before, which is why tmlr-build gives every compile a fresh worker.
+    procs = [subprocess.Popen([sys.executable, "-c", _REFERENCE, str(EXAMPLES / "kernels"), str(tmp_path),
+                               json.dumps(dict(case, caps=[cap]))], env=env)
+             for case in cases for cap in case["caps"]]
+    assert [p.wait() for p in procs] == [0] * len(procs)
+    for case in cases:
+        for arch, v in _variants(ours / case["name"]).items():
+            cap = v["target"]["capability"]
+            ref = json.loads((tmp_path / f"{case['name']}.{cap}.json").read_text())
+            assert (ours / case["name"] / v["cubin"]["file"]).read_bytes() == (
+                tmp_path / f"{case['name']}.{cap}.cubin").read_bytes(), (case["name"], arch)
+            assert ref == dict(shared=v["launch"]["shared"], global_scratch_size=v["scratch"]["global_scratch_size"],
+                               num_ctas=v["launch"]["num_ctas"], cluster_dims=v["launch"]["cluster_dims"],
+                               num_warps=v["launch"]["num_warps"], name=v["entry"]), (case["name"], arch)
 
     # A Triton cache entry imports as it is: same bytes, launch facts from Triton's JSON.
     entry = next(p.parent for p in (tmp_path / "cache").rglob("add.cubin")
@@ -137,9 +172,9 @@ def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
     build([request(str(entry), signature="*fp32:16, *fp32:16, *fp32:16, i32, 1024")],
           BuildConfig(out=str(tmp_path / "imported"), progress=False))
     imported = _variants(tmp_path / "imported" / "add")["sm_90a"]
-    ours = _variants(tmp_path / "out" / "add")["sm_90a"]
+    built = _variants(ours / "add")["sm_90a"]
     assert (tmp_path / "imported" / "add" / "add.sm_90a.cubin").read_bytes() == (entry / "add.cubin").read_bytes()
-    assert imported["launch"] == ours["launch"] and imported["scratch"] == ours["scratch"]
+    assert imported["launch"] == built["launch"] and imported["scratch"] == built["scratch"]
     assert imported["provenance"]["source_stage"] == "cubin"
 
 
