@@ -1,0 +1,57 @@
+"""What Triton, MLIR and LLVM say when a compile fails, turned into messages for the user."""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from typing import Iterator
+
+from .jobs import Job
+
+
+class Diagnostics:
+    """MLIR/LLVM print their diagnostics on fd 2; keep them to put into error messages."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def text(self) -> str:
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+
+
+@contextlib.contextmanager
+def captured_stderr(path: str) -> Iterator[Diagnostics]:
+    saved = os.dup(2)
+    with open(path, "wb") as f:
+        os.dup2(f.fileno(), 2)
+    try:
+        yield Diagnostics(path)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def compiler_style(diagnostics: str, source: str) -> str:
+    """``loc("k.ttir":3:10): error: ...`` as ``k.ttir:3:10: error: ...`` plus the offending line."""
+    lines = source.splitlines()
+    out = []
+    for line in diagnostics.splitlines():
+        m = re.match(r'loc\("([^"]+)":(\d+):(\d+)\):\s*(.*)', line)
+        if m is None:
+            out.append(line)
+            continue
+        file, row, col, msg = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        out.append(f"{file}:{row}:{col}: {msg}")
+        if 0 < row <= len(lines) and os.path.basename(file) == file:
+            out += [f"    {lines[row - 1]}", "    " + " " * max(col - 1, 0) + "^"]
+    return "\n".join(out)
+
+
+def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
+    detail = str(e).strip() or type(e).__name__
+    notes = diag.text()
+    where = f"{job.label}: Triton failed in stage {ext} ({type(e).__name__}): {detail}"
+    if notes:
+        where += "\n" + "\n".join(notes.splitlines()[-40:])
+    return where + "\nFix the kernel or the options; --stop-after and --keep-ir write the IR up to the failing stage"
