@@ -118,8 +118,13 @@ def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequenc
             # A directory cannot replace a non-empty one in a single rename: move the old one aside first.
             old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=out)
             os.replace(final, os.path.join(old, name))
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
+            try:
+                os.replace(tmp, final)
+            except OSError:
+                os.replace(os.path.join(old, name), final)  # put the previous artifact back
+                raise
+            finally:
+                shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, final)
     except OSError as e:
