@@ -249,7 +249,7 @@ def generate(
         emit(f"        stream = _raw_stream({target.device})")
     else:
         emit(f"        stream = _default_stream({target.device})")
-    emit("    elif type(stream) is not int or stream < 0:")
+    emit("    elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:")
     emit("        stream = _stream_handle(stream)")
     values: list[str] = []
     for i, p in enumerate(signature[:npos]):

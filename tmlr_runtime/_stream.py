@@ -37,23 +37,28 @@ def default_stream(device: int) -> int:
     return f(device)
 
 
+def _checked(handle: int, source: str) -> int:
+    if handle < 0 or handle >= 2**64:
+        raise StreamError(f"{source} {handle} is not a valid CUstream value; pass a stream object or its handle")
+    return handle
+
+
 def stream_handle(stream: Any) -> int:
     """The raw ``CUstream`` handle of an explicit stream argument."""
     if isinstance(stream, int) and not isinstance(stream, bool):
-        if stream < 0 or stream >= 2**64:
-            raise StreamError(f"stream handle {stream} is not a valid CUstream value; pass a stream object or its handle")
-        return stream
+        return _checked(stream, "stream handle")
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         try:
             _version, handle = proto() if callable(proto) else proto
-            return int(handle)
+            handle = int(handle)
         except (TypeError, ValueError) as e:
             raise StreamError(f"{type(stream).__name__}.__cuda_stream__ did not give (version, handle): {e}") from None
+        return _checked(handle, f"{type(stream).__name__}.__cuda_stream__ handle")
     for attr in ("cuda_stream", "ptr", "handle"):
         handle = getattr(stream, attr, None)
         if isinstance(handle, int) and not isinstance(handle, bool):
-            return handle
+            return _checked(handle, f"{type(stream).__name__}.{attr}")
     if type(stream).__name__ == "CUstream":  # a cuda-python handle object
         return int(stream)
     raise StreamError(
