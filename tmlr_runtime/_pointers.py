@@ -167,7 +167,13 @@ def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
         return _check_address(param, value, checks)
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
-        address = int(cai["data"][0])
+        try:
+            address = int(cai["data"][0])
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise _fail(param, f"its __cuda_array_interface__ has no usable 'data' (address, read_only) entry ({type(e).__name__}: {e})",
+                        "pass an object whose __cuda_array_interface__ follows the protocol (version 3)") from None
+        if not 0 <= address < 2**64:
+            raise _fail(param, f"its __cuda_array_interface__ address {address} is not a 64-bit unsigned value", "pass a device buffer")
         if checks:
             typestr = str(cai.get("typestr", ""))[1:]
             want = pointee(param)
