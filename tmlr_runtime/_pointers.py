@@ -139,7 +139,11 @@ def _dlpack_pointer(param: Parameter, obj: Any, device: int, checks: bool) -> in
     capsule = obj.__dlpack__()
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    managed = get(capsule, b"dltensor")
+    try:
+        managed = get(capsule, b"dltensor")
+    except (TypeError, ValueError) as e:  # not a capsule, or one already consumed ("used_dltensor")
+        raise _fail(param, f"its __dlpack__() did not return an unused 'dltensor' capsule ({e})",
+                    "pass the array itself (not an exported capsule), or a torch tensor / CuPy array") from None
     # DLManagedTensor starts with DLTensor {void* data; DLDevice device (2 x int32); int32 ndim;
     # DLDataType dtype (u8 code, u8 bits, u16 lanes); int64* shape; int64* strides; u64 byte_offset}
     data = ctypes.c_void_p.from_address(managed).value or 0
