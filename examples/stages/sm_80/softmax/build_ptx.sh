@@ -1,0 +1,1 @@
+d=$(dirname "$0"); exec tmlr-build "$d/softmax.ptx" --name softmax_sm80_ptx -o "${1:-$d/../../artifacts}"

@@ -1,0 +1,1 @@
+d=$(dirname "$0"); exec tmlr-build "$d/matmul.llir" --name matmul_sm90_llir -o "${1:-$d/../../artifacts}"

@@ -1,0 +1,1 @@
+d=$(dirname "$0"); exec tmlr-build "$d/matmul.ttgir" --name matmul_sm90_ttgir -o "${1:-$d/../../artifacts}"

@@ -1,0 +1,1 @@
+d=$(dirname "$0"); exec tmlr-build "$d/softmax.llir" --name softmax_sm90_llir -o "${1:-$d/../../artifacts}"

@@ -1,0 +1,1 @@
+d=$(dirname "$0"); exec tmlr-build "$d/softmax.ttgir" --name softmax_sm90_ttgir -o "${1:-$d/../../artifacts}"
