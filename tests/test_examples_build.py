@@ -68,3 +68,15 @@ def test_one_build_script_runs_as_documented(tmp_path: Path, rebuilt: Path) -> N
     subprocess.run(["bash", str(STAGES / "sm_90a" / "matmul" / "build_ptx.sh"), str(tmp_path)], check=True,
                    capture_output=True)
     assert _tree(tmp_path / "matmul_sm90_ptx") == _tree(rebuilt / "matmul_sm90_ptx")
+
+
+def test_run_scripts_import_only_the_runtime_and_torch() -> None:
+    # They prove an artifact runs without Triton, so a stray triton import would defeat them.
+    import ast
+
+    local = {p.stem for p in STAGES.glob("*.py")}
+    for script in STAGES.glob("*.py"):
+        tree = ast.parse(script.read_text())
+        roots = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        roots |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert roots <= {"torch", "tmlr_runtime", "os", "sys", "traceback"} | local, f"{script.name}: {roots}"
