@@ -41,6 +41,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("sources", nargs="*", metavar="SRC",
                    help="file.py:kernel, .ttir, .ttgir, .llir, .ptx, .cubin, or a Triton cache entry directory")
     p.add_argument("-o", "--out", required=True, help="output directory (receives one folder per kernel)")
+    p.add_argument("--split-dump", metavar="FILE", dest="split_dump",
+                   help="split an MLIR_ENABLE_DUMP=1 log into OUT/NN-PassName.mlir + OUT/index.json and exit")
     p.add_argument("--spec", metavar="FILE", help="JSON file listing kernels to build (see tmlr_build/spec.py)")
     p.add_argument("--arch", help=f"comma-separated capabilities: {','.join(map(str, supported_capabilities()))} "
                                   "(90 -> sm_90a, 100 -> sm_100a); .ttgir/.llir/.ptx/.cubin inputs default to their own")
@@ -131,6 +133,11 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
     """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
     args = make_parser().parse_args(argv)
+    if args.split_dump:
+        from .split_dump import split_dump
+
+        entries = split_dump(args.split_dump, args.out)
+        return BuildReport(written=[os.path.join(args.out, e.file) for e in entries]), args.quiet
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: give at least 1 worker")
     requests, archs = requests_from_args(args)
