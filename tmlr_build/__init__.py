@@ -16,6 +16,7 @@ from .build import BuildConfig, BuildFailedError, BuildReport, build  # noqa: E4
 from .errors import *  # noqa: E402,F401,F403
 from .errors import ERROR_CLASSES  # noqa: E402
 from .sources import KernelRequest, request  # noqa: E402
+from .jit import JitKernel, jit  # noqa: E402
 
-__all__ = ["BuildConfig", "BuildFailedError", "BuildReport", "KernelRequest", "Target", "build",
+__all__ = ["BuildConfig", "BuildFailedError", "BuildReport", "JitKernel", "KernelRequest", "Target", "build", "jit",
            "parse_arch_list", "request", *ERROR_CLASSES]
