@@ -17,7 +17,7 @@ from .errors import InputError
 _HEADER = re.compile(r"^// -----// IR Dump (Before|After) (\S+) \(([^)]*)\) \('([^']+)' operation(?::[^)]*)?\) //----- //$",
                      re.M)
 # The first pass of each later stage in Triton 3.3.1's nvidia backend (compiler.py make_ttgir/make_llir).
-_STAGE_STARTS = (("convert-triton-to-tritongpu", "ttgir"), ("convert-scf-to-cf", "llir-lowering"))
+_STAGE_STARTS = (("convert-triton-to-tritongpu", "ttgir"), ("triton-nvidia-mma-lowering", "llir-lowering"))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,72 @@
+"""Building a kernel from one file that ``tmlr-build --split-dump`` wrote (see README, "Resuming from a pass dump")."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from .arch import Target
+from .build import BuildConfig, BuildReport, build
+from .errors import CompileError, InputError
+from .sources import request
+
+# llir-lowering passes before this one still see TTGIR; make_llir re-runs them from the start.
+_FIRST_LLVM_PASS = "convert-scf-to-cf"
+
+
+def _entry(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    index = os.path.join(os.path.dirname(os.path.abspath(path)), "index.json")
+    try:
+        with open(index, encoding="utf-8") as f:
+            passes = json.load(f)["passes"]
+    except (OSError, ValueError, KeyError) as e:
+        raise InputError(f"{index}: cannot read the --split-dump index ({e}); split the log again with "
+                         "tmlr-build --split-dump LOG -o DIR") from None
+    for i, p in enumerate(passes):
+        if p["file"] == os.path.basename(path):
+            return p, passes[:i]
+    raise InputError(f"{path}: not listed in {index}; pass a file that --split-dump wrote")
+
+
+def _stage_input(path: str, work: str, num_stages: int | None) -> str:
+    """The .ttir/.ttgir that continues the pipeline where ``path`` was dumped."""
+    entry, before = _entry(path)
+    name = os.path.join(work, os.path.splitext(os.path.basename(path))[0])
+    if not entry["buildable"]:
+        raise InputError(f"{path}: dumped from inside the inliner ({entry['operation']}, not a module); "
+                         "take a later file")
+    llvm_started = any(p["pass_arg"] == _FIRST_LLVM_PASS for p in before + [entry])
+    if entry["stage"] == "ttir" or (entry["stage"] == "ttgir" and not any(p["stage"] == "ttgir" for p in before)):
+        if entry["pass_arg"] == "inline":
+            raise InputError(f"{path}: the IR before the inliner still holds un-inlined callee signatures "
+                             "tmlr cannot parse as TTIR; take a later file")
+        shutil.copy(path, name + ".ttir")  # make_ttir's passes map TTIR to TTIR: re-running the stage is safe
+        return name + ".ttir"
+    if entry["stage"] == "llir-lowering" and not llvm_started:
+        shutil.copy(path, name + ".ttgir")
+        return name + ".ttgir"
+    if entry["stage"] == "llir-lowering":
+        raise InputError(f"{path}: dumped after {_FIRST_LLVM_PASS} (LLVM dialect); tmlr cannot resume there: "
+                         "take a file from before that pass")
+    out = name + ".ttgir"
+    args = [sys.executable, "-m", "tmlr_build.resume_ttgir", os.path.abspath(path), out]
+    if num_stages is not None:
+        args.append(str(num_stages))
+    done = subprocess.run(args, capture_output=True, text=True)  # keeps Triton's compiler out of this process
+    if done.returncode != 0:
+        raise CompileError(f"{path}: finishing make_ttgir failed:\n{done.stderr[-2000:]}")
+    return out
+
+
+def build_from_dump(path: str, out: str, archs: tuple[Target, ...], options: dict[str, Any] | None = None,
+                    name: str | None = None) -> BuildReport:
+    """Build the split-dump file ``path`` into ``out/<name>/`` (``options`` as the original compile's)."""
+    options = dict(options or {})
+    with tempfile.TemporaryDirectory(prefix="tmlr-resume-") as work:
+        source = _stage_input(path, work, options.get("num_stages"))
+        return build([request(source, options=options, name=name)],
+                     BuildConfig(out=out, archs=archs, progress=False))

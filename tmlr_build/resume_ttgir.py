@@ -1,0 +1,132 @@
+"""Finishing a mid-``make_ttgir`` dump: run only the passes that had not run yet (a child process).
+
+``python -m tmlr_build.resume_ttgir IN.mlir OUT.ttgir [num_stages]`` parses a file that
+``--split-dump`` wrote from inside Triton 3.3.1's make_ttgir, with index.json beside it, and runs make_ttgir itself with the ``add_*`` calls that already ran skipped, so the pass list,
+its order and its arguments are Triton's own (fence insertion after pipelining is never skipped when
+the dump was taken before it). The result is a finished TTGIR that builds like any ``.ttgir``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable
+
+
+def _top_level(pipeline: str) -> list[str]:
+    """``any(a{x=1},b)`` -> ``["a", "b"]``: the passes one ``add_*`` call put at the top level."""
+    inner = pipeline[pipeline.index("(") + 1:pipeline.rindex(")")] if "(" in pipeline else pipeline
+    names, depth, word = [], 0, ""
+    for ch in inner + ",":
+        if ch in "{(":
+            depth += 1
+        elif ch in "})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            names.append(word.strip())
+            word = ""
+        elif depth == 0:
+            word += ch
+    return [n for n in names if n]
+
+
+def calls_to_skip(calls: list[list[str]], dumped: list[str], own: str) -> int:
+    """How many ``add_*`` calls of make_ttgir fully ran before the dump entry of pass ``own``.
+
+    ``dumped`` are the pass arguments of the stage's dump entries before the file. An entry that is
+    not the next top-level pass was dumped from a pipeline nested inside the previous pass (e.g. the
+    canonicalize run inside tritongpu-optimize-dot-operands): that pass had not finished, so a file
+    dumped there re-runs it from its start instead of skipping it.
+    """
+    flat = [(i, name) for i, names in enumerate(calls) for name in names]
+    j = 0
+    for arg in dumped:
+        if j < len(flat) and flat[j][1] == arg:
+            j += 1
+    if j < len(flat) and flat[j][1] == own:
+        return flat[j][0]
+    return flat[j - 1][0] if j else 0
+
+
+def _patched(record: list[list[str]] | None, skip: int, context: Any) -> Callable[[], None]:
+    """Wrap every pass-adding binding: record each call's passes, or drop the first ``skip`` calls."""
+    from triton._C.libtriton import ir, nvidia, passes
+
+    modules = [getattr(passes, m) for m in ("ttir", "ttgpuir", "common", "convert")] + [nvidia.passes.ttnvgpuir]
+    state = {"seen": 0}
+    undo: list[tuple[Any, str, Any]] = []
+    for mod in modules:
+        for name in dir(mod):
+            if not name.startswith("add_"):
+                continue
+            original = getattr(mod, name)
+
+            def wrapper(pm: Any, *args: Any, _f: Any = original) -> Any:
+                state["seen"] += 1
+                if record is not None:
+                    scratch = ir.pass_manager(context)
+                    _f(scratch, *args)
+                    record.append(_top_level(scratch.get_pipeline_str()))
+                    return None
+                return None if state["seen"] <= skip else _f(pm, *args)
+
+            setattr(mod, name, wrapper)
+            undo.append((mod, name, original))
+    return lambda: [setattr(m, n, f) for m, n, f in undo] and None
+
+
+def resume(path: str, dumped: list[str], own: str, out: str, num_stages: int | None = None) -> int:
+    """Finish make_ttgir on ``path``; ``dumped``: pass args of the stage's dump entries before it.
+
+    Returns how many of make_ttgir's ``add_*`` calls were skipped.
+    """
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    from .mlir_text import module_attributes
+
+    with open(path, encoding="utf-8") as f:
+        attrs = module_attributes(f.read())
+    capability = int(str(attrs.get("ttg.target", "cuda:90")).split(":")[1])
+    backend = CUDABackend(GPUTarget("cuda", capability, 32))
+    if "ttg.num-warps" not in attrs:
+        raise SystemExit(f"{path}: no ttg.num-warps attribute: not TTGIR (build a TTIR dump as .ttir)")
+    opts = {"num_warps": int(attrs["ttg.num-warps"]), "num_ctas": int(attrs.get("ttg.num-ctas", 1))}
+    if num_stages is not None:
+        opts["num_stages"] = num_stages
+    options = backend.parse_options(opts)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    module = ir.parse_mlir_module(path, context)
+    module.context = context
+    calls: list[list[str]] = []
+    undo = _patched(calls, 0, context)
+    try:  # first run: learn make_ttgir's pass list for these options (nothing is added, the module is untouched)
+        backend.make_ttgir(module, {}, options, capability)
+    finally:
+        undo()
+    skip = calls_to_skip(calls, dumped, own)
+    undo = _patched(None, skip, context)
+    try:
+        backend.make_ttgir(module, {}, options, capability)
+    finally:
+        undo()
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(str(module))
+    return skip
+
+
+def _dumped_before(index_path: str, file: str) -> tuple[list[str], str]:
+    with open(index_path, encoding="utf-8") as f:
+        passes = json.load(f)["passes"]
+    pos = next(i for i, p in enumerate(passes) if p["file"] == file)
+    return [p["pass_arg"] for p in passes[:pos] if p["stage"] == "ttgir"], passes[pos]["pass_arg"]
+
+
+if __name__ == "__main__":
+    # IN.mlir OUT.ttgir [num_stages]; IN's folder holds the index.json that --split-dump wrote.
+    src = sys.argv[1]
+    dumped, own = _dumped_before(os.path.join(os.path.dirname(os.path.abspath(src)), "index.json"), os.path.basename(src))
+    print(resume(src, dumped, own, sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None))
