@@ -75,6 +75,8 @@ def test_every_resumable_file_builds(dump: tuple[str, bytes], tmp_path) -> None:
     for p in _passes(split):
         if p["stage"] == "ttgir" or (p["stage"] == "llir-lowering" and p["file"] not in refused):
             assert p["file"] in same, p["file"]
+    pre_llvm = next(p["file"] for p in _passes(split) if p["pass_arg"] == "convert-scf-to-cf")
+    assert pre_llvm in same  # still TTGIR: resumed, not refused
     # Mid-TTIR files re-run all of make_ttir (not only the rest): a valid cubin, other bytes.
     assert all(_entry_stage(split, f) == "ttir" for f in differ), differ
     assert all(_entry_stage(split, f) in ("ttir", "llir-lowering") for f in refused), refused

@@ -39,7 +39,7 @@ def _stage_input(path: str, work: str, num_stages: int | None) -> str:
     if not entry["buildable"]:
         raise InputError(f"{path}: dumped from inside the inliner ({entry['operation']}, not a module); "
                          "take a later file")
-    llvm_started = any(p["pass_arg"] == _FIRST_LLVM_PASS for p in before + [entry])
+    llvm_started = any(p["pass_arg"] == _FIRST_LLVM_PASS for p in before)  # the file is before its own pass
     if entry["stage"] == "ttir" or (entry["stage"] == "ttgir" and not any(p["stage"] == "ttgir" for p in before)):
         if entry["pass_arg"] == "inline":
             raise InputError(f"{path}: the IR before the inliner still holds un-inlined callee signatures "
