@@ -148,3 +148,20 @@ def test_edited_ttgir_is_launched_without_restart(stage_dir: Path, cache: Path, 
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x - y)
     assert k.builds == 2
+
+
+def test_launch_loads_once_and_passes_args_in_order(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tmlr_runtime
+
+    loads, calls = [], []
+
+    class FakeKernel:
+        def __call__(self, grid: Any, *args: Any, stream: Any = None) -> None:
+            calls.append((grid, args, stream))
+
+    monkeypatch.setattr(tmlr_runtime.Kernel, "load", staticmethod(lambda d: loads.append(d) or FakeKernel()))
+    k = jit(vector_add.add)
+    for _ in range(2):
+        k[(4,)](*_args(), BLOCK=1024, arch=90, num_warps=4)
+    assert len(loads) == 1 and k.builds == 1
+    assert calls[0][0] == (4,) and calls[0][1][3:] == (1000, 1024) and calls[0][2] is None
