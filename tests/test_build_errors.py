@@ -301,3 +301,25 @@ def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir())
+
+
+@pytest.mark.parametrize("name", ["add.v2", "out/add", "../add", "2add", "add-1", ""])
+def test_bad_artifact_name_is_refused_when_parsing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                  name: str) -> None:
+    # It names the artifact folder, its cubin files and metadata.json's "name" (schema: an identifier).
+    assert main([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o"), "--arch", "80", "--name", name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tmlr-build: error: argument --name:") and "ASCII letters, digits and '_'" in err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("entry", [{"kernel": "add", "name": "add.v2"}, {"kernel": "add/x"}])
+def test_bad_name_in_a_spec_is_a_spec_error(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                            entry: dict[str, str]) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"kernels": [{"source": f"{EXAMPLES}/kernels/vector_add.py", **entry}]}))
+    _fails(["--spec", str(spec), "-o", str(tmp_path / "o"), "--arch", "80"], E.SpecError, "kernels[0]",
+           "ASCII letters, digits and '_'")
+    assert main(["--spec", str(spec), "-o", str(tmp_path / "o"), "--arch", "80"]) == 2
+    _fails([f"{EXAMPLES}/kernels/vector_add.py:a.b", "-o", str(tmp_path / "o"), "--arch", "80"], E.UsageError,
+           "kernel 'a.b'", "e.g. 'a_b'")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -50,7 +51,8 @@ def test_index_records_stage_and_position(dump: tuple[str, bytes]) -> None:
     assert first_ttgir["pass_arg"] == "convert-triton-to-tritongpu"
     assert not all(p["buildable"] for p in passes)  # the inliner's per-function canonicalize dumps
     for p in passes:
-        assert os.path.isfile(os.path.join(split, p["file"]))
+        with open(os.path.join(split, p["file"])) as f:
+            assert "// -----// IR Dump" not in f.read()  # one dump per file, even for "@zeros____(0, 0)..." headers
 
 
 def _passes(split: str) -> list[dict]:
@@ -102,3 +104,84 @@ def test_resumed_matmul_runs(dump: tuple[str, bytes], tmp_path) -> None:
     c = torch.empty(M, N, device="cuda", dtype=torch.float16)
     k[(M // 64, N // 64)](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), atol=1e-1, rtol=1e-2)
+
+
+# ---- the command line: tmlr-build DIR/NN-Pass.mlir, --dump-passes ----
+
+_MATMUL_SIG = "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32"
+
+
+def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tmlr_build", *argv], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **(env or {})})
+
+
+def _file(split: str, pass_arg: str, nth: int = 0) -> str:
+    return os.path.join(split, [p["file"] for p in _passes(split) if p["pass_arg"] == pass_arg][nth])
+
+
+@pytest.mark.parametrize("pass_arg", ["tritongpu-pipeline", "convert-triton-to-tritongpu", "convert-scf-to-cf"])
+def test_cli_builds_a_split_dump_file(dump: tuple[str, bytes], tmp_path, pass_arg: str) -> None:
+    # mid-ttgir (only the remaining passes run), the finished TTIR, the last file that is still TTGIR
+    split, reference = dump
+    leak = tmp_path / "leak.log"  # an exported dump setting reaches neither the compile nor make_ttgir's child
+    done = _cli(_file(split, pass_arg), "-o", str(tmp_path), "--arch", "90", "--num-warps", "4", "--num-stages", "2",
+                env={"MLIR_ENABLE_DUMP": "1", "MLIR_DUMP_PATH": str(leak)})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "matmul" / "matmul.sm_90a.cubin").read_bytes() == reference
+    assert not leak.exists()
+
+
+def test_cli_refuses_dump_files_it_cannot_resume(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    per_function = next(p["file"] for p in _passes(split) if not p["buildable"])
+    for path, needle in [(_file(split, "inline"), "before the inliner"),
+                         (os.path.join(split, per_function), "inside the inliner"),
+                         (_file(split, "convert-triton-gpu-to-llvm"), "LLVM dialect")]:
+        done = _cli(path, "-o", str(tmp_path), "--arch", "90")
+        assert done.returncode == 1 and needle in done.stderr, done.stderr
+        assert done.stderr.startswith("tmlr-build: error: ") and "Traceback" not in done.stderr
+
+
+def test_cli_mlir_without_index_or_with_other_inputs(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    lone = tmp_path / "k.mlir"
+    shutil.copy(_file(split, "tritongpu-pipeline"), lone)
+    done = _cli(str(lone), "-o", str(tmp_path / "o"))
+    assert done.returncode == 1 and "no index.json" in done.stderr and "--split-dump" in done.stderr, done.stderr
+    done = _cli(_file(split, "tritongpu-pipeline"), _file(split, "cse"), "-o", str(tmp_path / "o"))
+    assert done.returncode == 2 and "only SRC" in done.stderr, done.stderr
+
+
+def test_cli_edited_dump_file_that_does_not_parse(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    edited = tmp_path / "split"
+    edited.mkdir()
+    shutil.copy(os.path.join(split, "index.json"), edited)
+    mid = _file(split, "tritongpu-pipeline")
+    with open(mid) as f:
+        (edited / os.path.basename(mid)).write_text(f.read().replace("ttng.warp_group_dot ", "ttng.bogus_dot ", 1))
+    done = _cli(str(edited / os.path.basename(mid)), "-o", str(tmp_path / "o"), "--num-stages", "2")
+    assert done.returncode == 1 and "'ttng.bogus_dot' is unknown" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_dump_passes_writes_the_log_in_the_worker(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    log = tmp_path / "logs" / "d.log"
+    done = _cli("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "--num-warps", "4",
+                "--num-stages", "2", "-o", str(tmp_path / "o"), "--arch", "90", "--dump-passes", str(log))
+    assert done.returncode == 0, done.stderr
+    # the dump changes nothing: the same bytes as the committed artifact (the spec builds it with these options)
+    cubin = os.path.join(ROOT, "examples", "artifacts", "matmul", "matmul.sm_90a.cubin")
+    with open(cubin, "rb") as f:
+        assert (tmp_path / "o" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == f.read()
+    assert main(["--split-dump", str(log), "-o", str(tmp_path / "split"), "-q"]) == 0
+    ours = [(p["pass_arg"], p["stage"]) for p in _passes(str(tmp_path / "split"))]
+    assert ours == [(p["pass_arg"], p["stage"]) for p in _passes(split)]  # the same passes as triton.compile's
+
+
+def test_dump_passes_needs_one_compile(tmp_path) -> None:
+    done = _cli("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "-o", str(tmp_path),
+                "--arch", "80,90", "--dump-passes", str(tmp_path / "d.log"))
+    assert done.returncode == 2 and "one SRC and one --arch" in done.stderr, done.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from .arch import Target
@@ -36,6 +36,7 @@ class BuildConfig:
     line_info: bool = True
     max_workers: int | None = None
     progress: bool = True
+    dump_passes: str | None = None  # write Triton's MLIR pass dump of the (single) job to this file
 
 
 @dataclass
@@ -79,6 +80,8 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
         new = make_jobs(req, caps, config.stop_after, config.keep_ir, config.line_info)
         jobs += new
         owner += [i] * len(new)
+    if config.dump_passes is not None:
+        jobs = _with_pass_dump(jobs, config.dump_passes)
     progress = on_progress or (_stderr_progress if config.progress and len(jobs) > 2 else None)
     outcomes = run_jobs(jobs, config.max_workers, progress)
     errors: list[BuildError] = []
@@ -109,6 +112,20 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     if errors:
         raise BuildFailedError("\n".join(str(e) for e in errors), errors)
     return report
+
+
+def _with_pass_dump(jobs: list[Job], path: str) -> list[Job]:
+    if len(jobs) != 1:
+        raise UsageError(f"--dump-passes {path}: dumps one compile, but this build has {len(jobs)} "
+                         f"({', '.join(j.label for j in jobs) or 'none'}); name one SRC and one --arch")
+    if jobs[0].stage in ("llir", "ptx", "cubin"):
+        raise UsageError(f"--dump-passes {path}: a .{jobs[0].stage} input runs no MLIR pass; dump from the .py, "
+                         ".ttir or .ttgir")
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--dump-passes {path}: cannot create its folder ({e}); name another file") from None
+    return [replace(jobs[0], dump_passes=os.path.abspath(path))]
 
 
 def _inputs_inside(requests: Sequence[KernelRequest], directory: str) -> list[str]:

@@ -14,16 +14,23 @@ from typing import Any, Sequence
 from . import __version__
 from .arch import parse_arch_list, supported_capabilities
 from .build import BuildConfig, BuildFailedError, BuildReport, build
-from .errors import BuildError, OptionError, UsageError
+from .errors import BuildError, InputError, OptionError, UsageError
 from .jobs import IR_STAGES
 from .signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
-from .sources import KernelRequest, parse_source
+from .sources import KernelRequest, check_name, parse_source
 from .spec import load_spec
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see tmlr-build --help)")
+
+
+def _artifact_name(text: str) -> str:
+    try:
+        return check_name(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -35,11 +42,14 @@ def make_parser() -> argparse.ArgumentParser:
                "  tmlr-build k.py:add --signature '*fp16:16, *fp16:16, *fp16:16, i32, 1024' -o out --arch 80,90\n"
                "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
                "  tmlr-build add.ptx --metadata add.json -o out\n"
-               "  tmlr-build --spec examples/kernels.json -o out --arch 80,90",
+               "  tmlr-build --spec examples/kernels.json -o out --arch 80,90\n"
+               "  tmlr-build k.py:add --signature ... -o out --arch 90 --dump-passes d.log   (MLIR pass dump)\n"
+               "  tmlr-build --split-dump d.log -o split && tmlr-build split/NN-Pass.mlir -o out --arch 90",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("sources", nargs="*", metavar="SRC",
-                   help="file.py:kernel, .ttir, .ttgir, .llir, .ptx, .cubin, or a Triton cache entry directory")
+                   help="file.py:kernel, .ttir, .ttgir, .llir, .ptx, .cubin, a Triton cache entry directory, or "
+                        "one NN-Pass.mlir file that --split-dump wrote (index.json beside it)")
     p.add_argument("-o", "--out", required=True, help="output directory (receives one folder per kernel)")
     p.add_argument("--split-dump", metavar="FILE", dest="split_dump",
                    help="split an MLIR_ENABLE_DUMP=1 log into OUT/NN-PassName.mlir + OUT/index.json and exit")
@@ -53,7 +63,8 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--arg-names", metavar="A,B,...", help="names of the parameters of an IR input (default arg0, arg1, ...)")
     g.add_argument("--metadata", metavar="FILE", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
                                       "unless <stem>.json is beside the input)")
-    g.add_argument("--name", help="artifact name, when it should differ from the kernel's")
+    g.add_argument("--name", type=_artifact_name,
+                   help="artifact name, when it should differ from the kernel's (letters, digits, _)")
     o = p.add_argument_group("compile options")
     o.add_argument("--num-warps", type=int, metavar="N")
     o.add_argument("--num-stages", type=int, metavar="N")
@@ -69,6 +80,9 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--stop-after", choices=IR_STAGES, dest="stop_after",
                    help="write the IR up to this stage (and what rebuilding from it needs), no cubin")
     b.add_argument("--no-line-info", action="store_true", help="strip source line info from the cubin")
+    b.add_argument("--dump-passes", metavar="FILE", dest="dump_passes",
+                   help="write Triton's IR before each MLIR pass to FILE (MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE "
+                        "in the compile worker only; one SRC, one --arch); split it with --split-dump")
     b.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile workers (default: CPU count)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
     p.add_argument("--version", action="version", version=f"tmlr-build {__version__}")
@@ -112,22 +126,25 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
     """Kernel requests from the command line (and the spec file), plus the archs to build."""
     if not args.sources and not args.spec:
         raise UsageError("nothing to build: name SRC files or a --spec file (see tmlr-build --help)")
-    explicit = _explicit_options(args)
-    constexprs = parse_constexpr_assignments(args.constexpr)
-    arg_names = tuple(parse_arg_names(args.arg_names)) if args.arg_names else None
+    given = _given(args)
     archs = parse_arch_list(args.arch) if args.arch else None
     requests: list[KernelRequest] = []
     if args.spec:
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
-        requests += [KernelRequest(**{**vars(r), "options": {**r.options, **explicit}}) for r in spec_requests]
+        requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]}}) for r in spec_requests]
     for text in args.sources:
         path, stage, kernel = parse_source(text)
-        requests.append(KernelRequest(source=path, stage=stage, kernel=kernel, name=args.name,
-                                      signature=args.signature, constexprs=constexprs, arg_names=arg_names,
-                                      options=explicit,
+        requests.append(KernelRequest(source=path, stage=stage, kernel=kernel, **given,
                                       metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
     return requests, archs
+
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """What the command line says about every SRC: KernelRequest fields."""
+    return {"name": args.name, "signature": args.signature, "constexprs": parse_constexpr_assignments(args.constexpr),
+            "arg_names": tuple(parse_arg_names(args.arg_names)) if args.arg_names else None,
+            "options": _explicit_options(args)}
 
 
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
@@ -140,10 +157,32 @@ def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
         return BuildReport(written=[os.path.join(args.out, e.file) for e in entries]), args.quiet
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: give at least 1 worker")
+    config = dict(stop_after=args.stop_after, keep_ir=args.keep_ir, line_info=not args.no_line_info,
+                  max_workers=args.jobs, progress=not args.quiet, dump_passes=args.dump_passes)
+    if any(os.path.splitext(text)[1] == ".mlir" for text in args.sources):
+        return _build_split_dump_file(args, config), args.quiet
     requests, archs = requests_from_args(args)
-    config = BuildConfig(out=args.out, archs=archs, stop_after=args.stop_after, keep_ir=args.keep_ir,
-                         line_info=not args.no_line_info, max_workers=args.jobs, progress=not args.quiet)
-    return build(requests, config), args.quiet
+    return build(requests, BuildConfig(out=args.out, archs=archs, **config)), args.quiet
+
+
+def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> BuildReport:
+    """``tmlr-build DIR/NN-Pass.mlir``: resume the pipeline from one file that --split-dump wrote."""
+    from .dump_resume import build_from_dump
+
+    if len(args.sources) != 1 or args.spec:
+        raise UsageError("a .mlir pass-dump file is built on its own: name it as the only SRC, without --spec")
+    path = os.path.abspath(args.sources[0])
+    if not os.path.isfile(path):
+        raise InputError(f"{args.sources[0]}: no such file")
+    if not os.path.isfile(os.path.join(os.path.dirname(path), "index.json")):
+        raise InputError(f"{args.sources[0]}: no index.json beside it: tmlr-build takes a .mlir only as a file that "
+                         "--split-dump wrote; run tmlr-build --split-dump LOG -o DIR first and pass DIR/NN-Pass.mlir "
+                         "(or rename plain TTIR/TTGIR to .ttir/.ttgir)")
+    if args.metadata:
+        raise UsageError("--metadata: a .mlir pass-dump file is TTIR/TTGIR; it takes no Triton metadata JSON")
+    given = _given(args)
+    return build_from_dump(path, args.out, parse_arch_list(args.arch) if args.arch else None, given.pop("options"),
+                           given.pop("name"), **given, **config)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

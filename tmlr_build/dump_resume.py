@@ -12,6 +12,7 @@ from typing import Any
 from .arch import Target
 from .build import BuildConfig, BuildReport, build
 from .errors import CompileError, InputError
+from .options import affects_build
 from .sources import request
 
 # llir-lowering passes before this one still see TTGIR; make_llir re-runs them from the start.
@@ -56,17 +57,28 @@ def _stage_input(path: str, work: str, num_stages: int | None) -> str:
     args = [sys.executable, "-m", "tmlr_build.resume_ttgir", os.path.abspath(path), out]
     if num_stages is not None:
         args.append(str(num_stages))
-    done = subprocess.run(args, capture_output=True, text=True)  # keeps Triton's compiler out of this process
+    # A child keeps Triton's compiler out of this process; like the compile workers it does not inherit
+    # TRITON_*/MLIR_* settings (an exported MLIR_DUMP_PATH would be overwritten by its passes' dumps).
+    env = {k: v for k, v in os.environ.items() if not affects_build(k)}
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise CompileError(f"{path}: finishing make_ttgir failed:\n{done.stderr[-2000:]}")
     return out
 
 
-def build_from_dump(path: str, out: str, archs: tuple[Target, ...], options: dict[str, Any] | None = None,
-                    name: str | None = None) -> BuildReport:
-    """Build the split-dump file ``path`` into ``out/<name>/`` (``options`` as the original compile's)."""
+def build_from_dump(path: str, out: str, archs: tuple[Target, ...] | None, options: dict[str, Any] | None = None,
+                    name: str | None = None, *, signature: str | None = None,
+                    constexprs: dict[str, Any] | None = None, arg_names: tuple[str, ...] | None = None,
+                    **config: Any) -> BuildReport:
+    """Build the split-dump file ``path`` into ``out/<name>/`` (``options`` as the original compile's).
+
+    ``archs`` None: the file's own (``ttg.target``; a TTIR file needs archs). ``signature``/``constexprs``/
+    ``arg_names`` as for a .ttir/.ttgir input; ``config``: other BuildConfig fields (keep_ir, stop_after, ...).
+    This is what ``tmlr-build DIR/NN-Pass.mlir`` calls.
+    """
     options = dict(options or {})
     with tempfile.TemporaryDirectory(prefix="tmlr-resume-") as work:
         source = _stage_input(path, work, options.get("num_stages"))
-        return build([request(source, options=options, name=name)],
-                     BuildConfig(out=out, archs=archs, progress=False))
+        req = request(source, signature=signature, constexprs=constexprs, arg_names=arg_names, options=options,
+                      name=name)
+        return build([req], BuildConfig(out=out, archs=archs, **{"progress": False, **config}))

@@ -29,6 +29,7 @@ class Job:
     stop_after: str | None = None
     keep_ir: bool = False
     line_info: bool = True
+    dump_passes: str | None = None  # absolute path: MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=<it> in the worker only
 
     @property
     def label(self) -> str:

@@ -88,10 +88,15 @@ def record(options: Any, line_info: bool) -> dict[str, Any]:
     return out
 
 
+def affects_build(key: str) -> bool:
+    """Whether the environment variable ``key`` may change what Triton or ptxas produce."""
+    return key.startswith(_ENV_PREFIXES) or key in _ENV_NAMES
+
+
 def scrub_environment(line_info: bool, cache_dir: str) -> None:
     """Make this (worker) process's Triton independent of the user's shell and cache."""
     for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES) or key in _ENV_NAMES:
+        if affects_build(key):
             del os.environ[key]
     os.environ["TRITON_CACHE_DIR"] = cache_dir
     if not line_info:

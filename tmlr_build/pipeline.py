@@ -36,6 +36,8 @@ def run(job: Job, workdir: str) -> JobResult:
     check_triton_version()
     line_info = job.line_info and bool(((job.sidecar or {}).get("options") or {}).get("line_info", True))
     opts.scrub_environment(line_info, os.path.join(workdir, "cache"))
+    if job.dump_passes:  # --dump-passes: Triton 3.3.1 prints the IR before each MLIR pass to this file
+        os.environ.update(MLIR_ENABLE_DUMP="1", MLIR_DUMP_PATH=job.dump_passes)
     os.chdir(os.path.dirname(job.source))
     with captured_stderr(os.path.join(workdir, DIAGNOSTICS_FILE)) as diag:
         return _run(job, line_info, diag)

@@ -129,4 +129,7 @@ if __name__ == "__main__":
     # IN.mlir OUT.ttgir [num_stages]; IN's folder holds the index.json that --split-dump wrote.
     src = sys.argv[1]
     dumped, own = _dumped_before(os.path.join(os.path.dirname(os.path.abspath(src)), "index.json"), os.path.basename(src))
-    print(resume(src, dumped, own, sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None))
+    try:
+        print(resume(src, dumped, own, sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None))
+    except Exception as e:  # MLIR has printed its diagnostics (file:line) on stderr already; no traceback
+        sys.exit(f"{type(e).__name__}: {e}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +30,24 @@ class KernelRequest:
     archs: tuple[Target, ...] | None = None  # the archs this kernel may be built for (None: any)
 
 
+def check_name(name: str, what: str = "") -> str:
+    """``name`` if it may name an artifact (its directory, cubin files and metadata "name"), else UsageError."""
+    if name.isascii() and name.isidentifier():
+        return name
+    fixed = re.sub(r"\W", "_", name, flags=re.ASCII)
+    fixed = fixed if fixed[:1].isalpha() or fixed[:1] == "_" else "_" + fixed
+    raise UsageError(f"{what}{' ' if what else ''}{name!r}: a kernel or artifact name may hold only ASCII letters, "
+                     f"digits and '_', and may not start with a digit (no '.', '/', '-' or spaces); e.g. {fixed!r}")
+
+
 def parse_source(text: str, base_dir: str | None = None) -> tuple[str, str, str | None]:
     """``"k.py:add"`` / ``"k.ttgir"`` / ``"cache/HASH/"`` -> (absolute path, stage, kernel name)."""
     path, kernel = text, None
     head, sep, tail = text.rpartition(":")
     if sep and head.endswith(".py"):
         path, kernel = head, tail.strip() or None
+        if kernel is not None:
+            check_name(kernel, f"{text}: kernel")
     path = os.path.abspath(os.path.join(base_dir or "", os.path.expanduser(path)))
     if os.path.isdir(path):
         return _cache_entry(path), "cubin", None

@@ -21,7 +21,7 @@ from typing import Any
 from .arch import Target, parse_arch_list
 from .errors import BuildError, SpecError
 from .signature import parse_arg_names
-from .sources import KernelRequest, parse_source
+from .sources import KernelRequest, check_name, parse_source
 
 _TOP_KEYS = {"arch", "options", "kernels", "$comment"}
 _KERNEL_KEYS = {"source", "kernel", "name", "signature", "constexprs", "arg_names", "options", "arch", "metadata",
@@ -56,6 +56,8 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> K
     try:
         src, stage, kernel = parse_source(source, base)
         arg_names = tuple(parse_arg_names(k["arg_names"])) if "arg_names" in k else None
+        if "name" in k:
+            check_name(str(k["name"]), '"name"')
     except BuildError as e:
         raise SpecError(f"{path}: {where}: {e}") from None
     constexprs = k.get("constexprs", {})

@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass
 
 from .errors import InputError
 
-_HEADER = re.compile(r"^// -----// IR Dump (Before|After) (\S+) \(([^)]*)\) \('([^']+)' operation(?::[^)]*)?\) //----- //$",
+# A nested op's name may hold parentheses (the inliner's "@zeros____(0, 0)cconstexpr_64__..." functions).
+_HEADER = re.compile(r"^// -----// IR Dump (Before|After) (\S+) \(([^)]*)\) \('([^']+)' operation(?:: .*)?\) //----- //$",
                      re.M)
 # The first pass of each later stage in Triton 3.3.1's nvidia backend (compiler.py make_ttgir/make_llir).
 _STAGE_STARTS = (("convert-triton-to-tritongpu", "ttgir"), ("triton-nvidia-mma-lowering", "llir-lowering"))
