@@ -1,25 +1,31 @@
 """Kernel.load against raw cuModuleLoadData + cuModuleGetFunction, and process start to first result.
 
-    python benchmarks/load_and_start.py --artifact DIR/add4 [--json OUT.json]
+    python benchmarks/load_and_start.py --artifact DIR/add4 [--json OUT.json] [--only load|start]
+                                        [--triton33-path DIR] [--start-reps N]
 
 * load: first load (module cache and load cache cleared each time) and cached load, against a
   raw ``open().read()`` + ``cuModuleLoadData`` + ``cuModuleGetFunction`` of the same cubin;
-  interleaved, median of many.
+  interleaved, median of many. This process never imports torch.
 * start: fresh interpreters that run a 4-argument vector add and check the result — a bare
-  cuda-python script, tmlr without torch (same buffers from cuMemAlloc), ``import torch`` alone and
-  tmlr with torch; interleaved, median of several runs each.
+  cuda-python script, tmlr without torch (same buffers from cuMemAlloc), ``import torch`` alone,
+  tmlr with torch, and Triton's JIT (the machine's Triton, and 3.3.1 when ``--triton33-path``
+  names a folder holding it) with a warm cache (primed by the first run) and a cold one
+  (``TRITON_CACHE_DIR`` a fresh empty folder each run); interleaved, median of several runs each.
+  Each script also reports its resident memory at the end (VmRSS) and its peak (VmHWM).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import shutil
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
+from typing import Callable
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import EXAMPLES, python_env, run_command, write_json  # noqa: E402
 
 BARE = r"""
 import sys, struct, ctypes
@@ -75,23 +81,116 @@ k((n + 1023) // 1024, x, y, o, n)
 assert o[-1].item() == 3.0
 """
 
+# The same add4 through Triton's JIT, from examples/kernels/launch_latency.py (argv[2]).
+TRITON_JIT = r"""
+import sys, torch
+sys.path.insert(0, sys.argv[2])
+from launch_latency import add4
+n = 1 << 16
+x = torch.ones(n, device="cuda"); y = torch.full((n,), 2.0, device="cuda"); o = torch.empty_like(x)
+add4[((n + 1023) // 1024,)](x, y, o, n, BLOCK=1024)
+assert o[-1].item() == 3.0
+"""
 
-def run_script(src: str, artifact: str) -> float:
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+# Appended to every start script: its resident memory after the first correct result.
+RSS_FOOTER = r"""
+def _tmlr_rss():
+    r = {}
+    for line in open("/proc/self/status"):
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "VmHWM"):
+            r[k] = int(v.split()[0])
+    print("TMLR_RSS", r.get("VmRSS", -1), r.get("VmHWM", -1))
+_tmlr_rss()
+"""
+
+
+def run_script(src: str, artifact: str, env: dict[str, str] | None = None, timeout: float = 120) -> tuple[float, dict[str, int]]:
+    """Wall seconds from spawning ``python -c src artifact kernels_dir`` to its exit, and its RSS (KiB)."""
+    rc, out, err, secs = run_command([sys.executable, "-c", src + RSS_FOOTER, artifact, os.path.join(EXAMPLES, "kernels")],
+                                     env=env or python_env(), timeout=timeout)
+    if rc != 0:
+        raise RuntimeError(f"exit {rc}: {(err or out).strip().splitlines()[-1] if (err or out).strip() else ''}"[:400])
+    rss: dict[str, int] = {}
+    for line in out.splitlines():
+        if line.startswith("TMLR_RSS "):
+            _, cur, peak = line.split()
+            rss = {"VmRSS": int(cur), "VmHWM": int(peak)}
+    return secs, rss
+
+
+def start_scripts(triton33_path: str | None, tmp: str) -> dict[str, tuple[str, dict[str, str] | None, bool]]:
+    """name -> (source, environment, cold): each cold run gets a fresh empty TRITON_CACHE_DIR."""
+    base = python_env()
+    scripts: dict[str, tuple[str, dict[str, str] | None, bool]] = {
+        "bare_cuda_python": (BARE, base, False),
+        "tmlr_no_torch": (TMLR, base, False),
+        "import_torch_cuda": (TORCH_ONLY, base, False),
+        "tmlr_with_torch": (TMLR_TORCH, base, False),
+    }
+    tritons = [("triton", None)] + ([("triton33", triton33_path)] if triton33_path else [])
+    for label, path in tritons:
+        warm = os.path.join(tmp, f"{label}-warm-cache")
+        scripts[f"{label}_jit_warm"] = (TRITON_JIT, python_env(path, TRITON_CACHE_DIR=warm), False)
+        scripts[f"{label}_jit_cold"] = (TRITON_JIT, python_env(path), True)
+    return scripts
+
+
+def bench_start(artifact: str, reps: int, triton33_path: str | None = None, max_s: float | None = None,
+                save: Callable[[dict[str, object]], None] | None = None) -> dict[str, object]:
+    """Median start times; ``save`` gets the results so far after every round, and no new round
+    starts after ``max_s`` seconds (so a time limit keeps what was measured)."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", src, artifact], check=True, env=env)
-    return time.perf_counter() - t0
+    tmp = tempfile.mkdtemp(prefix="tmlr-start-")
+    try:
+        scripts = start_scripts(triton33_path, tmp)
+        samples: dict[str, list[float]] = {k: [] for k in scripts}
+        rss: dict[str, dict[str, int]] = {}
+        errors: dict[str, str] = {}
 
+        def once(name: str) -> None:
+            src, env, cold = scripts[name]
+            if cold:
+                env = dict(env or python_env(), TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="cold-", dir=tmp))
+            try:
+                secs, r = run_script(src, artifact, env)
+            except Exception as e:  # noqa: BLE001 - one broken system must not stop the others
+                errors[name] = str(e)
+                print(f"  {name}: {e}", file=sys.stderr)
+                return
+            samples[name].append(secs)
+            rss[name] = r
+            if cold:
+                shutil.rmtree(env["TRITON_CACHE_DIR"], ignore_errors=True)
 
-def bench_start(artifact: str, reps: int) -> dict[str, float]:
-    scripts = {"bare_cuda_python": BARE, "tmlr_no_torch": TMLR, "import_torch_cuda": TORCH_ONLY, "tmlr_with_torch": TMLR_TORCH}
-    samples: dict[str, list[float]] = {k: [] for k in scripts}
-    for name, src in scripts.items():  # warm the file cache
-        run_script(src, artifact)
-    for _ in range(reps):
-        for name, src in scripts.items():
-            samples[name].append(run_script(src, artifact))
-    return {k: statistics.median(v) for k, v in samples.items()}
+        for name, (_, _, cold) in scripts.items():  # warm the file cache; prime the warm Triton caches
+            if not cold:
+                once(name)
+                samples[name].clear()
+        versions = {}
+        for name in scripts:
+            if name.endswith("_jit_warm") and name not in errors:
+                src = "import triton; print(triton.__version__)"
+                rc, out, _, _ = run_command([sys.executable, "-c", src], env=scripts[name][1], timeout=60)
+                versions[name.replace("_jit_warm", "")] = out.strip() if rc == 0 else None
+
+        def doc() -> dict[str, object]:
+            return {"start_s": {k: statistics.median(v) for k, v in samples.items() if v},
+                    "start_samples_s": {k: [round(t, 4) for t in v] for k, v in samples.items() if v},
+                    "rss_kib": rss, "triton_versions": versions, "start_errors": errors, "start_reps": reps}
+
+        for i in range(reps):
+            if i and max_s is not None and time.perf_counter() - t0 > max_s:
+                print(f"  (stopped after {i} rounds: --max-s {max_s:.0f} reached)", file=sys.stderr)
+                break
+            for name in scripts:
+                if name not in errors:
+                    once(name)
+            if save:
+                save(doc())
+        return doc()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def bench_load(artifact: str, reps: int) -> dict[str, float]:
@@ -125,26 +224,44 @@ def bench_load(artifact: str, reps: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--artifact", required=True)
+    ap.add_argument("--artifact", default=os.path.join(EXAMPLES, "artifacts", "add4"))
     ap.add_argument("--load-reps", type=int, default=200)
     ap.add_argument("--start-reps", type=int, default=7)
+    ap.add_argument("--only", choices=("load", "start"))
+    ap.add_argument("--triton33-path", help="folder holding Triton 3.3.1 (put in front of PYTHONPATH for the 3.3.1 runs)")
+    ap.add_argument("--max-s", type=float, help="start no new round of start runs after this many seconds")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     artifact = os.path.abspath(a.artifact)
-    load = bench_load(artifact, a.load_reps)
-    print("load (median)")
-    for k, t in load.items():
-        print(f"  {k:22s} {t * 1e6:9.1f} µs")
-    print(f"  first load / raw = {load['kernel_load_first'] / load['raw_module_load']:.3f}")
-    start = bench_start(artifact, a.start_reps)
-    print("process start -> first correct result (median wall s)")
-    for k, t in start.items():
-        print(f"  {k:22s} {t:7.3f} s")
-    print(f"  tmlr_no_torch / bare = {start['tmlr_no_torch'] / start['bare_cuda_python']:.3f}")
-    print(f"  tmlr_with_torch - import_torch_cuda = {start['tmlr_with_torch'] - start['import_torch_cuda']:+.3f} s")
+    doc: dict[str, object] = {}
+    if a.only != "start":
+        load = bench_load(artifact, a.load_reps)
+        doc["load_s"] = load
+        print("load (median)")
+        for k, t in load.items():
+            print(f"  {k:22s} {t * 1e6:9.1f} µs")
+        print(f"  first load / raw = {load['kernel_load_first'] / load['raw_module_load']:.3f}")
+        if a.json:
+            write_json(a.json, doc)
+    if a.only != "load":
+        def save(part: dict[str, object]) -> None:
+            if a.json:
+                write_json(a.json, {**doc, **part})
+
+        doc.update(bench_start(artifact, a.start_reps, a.triton33_path, a.max_s, save))
+        start = doc["start_s"]
+        rss = doc["rss_kib"]
+        print("process start -> first correct result (median wall s; RSS at the end, MiB)")
+        for k, t in start.items():  # type: ignore[union-attr]
+            print(f"  {k:22s} {t:7.3f} s  {rss.get(k, {}).get('VmRSS', 0) / 1024:7.1f} MiB")  # type: ignore[union-attr]
+        for k, e in doc["start_errors"].items():  # type: ignore[union-attr]
+            print(f"  {k:22s} ERROR {e}")
+        if "tmlr_no_torch" in start and "bare_cuda_python" in start:  # type: ignore[operator]
+            print(f"  tmlr_no_torch / bare = {start['tmlr_no_torch'] / start['bare_cuda_python']:.3f}")  # type: ignore[index]
+        if "tmlr_with_torch" in start and "import_torch_cuda" in start:  # type: ignore[operator]
+            print(f"  tmlr_with_torch - import_torch_cuda = {start['tmlr_with_torch'] - start['import_torch_cuda']:+.3f} s")  # type: ignore[index]
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"load_s": load, "start_s": start}, f, indent=1)
+        write_json(a.json, doc)
     return 0
 
 
