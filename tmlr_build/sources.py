@@ -52,7 +52,8 @@ def parse_source(text: str, base_dir: str | None = None) -> tuple[str, str, str 
     if os.path.isdir(path):
         return _cache_entry(path), "cubin", None
     if not os.path.exists(path):
-        raise InputError(f"{text}: no such file")
+        where = "the spec file's directory" if base_dir else "the current directory"
+        raise InputError(f"{text}: no such file; check the path (a relative one is taken from {where})")
     ext = os.path.splitext(path)[1]
     if ext == ".py":
         if kernel is None:

@@ -9,6 +9,17 @@ class TmlrError(Exception):
     """Base class of every error raised by tmlr_runtime and tmlr_build."""
 
 
+def short_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for a message: cut to ``limit`` characters, and never raising."""
+    if isinstance(value, int) and value.bit_length() > 256:  # repr of a huge int is slow or refused
+        return f"<{'-' if value < 0 else ''}int of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__} without a repr>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 # --- artifacts on disk -------------------------------------------------------------------------
 class ArtifactError(TmlrError):
     """The artifact directory or its files cannot be used as they are."""

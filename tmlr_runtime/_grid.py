@@ -1,17 +1,21 @@
 """Normalising a launch grid to three positive ints within the device's limits."""
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Mapping
 
-from ._errors import GridError
+from ._errors import GridError, short_repr
 
 Grid = "int | tuple[int, ...] | Callable[[dict], int | tuple[int, ...]]"
 
 
 def _axis(v: Any, i: int) -> int:
-    if isinstance(v, bool) or not hasattr(v, "__index__"):
-        raise GridError(f"grid[{i}] must be an int, got {type(v).__name__} {v!r}; use math.ceil / triton.cdiv-style integer division")
-    return v.__index__()
+    if not isinstance(v, bool):
+        try:
+            return operator.index(v)
+        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
+            pass
+    raise GridError(f"grid[{i}] must be an int, got {type(v).__name__} {short_repr(v)}; use math.ceil / triton.cdiv-style integer division")
 
 
 def normalize(grid: Any, meta: Callable[[], Mapping[str, Any]]) -> tuple[int, int, int]:
@@ -25,7 +29,7 @@ def normalize(grid: Any, meta: Callable[[], Mapping[str, Any]]) -> tuple[int, in
             raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives a dict of the kernel's arguments and constexprs by name") from e
     if isinstance(grid, (tuple, list)):
         if not 1 <= len(grid) <= 3:
-            raise GridError(f"grid must have 1 to 3 dimensions, got {len(grid)}: {tuple(grid)!r}")
+            raise GridError(f"grid must have 1 to 3 dimensions, got {len(grid)}: {short_repr(tuple(grid))}; pass (x,), (x, y) or (x, y, z)")
         dims = [_axis(v, i) for i, v in enumerate(grid)]
         dims += [1] * (3 - len(dims))
         return dims[0], dims[1], dims[2]
@@ -37,8 +41,8 @@ def check_limits(x: int, y: int, z: int, limits: tuple[int, int, int], cluster: 
     for i, (v, c, lim) in enumerate(zip((x, y, z), cluster, limits)):
         if v < 1:
             raise GridError(
-                f"grid[{i}] is {v}; every grid dimension must be >= 1 - skip the launch when there is no work"
+                f"grid[{i}] is {short_repr(v)}; every grid dimension must be >= 1 - skip the launch when there is no work"
             )
         if v * c > lim:
-            extra = f" ({v} programs x cluster {c})" if c > 1 else ""
-            raise GridError(f"grid[{i}] = {v * c}{extra} exceeds this device's limit of {lim}; split the work or fold it into another grid axis")
+            extra = f" ({short_repr(v)} programs x cluster {c})" if c > 1 else ""
+            raise GridError(f"grid[{i}] = {short_repr(v * c)}{extra} exceeds this device's limit of {lim}; split the work or fold it into another grid axis")

@@ -22,6 +22,8 @@ from ._errors import (
     ConstexprMismatchError,
     GridError,
     ScalarArgumentError,
+    TmlrError,
+    short_repr,
 )
 from ._metadata import Parameter, Variant
 from ._packing import SCALAR_CODES, TMA_DESC_SIZE, ArgBuffer, Layout, bf16_bits, diagnose_scalar
@@ -86,7 +88,7 @@ class ArgumentBinder:
             if i is None:
                 raise ArgumentCountError(f"{self.name}: unknown argument {key!r}; call it as {self.usage()}", key)
             if values[i] is not _MISSING:
-                raise ArgumentCountError(f"{self.name}: argument {key!r} given twice (by position and by keyword)", key)
+                raise ArgumentCountError(f"{self.name}: argument {key!r} given twice (by position and by keyword); pass it once", key)
             values[i] = value
         missing = [p.name for p, v in zip(sig, values) if v is _MISSING and p.kind != "constexpr"]
         if missing:
@@ -110,21 +112,30 @@ class ArgumentBinder:
         return out
 
 
+def _equals(value: Any, expected: Any) -> bool:
+    """``value == expected`` as a plain bool; False when the comparison raises or is not a truth
+    value (a numpy array compares element-wise)."""
+    try:
+        return bool(value == expected)
+    except Exception:
+        return False
+
+
 def check_constexpr(p: Parameter, value: Any) -> None:
-    same = value == p.value and isinstance(value, bool) == isinstance(p.value, bool)
+    same = _equals(value, p.value) and isinstance(value, bool) == isinstance(p.value, bool)
     if not same:
         raise ConstexprMismatchError(
-            f"constexpr {p.name!r} was compiled as {p.value!r}, got {value!r}; pass {p.value!r} (or omit it), "
-            f"or rebuild with --constexpr {p.name}={value!r}",
+            f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} (or omit it), "
+            f"or rebuild with --constexpr {p.name}={short_repr(value)}",
             p.name,
         )
 
 
 def check_equal_to_1(p: Parameter, value: Any) -> None:
-    if not (value == 1 and not isinstance(value, float)):
+    if not (_equals(value, 1) and not isinstance(value, float)):
         raise ScalarArgumentError(
             f"parameter {p.name!r} ({p.type}) was specialized to 1 at build time (removed from the cubin), "
-            f"got {value!r}; pass 1, or rebuild without ':1' for it in --signature",
+            f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature",
             p.name,
         )
 
@@ -133,9 +144,10 @@ def check_divisible(p: Parameter, value: Any) -> None:
     err = diagnose_scalar(p, value)
     if err is not None:
         raise err
-    if value.__index__() % 16:
+    v = value.__index__()
+    if v % 16:
         raise ScalarArgumentError(
-            f"parameter {p.name!r} ({p.type}) = {value} is not divisible by 16, but the kernel was built "
+            f"parameter {p.name!r} ({p.type}) = {v} is not divisible by 16, but the kernel was built "
             "assuming it is (':16' in --signature) and would compute wrong results; pad the size to a multiple "
             "of 16 or rebuild without ':16' for it",
             p.name,
@@ -143,24 +155,48 @@ def check_divisible(p: Parameter, value: Any) -> None:
 
 
 def check_bool(p: Parameter, value: Any) -> None:
-    if not (value is True or value is False or (not isinstance(value, float) and value in (0, 1))):
-        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {value!r}", p.name)
+    if not (value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1)))):
+        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
+
+
+def to_bool(p: Parameter, value: Any) -> int:
+    """0 or 1 for an i1 argument that is not True or False (0, 1, numpy bools; anything, unchecked)."""
+    try:
+        return 1 if value else 0
+    except Exception:  # no truth value (a numpy array): say so as the checked path would
+        check_bool(p, value)
+        return 1 if _equals(value, 1) else 0
+
+
+def bf16_arg(p: Parameter, value: Any) -> int:
+    try:
+        return bf16_bits(value)
+    except Exception as e:
+        raise diagnose_scalar(p, value) or ScalarArgumentError(f"parameter {p.name!r} (bf16): {e}", p.name) from None
 
 
 def tma_bytes(p: Parameter, value: Any) -> bytes:
     """The 128 bytes of a ``CUtensorMap`` given as bytes-like, a cuda-python CUtensorMap or a
     :class:`tmlr_runtime.TensorMap`."""
-    data = getattr(value, "tensor_map_bytes", None)
-    if data is None:
-        opaque = getattr(value, "opaque", None)
-        if opaque is not None:
-            data = struct.pack("<16Q", *[int(x) for x in opaque])
-        elif isinstance(value, (bytes, bytearray, memoryview)):
-            data = bytes(value)
-        else:
-            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap (see tmlr_runtime.make_tensor_map), got {type(value).__name__}", p.name)
+    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
+    try:
+        data = getattr(value, "tensor_map_bytes", None)
+        if data is None:
+            opaque = getattr(value, "opaque", None)
+            if opaque is not None:
+                data = struct.pack("<16Q", *[int(x) for x in opaque])
+            elif isinstance(value, (bytes, bytearray, memoryview)):
+                data = bytes(value)
+            else:
+                raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
+        data = bytes(data)
+    except TmlrError:
+        raise
+    except Exception as e:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
+                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
     if len(data) != TMA_DESC_SIZE:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}", p.name)
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
     return data
 
 
@@ -217,10 +253,11 @@ def generate(
         "_FN": target.function,
         "_on_error": target.on_error,
         "_diagnose": diagnose,
-        "_struct_error": (struct.error, OverflowError, TypeError, ValueError),
+        "_struct_error": Exception,  # struct's own errors, and whatever a value's __index__/__float__ raises
         "_scratch_alloc": _scratch.alloc,
         "_scratch_free": _scratch.free,
-        "_bf16": bf16_bits,
+        "_bf16": bf16_arg,
+        "_to_bool": to_bool,
         "_tma": tma_bytes,
         "_check_div": check_divisible,
         "_check_eq1": check_equal_to_1,
@@ -258,11 +295,12 @@ def generate(
         if p.kind == "constexpr":
             if checks:
                 ns[f"_V{i}"] = p.value
-                emit(f"    if {a} is not _V{i} and {a} != _V{i}: _check_cx(_P{i}, {a})")
+                ns[f"_T{i}"] = type(p.value)  # type first: == on an arbitrary object may raise (a numpy array)
+                emit(f"    if {a} is not _V{i} and (type({a}) is not _T{i} or {a} != _V{i}): _check_cx(_P{i}, {a})")
             continue
         if p.kind == "equal_to_1":
             if checks:
-                emit(f"    if {a} != 1 or type({a}) is float: _check_eq1(_P{i}, {a})")
+                emit(f"    if {a} is not True and (type({a}) is not int or {a} != 1): _check_eq1(_P{i}, {a})")
             continue
         v = f"v{i}"
         values.append(v)
@@ -284,9 +322,9 @@ def generate(
         elif t in ("i1", "u1"):
             if checks:
                 emit(f"    if {a} is not True and {a} is not False: _check_bool(_P{i}, {a})")
-            emit(f"    {v} = 1 if {a} else 0")
+            emit(f"    {v} = 1 if {a} is True else 0 if {a} is False else _to_bool(_P{i}, {a})")
         elif t == "bf16":
-            emit(f"    {v} = _bf16({a})")
+            emit(f"    {v} = _bf16(_P{i}, {a})")
         elif checks and p.divisibility == 16 and SCALAR_CODES[t][2] is not None:
             emit(f"    if type({a}) is not int or {a} & 15: _check_div(_P{i}, {a})")
             emit(f"    {v} = {a}")

@@ -111,7 +111,7 @@ class ArtifactMetadata:
                 name=p["name"],
                 kind=p["kind"],
                 type=p.get("type"),
-                divisibility=p.get("divisibility", 1),
+                divisibility=int(p.get("divisibility", 1)),  # JSON Schema takes 16.0 as an integer
                 value=1 if p["kind"] == "equal_to_1" else p.get("value"),
             )
             for p in doc["signature"]
@@ -119,14 +119,14 @@ class ArtifactMetadata:
         names = [p.name for p in signature]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise SchemaError(f"{where}: $.signature: parameter names repeat: {', '.join(dup)}", path, "$.signature")
+            raise SchemaError(f"{where}: $.signature: parameter names repeat: {', '.join(dup)}; rebuild it with tmlr-build", path, "$.signature")
         variants = tuple(_variant(v) for v in doc["variants"])
         for i, v in enumerate(variants):
             if v.threads_per_block > 1024:
                 raise SchemaError(f"{where}: $.variants[{i}].launch.num_warps: {v.num_warps} warps exceed 1024 threads per block", path, f"$.variants[{i}].launch.num_warps")
         archs = [v.arch for v in variants]
         if len(set(archs)) != len(archs):
-            raise SchemaError(f"{where}: $.variants: two variants for the same arch ({', '.join(archs)})", path, "$.variants")
+            raise SchemaError(f"{where}: $.variants: two variants for the same arch ({', '.join(archs)}); rebuild it with tmlr-build", path, "$.variants")
         return cls(doc["name"], signature, variants, path)
 
     @classmethod
@@ -146,12 +146,12 @@ class ArtifactMetadata:
         except FileNotFoundError:
             raise ArtifactError(
                 f"{meta_path}: missing; an artifact directory needs the metadata.json that tmlr-build "
-                "writes beside the cubin",
+                "writes beside the cubins - copy the whole artifact directory, or rebuild it with tmlr-build",
                 meta_path,
             ) from None
         try:
             doc = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
             raise SchemaError(f"{meta_path}: not valid JSON ({e}); rebuild the artifact with tmlr-build", meta_path) from None
         return cls.from_dict(doc, meta_path)
 
@@ -175,28 +175,31 @@ class ArtifactMetadata:
                 f"{self.name}: no variant runs on this device (compute capability {major}.{minor}, "
                 f"sm_{major}{minor}); the artifact has {have}. Rebuild with "
                 f"`tmlr-build ... --arch {major}{minor}` (add it to the existing --arch list)"
+                + (" and --num-ctas 1: thread-block clusters need sm_90 or newer"
+                   if major < 9 and all(v.is_cluster_launch for v in self.variants) else "")
             )
         return max(fits, key=lambda v: (v.arch.endswith("a"), v.capability))
 
 
 def _variant(v: dict[str, Any]) -> Variant:
+    # int(): JSON Schema takes 4.0 as an integer, but the driver wants Python ints
     t, c, l, s = v["target"], v["cubin"], v["launch"], v["scratch"]
     return Variant(
-        capability=t["capability"],
+        capability=int(t["capability"]),
         arch=t["arch"],
         entry=v["entry"],
         cubin_file=c["file"],
         cubin_sha256=c["sha256"],
-        cubin_size=c["size"],
-        num_warps=l["num_warps"],
-        num_ctas=l["num_ctas"],
-        cluster_dims=tuple(l["cluster_dims"]),  # type: ignore[arg-type]
-        shared=l["shared"],
-        tmem_size=l["tmem_size"],
+        cubin_size=int(c["size"]),
+        num_warps=int(l["num_warps"]),
+        num_ctas=int(l["num_ctas"]),
+        cluster_dims=tuple([int(d) for d in l["cluster_dims"]]),  # type: ignore[arg-type]
+        shared=int(l["shared"]),
+        tmem_size=int(l["tmem_size"]),
         cooperative=l["launch_cooperative_grid"],
         pdl=l["launch_pdl"],
-        scratch_size=s["global_scratch_size"],
-        scratch_align=s["global_scratch_align"],
+        scratch_size=int(s["global_scratch_size"]),
+        scratch_align=int(s["global_scratch_align"]),
         hidden_params=tuple(s["hidden_params"]),
         resources=dict(v.get("resources", {})),
         provenance=dict(v["provenance"]),
@@ -226,6 +229,11 @@ def read_cubin(directory: str | os.PathLike[str], variant: Variant) -> bytes:
         raise IntegrityError(
             f"{path}: sha256 {digest} does not match metadata.json ({variant.cubin_sha256}); the cubin was "
             "changed after the build - rebuild the artifact with tmlr-build",
+            path,
+        )
+    if data[:4] != b"\x7fELF":
+        raise IntegrityError(
+            f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; rebuild it with tmlr-build",
             path,
         )
     return data

@@ -47,10 +47,9 @@ def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
             f"allows at most {dev.max_shared_optin}; rebuild with smaller tiles or --num-stages, or use a GPU with more shared memory"
         )
     if variant.is_cluster_launch and (dev.major < 9 or not dev.cluster_launch):
-        raise DeviceLimitError(
-            f"{name}: launches clusters of {variant.cluster_dims}, which need sm_90 or newer; {dev.name} is "
-            f"sm_{dev.capability} - rebuild with --num-ctas 1"
-        )
+        why = (f"which need sm_90 or newer; {dev.name} is sm_{dev.capability}" if dev.major < 9
+               else f"which {dev.name} does not support (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH is 0)")
+        raise DeviceLimitError(f"{name}: launches clusters of {variant.cluster_dims}, {why} - rebuild with --num-ctas 1")
     if variant.cooperative and not dev.cooperative_launch:
         raise DeviceLimitError(f"{name}: needs a cooperative launch, which {dev.name} does not support; rebuild without launch_cooperative_grid")
 

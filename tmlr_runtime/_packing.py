@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import ctypes
 import math
+import operator
 import struct
 from dataclasses import dataclass
 
-from ._errors import ArgumentError, ScalarArgumentError
+from ._errors import ArgumentError, ScalarArgumentError, short_repr
 from ._metadata import Parameter
 
 # Triton scalar type -> (struct code, size, integer range or None)
@@ -123,26 +124,35 @@ def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | No
     typ = param.type or ""
     code, _, bounds = SCALAR_CODES[typ]
     if bounds is not None:
-        if isinstance(value, float) or not hasattr(value, "__index__"):
+        try:
+            v = None if isinstance(value, float) else operator.index(value)  # type: ignore[arg-type]
+        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
+            v = None
+        if v is None:
+            fix = "pass int(value) if the truncation is intended" if isinstance(value, float) else "pass an int"
             return ScalarArgumentError(
-                f"parameter {param.name!r} ({typ}) needs an integer, got {type(value).__name__} {value!r}; "
-                "pass int(value) if the truncation is intended",
+                f"parameter {param.name!r} ({typ}) needs an integer, got {type(value).__name__} {short_repr(value)}; {fix}",
                 param.name,
             )
-        v = value.__index__()  # type: ignore[attr-defined]
         lo, hi = bounds
         if not lo <= v <= hi:
             return ScalarArgumentError(
-                f"parameter {param.name!r} ({typ}) must be in [{lo}, {hi}], got {v}; the kernel was built "
+                f"parameter {param.name!r} ({typ}) must be in [{lo}, {hi}], got {short_repr(v)}; the kernel was built "
                 f"for {typ} - rebuild it with a wider type in --signature if such values are expected",
                 param.name,
             )
         return None
     try:
         f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except OverflowError:  # an int beyond even fp64
         return ScalarArgumentError(
-            f"parameter {param.name!r} ({typ}) needs a float, got {type(value).__name__} {value!r}", param.name
+            f"parameter {param.name!r} ({typ}) overflows: {short_repr(value)} is beyond every float type; scale the value",
+            param.name,
+        )
+    except Exception:
+        return ScalarArgumentError(
+            f"parameter {param.name!r} ({typ}) needs a float, got {type(value).__name__} {short_repr(value)}; pass a Python float",
+            param.name,
         )
     if typ in ("fp16", "fp32") and math.isfinite(f):
         try:

@@ -10,7 +10,7 @@ import ctypes
 import sys
 from typing import Any
 
-from ._errors import PointerArgumentError
+from ._errors import PointerArgumentError, TmlrError, short_repr
 from ._metadata import Parameter
 
 # Triton pointee type -> torch dtype attribute name
@@ -79,6 +79,9 @@ def torch_dtype(param: Parameter) -> Any:
     return getattr(torch, name, None) if name else None
 
 
+_ACCEPTED = "pass a CUDA torch tensor, a CuPy array, an object with __cuda_array_interface__ or __dlpack__, an int address, or None"
+
+
 def _fail(param: Parameter, what: str, fix: str) -> PointerArgumentError:
     return PointerArgumentError(f"parameter {param.name!r} ({param.type}): {what}; {fix}", param.name)
 
@@ -99,7 +102,8 @@ def tensor_pointer(param: Parameter, t: Any, device: int, checks: bool) -> int:
     if checks:
         d = t.get_device()
         if d != device:
-            where = "a CPU tensor" if d < 0 else f"a tensor on cuda:{d}"
+            kind = getattr(getattr(t, "device", None), "type", "cpu")
+            where = f"a tensor on cuda:{d}" if d >= 0 else "a CPU tensor" if kind == "cpu" else f"a tensor on {kind}"
             raise _fail(
                 param,
                 f"got {where}, but the launch runs on cuda:{device}",
@@ -159,7 +163,17 @@ def _dlpack_pointer(param: Parameter, obj: Any, device: int, checks: bool) -> in
 
 
 def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
-    """Device address for any accepted pointer argument; raises :class:`PointerArgumentError`."""
+    """Device address for any accepted pointer argument; raises :class:`PointerArgumentError`,
+    also when reading the object's own protocol (``__cuda_array_interface__``, DLPack, ...) fails."""
+    try:
+        return _any_pointer(param, value, device, checks)
+    except TmlrError:
+        raise
+    except Exception as e:
+        raise _fail(param, f"reading {type(value).__name__} as a device buffer raised {type(e).__name__}: {e}", _ACCEPTED) from None
+
+
+def _any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
     if value is None:
         return 0
     torch = sys.modules.get("torch")
@@ -167,7 +181,7 @@ def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
         return tensor_pointer(param, value, device, checks)
     if isinstance(value, int) and not isinstance(value, bool):
         if not 0 <= value < 2**64:
-            raise _fail(param, f"address {value} is not a 64-bit unsigned value", "pass a device pointer")
+            raise _fail(param, f"address {short_repr(value)} is not a 64-bit unsigned value", "pass a device pointer")
         return _check_address(param, value, checks)
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
@@ -177,7 +191,7 @@ def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
             raise _fail(param, f"its __cuda_array_interface__ has no usable 'data' (address, read_only) entry ({type(e).__name__}: {e})",
                         "pass an object whose __cuda_array_interface__ follows the protocol (version 3)") from None
         if not 0 <= address < 2**64:
-            raise _fail(param, f"its __cuda_array_interface__ address {address} is not a 64-bit unsigned value", "pass a device buffer")
+            raise _fail(param, f"its __cuda_array_interface__ address {short_repr(address)} is not a 64-bit unsigned value", "pass a device buffer")
         if checks:
             typestr = str(cai.get("typestr", ""))[1:]
             want = pointee(param)
@@ -192,8 +206,4 @@ def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
         return _dlpack_pointer(param, value, device, checks)
     if hasattr(value, "data_ptr") and hasattr(value, "device"):  # a torch-like tensor seen before torch was imported
         return tensor_pointer(param, value, device, checks)
-    raise _fail(
-        param,
-        f"got {type(value).__name__}, which is not a device buffer",
-        "pass a CUDA torch tensor, a CuPy array, an object with __cuda_array_interface__ or __dlpack__, an int address, or None",
-    )
+    raise _fail(param, f"got {type(value).__name__}, which is not a device buffer", _ACCEPTED)

@@ -101,7 +101,8 @@ class _Evaluator:
 
     def _kw_pattern(self, value, arg, schema, path):
         if isinstance(value, str) and re.search(arg, value) is None:
-            yield path, f"{value!r} does not match {arg!r}"
+            about = schema.get("description")  # says what the pattern means, e.g. "a plain file name"
+            yield path, f"{value!r} does not match {arg!r}" + (f" ({about.rstrip('.')})" if about else "")
 
     def _kw_minimum(self, value, arg, schema, path):
         if _is_type(value, "number") and value < arg:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from ._errors import StreamError
+from ._errors import StreamError, short_repr
 
 _torch_current: Callable[[int], int] | None = None
 
@@ -39,7 +39,7 @@ def default_stream(device: int) -> int:
 
 def _checked(handle: int, source: str) -> int:
     if handle < 0 or handle >= 2**64:
-        raise StreamError(f"{source} {handle} is not a valid CUstream value; pass a stream object or its handle")
+        raise StreamError(f"{source} {short_repr(handle)} is not a valid CUstream value; pass a stream object or its handle")
     return handle
 
 
@@ -47,20 +47,28 @@ def stream_handle(stream: Any) -> int:
     """The raw ``CUstream`` handle of an explicit stream argument."""
     if isinstance(stream, int) and not isinstance(stream, bool):
         return _checked(stream, "stream handle")
-    proto = getattr(stream, "__cuda_stream__", None)
-    if proto is not None:
-        try:
+    try:
+        proto = getattr(stream, "__cuda_stream__", None)
+        if proto is not None:
             _version, handle = proto() if callable(proto) else proto
             handle = int(handle)
-        except (TypeError, ValueError) as e:
-            raise StreamError(f"{type(stream).__name__}.__cuda_stream__ did not give (version, handle): {e}") from None
+    except Exception as e:
+        raise StreamError(f"{type(stream).__name__}.__cuda_stream__ did not give (version, handle) ({type(e).__name__}: {e}); "
+                          "pass the stream's int handle instead") from None
+    if proto is not None:
         return _checked(handle, f"{type(stream).__name__}.__cuda_stream__ handle")
     for attr in ("cuda_stream", "ptr", "handle"):
-        handle = getattr(stream, attr, None)
+        try:
+            handle = getattr(stream, attr, None)
+        except Exception:  # a property that fails is not a handle
+            continue
         if isinstance(handle, int) and not isinstance(handle, bool):
             return _checked(handle, f"{type(stream).__name__}.{attr}")
     if type(stream).__name__ == "CUstream":  # a cuda-python handle object
-        return int(stream)
+        try:
+            return _checked(int(stream), "CUstream")
+        except (TypeError, ValueError) as e:
+            raise StreamError(f"cannot read the handle of this CUstream ({e}); pass the stream's int handle instead") from None
     raise StreamError(
         f"cannot use {type(stream).__name__} as a stream; pass an int CUstream handle, a torch.cuda.Stream, "
         "a CuPy stream, an object with __cuda_stream__, or None for the current stream"
