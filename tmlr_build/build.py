@@ -83,7 +83,8 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     if config.dump_passes is not None:
         jobs = _with_pass_dump(jobs, config.dump_passes)
     progress = on_progress or (_stderr_progress if config.progress and len(jobs) > 2 else None)
-    outcomes = run_jobs(jobs, config.max_workers, progress)
+    outcomes = run_jobs(jobs, config.max_workers, progress,
+                        while_waiting=_import_validation if config.stop_after is None else None)
     errors: list[BuildError] = []
     by_request: dict[int, list[JobResult | BuildError]] = {}
     for i, outcome in zip(owner, outcomes):
@@ -112,6 +113,15 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     if errors:
         raise BuildFailedError("\n".join(str(e) for e in errors), errors)
     return report
+
+
+def _import_validation() -> None:
+    # Writing metadata.json validates it with jsonschema (an import of ~50 ms): done while the
+    # workers compile, it is off the critical path.
+    try:
+        import jsonschema  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _with_pass_dump(jobs: list[Job], path: str) -> list[Job]:

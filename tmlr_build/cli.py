@@ -2,6 +2,10 @@
 
 All error reporting happens in :func:`main`: a BuildError becomes its message on stderr and exit
 status 1 (2 for usage errors); nothing the user can cause prints a traceback.
+
+:func:`main` first forks the compile server (see ``workers.py``), so that its import of Triton runs
+while this process parses and plans; what only this process needs later (the spec reader) is
+imported there, not here.
 """
 from __future__ import annotations
 
@@ -16,9 +20,8 @@ from .arch import parse_arch_list, supported_capabilities
 from .build import BuildConfig, BuildFailedError, BuildReport, build
 from .errors import BuildError, InputError, OptionError, UsageError
 from .jobs import IR_STAGES
-from .signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
+from .signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value  # the server needs it too
 from .sources import KernelRequest, check_name, parse_source
-from .spec import load_spec
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,6 +133,8 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
     archs = parse_arch_list(args.arch) if args.arch else None
     requests: list[KernelRequest] = []
     if args.spec:
+        from .spec import load_spec
+
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
         requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]}}) for r in spec_requests]
@@ -185,9 +190,25 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
                            given.pop("name"), **given, **config)
 
 
+_NO_COMPILE_FLAGS = frozenset({"-h", "--help", "--version", "--split-dump"})
+
+
+def _start_compile_server(argv: Sequence[str]) -> None:
+    """Fork the compile server before anything else, so that its import of Triton (~0.1 s) runs
+    while this process parses, validates and plans; the workers it forks do the compiling."""
+    if not any(a.split("=", 1)[0] in _NO_COMPILE_FLAGS for a in argv):
+        from .workers import start_server
+
+        try:
+            start_server(fork=True)
+        except OSError:
+            pass  # no fork now (out of processes or memory): the build starts a server when it needs one
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
     try:
+        _start_compile_server(sys.argv[1:] if argv is None else argv)
         report, quiet = run(argv)
     except BuildError as e:
         errors = e.errors if isinstance(e, BuildFailedError) else [e]
