@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError
@@ -106,54 +106,24 @@ class ArtifactMetadata:
                 path,
                 json_path,
             )
-        signature = tuple(
-            Parameter(
-                name=p["name"],
-                kind=p["kind"],
-                type=p.get("type"),
-                divisibility=int(p.get("divisibility", 1)),  # JSON Schema takes 16.0 as an integer
-                value=1 if p["kind"] == "equal_to_1" else p.get("value"),
-            )
-            for p in doc["signature"]
-        )
-        names = [p.name for p in signature]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
+        signature = tuple([_parameter(p) for p in doc["signature"]])
+        if len({p.name for p in signature}) != len(signature):
+            names = [p.name for p in signature]
+            dup = sorted({n for n in names if names.count(n) > 1})
             raise SchemaError(f"{where}: $.signature: parameter names repeat: {', '.join(dup)}; rebuild it with tmlr-build", path, "$.signature")
-        variants = tuple(_variant(v) for v in doc["variants"])
+        variants = tuple([_variant(v) for v in doc["variants"]])
         for i, v in enumerate(variants):
-            if v.threads_per_block > 1024:
+            if v.num_warps > 32:
                 raise SchemaError(f"{where}: $.variants[{i}].launch.num_warps: {v.num_warps} warps exceed 1024 threads per block", path, f"$.variants[{i}].launch.num_warps")
-        archs = [v.arch for v in variants]
-        if len(set(archs)) != len(archs):
+        if len({v.arch for v in variants}) != len(variants):
+            archs = [v.arch for v in variants]
             raise SchemaError(f"{where}: $.variants: two variants for the same arch ({', '.join(archs)}); rebuild it with tmlr-build", path, "$.variants")
         return cls(doc["name"], signature, variants, path)
 
     @classmethod
     def read(cls, directory: str | os.PathLike[str]) -> "ArtifactMetadata":
         """Read and validate ``directory/metadata.json``."""
-        directory = os.fspath(directory)
-        meta_path = os.path.join(directory, METADATA_FILE)
-        if not os.path.isdir(directory):
-            raise ArtifactError(
-                f"{directory}: not an artifact directory (it does not exist or is a file); pass the "
-                "directory tmlr-build wrote, e.g. OUT/<kernel_name>",
-                directory,
-            )
-        try:
-            with open(meta_path, "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
-            raise ArtifactError(
-                f"{meta_path}: missing; an artifact directory needs the metadata.json that tmlr-build "
-                "writes beside the cubins - copy the whole artifact directory, or rebuild it with tmlr-build",
-                meta_path,
-            ) from None
-        try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-            raise SchemaError(f"{meta_path}: not valid JSON ({e}); rebuild the artifact with tmlr-build", meta_path) from None
-        return cls.from_dict(doc, meta_path)
+        return read_metadata(directory)[0]
 
     @property
     def runtime_params(self) -> tuple[Parameter, ...]:
@@ -181,41 +151,122 @@ class ArtifactMetadata:
         return max(fits, key=lambda v: (v.arch.endswith("a"), v.capability))
 
 
+# Records of a validated document are made without their dataclass __init__ (a frozen
+# dataclass's sets each field through object.__setattr__, which made up most of building them);
+# the field lists are checked against the classes at import so the two cannot drift apart.
+_new = object.__new__
+_set = object.__setattr__
+_PARAMETER_FIELDS = ("name", "kind", "type", "divisibility", "value")
+_VARIANT_FIELDS = (
+    "capability", "arch", "entry", "cubin_file", "cubin_sha256", "cubin_size", "num_warps", "num_ctas", "cluster_dims",
+    "shared", "tmem_size", "cooperative", "pdl", "scratch_size", "scratch_align", "hidden_params", "resources", "provenance",
+)
+if tuple(f.name for f in fields(Parameter)) != _PARAMETER_FIELDS or tuple(f.name for f in fields(Variant)) != _VARIANT_FIELDS:
+    raise AssertionError("tmlr_runtime._metadata: the record fields changed; update _parameter/_variant")
+
+
+def _parameter(p: dict[str, Any]) -> Parameter:
+    kind = p["kind"]
+    record = _new(Parameter)
+    _set(record, "__dict__", {
+        "name": p["name"],
+        "kind": kind,
+        "type": p.get("type"),
+        "divisibility": int(p.get("divisibility", 1)),  # JSON Schema takes 16.0 as an integer
+        "value": 1 if kind == "equal_to_1" else p.get("value"),
+    })
+    return record
+
+
 def _variant(v: dict[str, Any]) -> Variant:
     # int(): JSON Schema takes 4.0 as an integer, but the driver wants Python ints
     t, c, l, s = v["target"], v["cubin"], v["launch"], v["scratch"]
-    return Variant(
-        capability=int(t["capability"]),
-        arch=t["arch"],
-        entry=v["entry"],
-        cubin_file=c["file"],
-        cubin_sha256=c["sha256"],
-        cubin_size=int(c["size"]),
-        num_warps=int(l["num_warps"]),
-        num_ctas=int(l["num_ctas"]),
-        cluster_dims=tuple([int(d) for d in l["cluster_dims"]]),  # type: ignore[arg-type]
-        shared=int(l["shared"]),
-        tmem_size=int(l["tmem_size"]),
-        cooperative=l["launch_cooperative_grid"],
-        pdl=l["launch_pdl"],
-        scratch_size=int(s["global_scratch_size"]),
-        scratch_align=int(s["global_scratch_align"]),
-        hidden_params=tuple(s["hidden_params"]),
-        resources=dict(v.get("resources", {})),
-        provenance=dict(v["provenance"]),
-    )
+    record = _new(Variant)
+    _set(record, "__dict__", {
+        "capability": int(t["capability"]),
+        "arch": t["arch"],
+        "entry": v["entry"],
+        "cubin_file": c["file"],
+        "cubin_sha256": c["sha256"],
+        "cubin_size": int(c["size"]),
+        "num_warps": int(l["num_warps"]),
+        "num_ctas": int(l["num_ctas"]),
+        "cluster_dims": tuple([int(d) for d in l["cluster_dims"]]),
+        "shared": int(l["shared"]),
+        "tmem_size": int(l["tmem_size"]),
+        "cooperative": l["launch_cooperative_grid"],
+        "pdl": l["launch_pdl"],
+        "scratch_size": int(s["global_scratch_size"]),
+        "scratch_align": int(s["global_scratch_align"]),
+        "hidden_params": tuple(s["hidden_params"]),
+        "resources": dict(v.get("resources", {})),
+        "provenance": dict(v["provenance"]),
+    })
+    return record
+
+
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_file(path: str) -> tuple[bytes, os.stat_result]:
+    """The bytes of ``path`` and the ``fstat`` of the file they were read from (one open; the
+    stat is what :class:`Kernel`'s load cache compares later, so it describes exactly these bytes)."""
+    fd = os.open(path, _O_READ)
+    try:
+        st = os.fstat(fd)
+        data = os.read(fd, st.st_size + 1)
+        if len(data) > st.st_size:  # it grew since the fstat: read on to the end
+            chunks = [data]
+            while True:
+                more = os.read(fd, 1 << 20)
+                if not more:
+                    break
+                chunks.append(more)
+            data = b"".join(chunks)
+        return data, st
+    finally:
+        os.close(fd)
+
+
+def read_metadata(directory: str | os.PathLike[str]) -> tuple[ArtifactMetadata, os.stat_result]:
+    """:meth:`ArtifactMetadata.read`, and the stat of the metadata.json it read."""
+    directory = os.fspath(directory)
+    meta_path = os.path.join(directory, METADATA_FILE)
+    try:
+        raw, st = read_file(meta_path)
+    except (FileNotFoundError, NotADirectoryError):
+        if not os.path.isdir(directory):
+            raise ArtifactError(
+                f"{directory}: not an artifact directory (it does not exist or is a file); pass the "
+                "directory tmlr-build wrote, e.g. OUT/<kernel_name>",
+                directory,
+            ) from None
+        raise ArtifactError(
+            f"{meta_path}: missing; an artifact directory needs the metadata.json that tmlr-build "
+            "writes beside the cubins - copy the whole artifact directory, or rebuild it with tmlr-build",
+            meta_path,
+        ) from None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+        raise SchemaError(f"{meta_path}: not valid JSON ({e}); rebuild the artifact with tmlr-build", meta_path) from None
+    return ArtifactMetadata.from_dict(doc, meta_path), st
 
 
 def read_cubin(directory: str | os.PathLike[str], variant: Variant) -> bytes:
     """The variant's cubin bytes, after checking size and sha256 against the metadata."""
+    return read_cubin_stat(directory, variant)[0]
+
+
+def read_cubin_stat(directory: str | os.PathLike[str], variant: Variant) -> tuple[bytes, os.stat_result]:
+    """:func:`read_cubin`, and the stat of the file it read."""
     name = variant.cubin_file
     if os.path.basename(name) != name or name in (".", "..") or "/" in name or "\\" in name:
         # the schema pattern already forbids this; checked again because this is a file access
         raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact directory", None, "$.variants[].cubin.file")
     path = os.path.join(os.fspath(directory), name)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data, st = read_file(path)
     except FileNotFoundError:
         raise ArtifactError(f"{path}: missing; metadata.json names it for {variant.arch} - copy the whole artifact directory", path) from None
     if len(data) != variant.cubin_size:
@@ -236,4 +287,4 @@ def read_cubin(directory: str | os.PathLike[str], variant: Variant) -> bytes:
             f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; rebuild it with tmlr-build",
             path,
         )
-    return data
+    return data, st

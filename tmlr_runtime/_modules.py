@@ -71,14 +71,24 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, cubin:
         check_fits(name, variant, dev)
         drv = _driver.api()
         data = cubin if cubin is not None else read_cubin()
-        module = _driver.check(drv.cuModuleLoadData(data), f"cuModuleLoadData({variant.cubin_file})")
+        # Each call's result is checked inline; the message (with names) is made only on failure.
+        r = drv.cuModuleLoadData(data)
+        if int(r[0]):
+            _driver.check(r, f"cuModuleLoadData({variant.cubin_file})")
+        module = r[1]
         stats["module_loads"] += 1
         try:
-            function = _driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
+            r = drv.cuModuleGetFunction(module, variant.entry.encode())
+            if int(r[0]):
+                _driver.check(r, f"cuModuleGetFunction({variant.entry})")
+            function = r[1]
             A = drv.CUfunction_attribute
 
             def attr(a: Any) -> int:
-                return int(_driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
+                r = drv.cuFuncGetAttribute(a, function)
+                if int(r[0]):
+                    _driver.check(r, f"cuFuncGetAttribute({a.name})")
+                return int(r[1])
 
             static = attr(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
             if variant.shared + static > dev.max_shared_optin:
