@@ -2,26 +2,31 @@
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _driver, _launcher, _modules
-from ._metadata import ArtifactMetadata, Parameter, Variant, read_cubin
+from ._metadata import ArtifactMetadata, Parameter, Variant, read_cubin_stat, read_metadata
 
-Launch = Callable[[Any, tuple[Any, ...], dict[str, Any], Any], None]
+Launch = Callable[..., None]  # launch(grid, *args, stream=None, **kwargs)
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[tuple[Any, ...], "Kernel"]] = {}
 
 
-def _stamp(paths: list[str]) -> tuple[Any, ...]:
+def _stamp(paths: list[str], known: dict[str, os.stat_result] | None = None) -> tuple[Any, ...]:
+    """What identifies the files' contents: (mtime, size, inode) each; ``known``: stats already
+    taken (by fstat of the very file read), by path."""
     out = []
     for p in paths:
-        try:
-            st = os.stat(p)
-        except OSError:
-            return ()
+        st = known.get(p) if known else None
+        if st is None:
+            try:
+                st = os.stat(p)
+            except OSError:
+                return ()
         out.append((st.st_mtime_ns, st.st_size, st.st_ino))
     return tuple(out)
 
@@ -37,7 +42,7 @@ class Kernel:
        capability and refuses what the device cannot run (shared memory, clusters, threads).
     3. It checks the cubin's size and sha256, loads it with ``cuModuleLoadData`` (once per context:
        modules are cached by context and sha256) and opts into large shared memory once.
-    4. It generates the launcher for that variant: argument types, the packing layout and the
+    4. It builds the launcher for that variant: argument types, the packing layout and the
        ``void**`` are fixed now, per thread buffers are made on first use.
     5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
        arguments by the recorded signature and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for
@@ -56,8 +61,11 @@ class Kernel:
         self._variants: dict[int, Variant] = {}
         self._functions: dict[int, _modules.LoadedFunction] = {}
         self._bind_lock = threading.Lock()
+        self._read_stats: dict[str, os.stat_result] = {}  # cubin path -> fstat when it was read
         self._get_context = _driver.init().cuCtxGetCurrent
-        self._bind_current()
+        # What ``kernel(...)`` runs: the launcher of the context bound last. Each launcher checks
+        # that its context is current and hands the call to _other_context otherwise.
+        self._call: Launch = self._bind_current()
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -74,10 +82,12 @@ class Kernel:
             stamp, kernel = hit
             if stamp and _stamp(kernel._watched()) == stamp:
                 return kernel
-        metadata = ArtifactMetadata.read(directory)
+        metadata, meta_stat = read_metadata(directory)
         kernel = cls(metadata, directory, checks=checks)
+        known = dict(kernel._read_stats)
+        known[os.path.join(directory, "metadata.json")] = meta_stat
         with _loaded_lock:
-            _loaded[key] = (_stamp(kernel._watched()), kernel)
+            _loaded[key] = (_stamp(kernel._watched(), known), kernel)
         return kernel
 
     def _watched(self) -> list[str]:
@@ -99,9 +109,13 @@ class Kernel:
             ordinal = int(_driver.check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
             dev = _driver.device_info(ordinal)
             variant = self.metadata.select_variant(dev.major, dev.minor)
-            loaded = _modules.get_function(
-                handle, ordinal, self.metadata.name, variant, None, functools.partial(read_cubin, self.directory, variant)
-            )
+
+            def read() -> bytes:
+                data, st = read_cubin_stat(self.directory, variant)
+                self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
+                return data
+
+            loaded = _modules.get_function(handle, ordinal, self.metadata.name, variant, None, read)
             target = _launcher.LaunchTarget(
                 device=ordinal,
                 max_grid=dev.max_grid,
@@ -111,20 +125,33 @@ class Kernel:
                 make_config=functools.partial(_launch_config, drv, variant),
                 on_error=_launch_error,
             )
-            launch = _launcher.generate(self.metadata.name, self.metadata.signature, variant, target, self.checks)
+            context = (handle, self._get_context, self._other_context)
+            launch = _launcher.build(self.metadata.name, self.metadata.signature, variant, target, self.checks, context)
             self._variants[handle] = variant
             self._functions[handle] = loaded
             self._launchers[handle] = launch
             return launch
 
     # -- launching -------------------------------------------------------------------------------
-    def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
-        """Launch on ``grid`` (int, tuple of up to 3 ints, or ``lambda meta: ...``) with ``args``
-        in signature order; constexprs may be omitted or passed by keyword."""
-        launch = self._launchers.get(int(self._get_context()[1]))
-        if launch is None:
-            launch = self._bind_current()
-        launch(grid, args, kwargs, stream)
+    if TYPE_CHECKING:
+
+        def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None: ...
+
+    else:
+        # ``kernel(grid, *args, stream=None, **kwargs)`` calls the current launcher directly: the
+        # property hands it over from C, so a launch runs one Python frame, not a method that
+        # forwards to the launcher.
+        __call__ = property(
+            operator.attrgetter("_call"),
+            doc="""Launch on ``grid`` (int, tuple of up to 3 ints, or ``lambda meta: ...``) with ``args``
+        in signature order; constexprs may be omitted or passed by keyword.""",
+        )
+
+    def _other_context(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
+        """A launch found another context current than its launcher's: bind that one and launch."""
+        launch = self._bind_current()
+        self._call = launch
+        launch(grid, *args, stream=stream, **kwargs)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
@@ -154,8 +181,8 @@ class Kernel:
         return self._functions[handle]
 
     def launcher_source(self) -> str:
-        """The generated launch function of the current context, for debugging."""
-        return getattr(self._bind_current(), "__tmlr_source__", "")
+        """What the launcher of the current context does per parameter, for debugging."""
+        return _launcher.describe(self._bind_current())
 
     def __repr__(self) -> str:
         archs = ",".join(v.arch for v in self.metadata.variants)

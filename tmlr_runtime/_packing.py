@@ -9,6 +9,7 @@ stored as the 2-byte half 0x3E00, not as a 4-byte float.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import operator
 import struct
@@ -68,55 +69,96 @@ class Slot:
 
 @dataclass(frozen=True)
 class Layout:
-    """The packed-argument layout of one kernel variant."""
+    """The packed-argument layout of one kernel variant (parallel tuples, one entry per slot)."""
 
-    slots: tuple[Slot, ...]
+    names: tuple[str, ...]  # signature names, then the hidden parameters' names
+    types: tuple[str, ...]  # Triton types, "*i8" for hidden pointers
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
     struct: struct.Struct  # packs every slot's value at offset 0 of the aligned buffer
     size: int
+    # packs only the leading runtime parameters: the hidden pointers after them stay as the
+    # zero-filled buffer has them unless a launch passes global scratch
+    head: struct.Struct
+
+    @functools.cached_property
+    def slots(self) -> tuple[Slot, ...]:
+        """Each parameter's :class:`Slot` (made on first use; a launch needs only the tuples)."""
+        return tuple(Slot(n, t, _code(t), o, s) for n, t, o, s in zip(self.names, self.types, self.offsets, self.sizes))
 
     @classmethod
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
-        slots: list[Slot] = []
+        names = [p.name for p in runtime_params] + list(hidden_params)
+        types = [p.type or "" for p in runtime_params] + ["*i8"] * len(hidden_params)
         fmt = ["<"]
+        offsets: list[int] = []
+        sizes: list[int] = []
         offset = 0
-        entries = [(p.name, p.type or "") for p in runtime_params] + [(h, "*i8") for h in hidden_params]
-        for name, typ in entries:
-            if typ.startswith("*"):
-                code, size, align = POINTER_CODE[0], POINTER_CODE[1], POINTER_CODE[1]
-            elif typ == "nvTmaDesc":
-                code, size, align = f"{TMA_DESC_SIZE}s", TMA_DESC_SIZE, TMA_DESC_ALIGN
-            elif typ in SCALAR_CODES:
-                code, size, _ = SCALAR_CODES[typ]
-                align = size
-            else:
-                raise ArgumentError(f"parameter {name!r} has type {typ!r}, which tmlr_runtime cannot pass", name)
-            pad = -offset % align
-            if pad:
-                fmt.append(f"{pad}x")
+        head = ""
+        nruntime = len(runtime_params)
+        for n, typ in enumerate(types):
+            if n == nruntime:
+                head = "".join(fmt)
+            spec = _POINTER if typ[:1] == "*" else _SPECS.get(typ)
+            if spec is None:
+                raise ArgumentError(f"parameter {names[n]!r} has type {typ!r}, which tmlr_runtime cannot pass", names[n])
+            code, size, align = spec
+            if offset % align:
+                pad = -offset % align
+                fmt.append(str(pad) + "x")
                 offset += pad
-            slots.append(Slot(name, typ, code, offset, size))
+            offsets.append(offset)
+            sizes.append(size)
             fmt.append(code)
             offset += size
-        return cls(tuple(slots), struct.Struct("".join(fmt)), max(offset, 1))
+        full = "".join(fmt)
+        if len(types) == nruntime:
+            head = full
+        return cls(tuple(names), tuple(types), tuple(offsets), tuple(sizes), _struct(full), max(offset, 1), _struct(head))
+
+
+# type -> (struct code, size, alignment)
+_POINTER = (POINTER_CODE[0], POINTER_CODE[1], POINTER_CODE[1])
+_SPECS = {t: (code, size, size) for t, (code, size, _) in SCALAR_CODES.items()}
+_SPECS["nvTmaDesc"] = (f"{TMA_DESC_SIZE}s", TMA_DESC_SIZE, TMA_DESC_ALIGN)
+
+
+def _code(typ: str) -> str:
+    return (_POINTER if typ[:1] == "*" else _SPECS[typ])[0]
+
+
+_struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
 
 
 class ArgBuffer:
     """One thread's packed-argument storage and the ``void**`` array pointing into it.
 
-    Created once per (variant, thread); a launch only rewrites the values.
+    Created once per (variant, thread); a launch only rewrites the values. Both live in
+    ``bytearray``s whose addresses ctypes reads through a ``c_char`` view: a ctypes array type
+    (``c_char * n``) would cost ~30 us to create for each new size, on the first launch.
     """
 
-    __slots__ = ("raw", "view", "pointers", "address")
+    __slots__ = ("raw", "view", "pointers", "address", "_views")
 
     def __init__(self, layout: Layout) -> None:
-        # Over-allocate so the base can be 64-byte aligned (CUtensorMap by value needs it).
-        self.raw = (ctypes.c_char * (layout.size + TMA_DESC_ALIGN))()
-        base = ctypes.addressof(self.raw)
+        # Over-allocate so the base can be 64-byte aligned (CUtensorMap by value needs it). The
+        # views export the buffers, so they cannot be resized (moved) while this lives.
+        self.raw = bytearray(layout.size + TMA_DESC_ALIGN)
+        raw_view = ctypes.c_char.from_buffer(self.raw)
+        base = ctypes.addressof(raw_view)
         shift = -base % TMA_DESC_ALIGN
-        self.view = memoryview(self.raw).cast("B")[shift : shift + layout.size]
-        n = len(layout.slots)
-        self.pointers = (ctypes.c_void_p * max(n, 1))(*[base + shift + s.offset for s in layout.slots])
-        self.address = ctypes.addressof(self.pointers) if n else 0
+        self.view = memoryview(self.raw)[shift : shift + layout.size]
+        n = len(layout.offsets)
+        self.pointers = bytearray(8 * max(n, 1))
+        _pack_addresses(n).pack_into(self.pointers, 0, *[base + shift + o for o in layout.offsets])
+        pointers_view = ctypes.c_char.from_buffer(self.pointers)
+        self.address = ctypes.addressof(pointers_view) if n else 0
+        self._views = (raw_view, pointers_view)
+
+
+@functools.lru_cache(maxsize=64)
+def _pack_addresses(n: int) -> struct.Struct:
+    return struct.Struct(f"={n}Q")  # void* values in native byte order
 
 
 def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
