@@ -32,6 +32,25 @@ def _blocks(n: int) -> int:
     return (n + BLOCK - 1) // BLOCK
 
 
+def _on_both_devices(work) -> None:
+    """Run ``work(device)`` in one thread per device; re-raise what any of them raised."""
+    errors: list[BaseException] = []
+
+    def run(dev: int) -> None:
+        try:
+            torch.cuda.set_device(dev)
+            work(dev)
+        except BaseException as e:  # noqa: BLE001 - reported below with the device
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(d,)) for d in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
 def _all_sm90() -> bool:
     return all(torch.cuda.get_device_capability(d) == (9, 0) for d in range(2))
 
@@ -63,44 +82,34 @@ def test_one_thread_per_device_concurrently() -> None:
     k = tr.Kernel.load(ADD)
     launches = int(os.environ.get("TMLR_STRESS_LAUNCHES", "10000"))
     n = 4096
-    errors: list[BaseException] = []
     done: list[int] = []
 
     def work(dev: int) -> None:
-        try:
-            torch.cuda.set_device(dev)
-            stream = torch.cuda.Stream(device=dev)
-            x = torch.arange(n, device=f"cuda:{dev}", dtype=torch.float32)
-            # A ring of outputs: launch i writes x + i into outs[i % 16]; check the last 16 at the end
-            # and every ring turn on the way, so a launch that ran on the wrong device or not at all shows.
-            outs = [torch.full((n,), -1.0, device=f"cuda:{dev}") for _ in range(16)]
-            ys = [torch.full((n,), float(i), device=f"cuda:{dev}") for i in range(16)]
-            torch.cuda.synchronize(dev)
-            for i in range(launches):
-                k(_blocks(n), x, ys[i % 16], outs[i % 16], n, stream=stream)
-                if i % 2000 == 1999:
-                    stream.synchronize()
-                    for j in range(16):
-                        if not torch.equal(outs[j], x + j):
-                            raise AssertionError(f"device {dev}: wrong result after {i + 1} launches (slot {j})")
-                        outs[j].fill_(-1.0)
-                    torch.cuda.synchronize(dev)
-            stream.synchronize()
-            tail = {i % 16 for i in range(launches - launches % 2000, launches)}
-            for j in range(16):
-                expected = x + j if j in tail else torch.full_like(x, -1.0)
-                if not torch.equal(outs[j], expected):
-                    raise AssertionError(f"device {dev}: wrong result in slot {j} after all {launches} launches")
-            done.append(dev)
-        except BaseException as e:  # noqa: BLE001 - reported below with the device
-            errors.append(e)
+        stream = torch.cuda.Stream(device=dev)
+        x = torch.arange(n, device=f"cuda:{dev}", dtype=torch.float32)
+        # A ring of outputs: launch i writes x + i into outs[i % 16]; check the last 16 at the end
+        # and every ring turn on the way, so a launch that ran on the wrong device or not at all shows.
+        outs = [torch.full((n,), -1.0, device=f"cuda:{dev}") for _ in range(16)]
+        ys = [torch.full((n,), float(i), device=f"cuda:{dev}") for i in range(16)]
+        torch.cuda.synchronize(dev)
+        for i in range(launches):
+            k(_blocks(n), x, ys[i % 16], outs[i % 16], n, stream=stream)
+            if i % 2000 == 1999:
+                stream.synchronize()
+                for j in range(16):
+                    if not torch.equal(outs[j], x + j):
+                        raise AssertionError(f"device {dev}: wrong result after {i + 1} launches (slot {j})")
+                    outs[j].fill_(-1.0)
+                torch.cuda.synchronize(dev)
+        stream.synchronize()
+        tail = {i % 16 for i in range(launches - launches % 2000, launches)}
+        for j in range(16):
+            expected = x + j if j in tail else torch.full_like(x, -1.0)
+            if not torch.equal(outs[j], expected):
+                raise AssertionError(f"device {dev}: wrong result in slot {j} after all {launches} launches")
+        done.append(dev)
 
-    threads = [threading.Thread(target=work, args=(d,)) for d in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    _on_both_devices(work)
     assert sorted(done) == [0, 1]
 
 
@@ -150,26 +159,16 @@ def test_one_process_per_gpu_same_directory() -> None:
 def test_global_scratch_kernel_on_both_devices_at_once() -> None:
     k = tr.Kernel.load(TMA)
     M, N = 256, 512
-    errors: list[BaseException] = []
 
     def work(dev: int) -> None:
-        try:
-            torch.cuda.set_device(dev)
-            stream = torch.cuda.Stream(device=dev)
-            src = torch.randn(M, N, device=f"cuda:{dev}", dtype=torch.float16)
-            dst = torch.zeros_like(src)
-            torch.cuda.synchronize(dev)
-            for _ in range(200):
-                k((M // 64, N // 64), src, dst, M, N, stream=stream)
-            stream.synchronize()
-            if not torch.equal(dst, src * 2):
-                raise AssertionError(f"device {dev}: wrong TMA result")
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        stream = torch.cuda.Stream(device=dev)
+        src = torch.randn(M, N, device=f"cuda:{dev}", dtype=torch.float16)
+        dst = torch.zeros_like(src)
+        torch.cuda.synchronize(dev)
+        for _ in range(200):
+            k((M // 64, N // 64), src, dst, M, N, stream=stream)
+        stream.synchronize()
+        if not torch.equal(dst, src * 2):
+            raise AssertionError(f"device {dev}: wrong TMA result")
 
-    threads = [threading.Thread(target=work, args=(d,)) for d in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    _on_both_devices(work)
