@@ -78,3 +78,10 @@ def test_garbage_only_raises_schema_error(doc):
 def test_base_document_is_valid():
     assert VALIDATOR.is_valid(BASE) and _schema.is_valid(BASE)
     json.dumps(BASE)
+
+
+def test_stored_validator_matches_the_schema_file() -> None:
+    # A stale stored copy is not wrong (the runtime regenerates it) but costs every process a compile.
+    from tmlr_runtime import _schema
+
+    assert _schema.write_generated(check=True), 'run: python -c "import tmlr_runtime._schema as s; s.write_generated()"'
