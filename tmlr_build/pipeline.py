@@ -3,7 +3,8 @@
 This drives Triton 3.3.1's backend stages directly instead of calling ``triton.compile`` because
 ``triton.compile`` cannot start from .llir/.ptx, cannot stop after a stage, and drops the
 ptxas report. The stage functions, the metadata they fill in and the ptxas flags are Triton's own,
-so the cubin bytes are the same as ``triton.compile``'s (tests/test_build_stages.py checks this).
+so the cubin bytes are the same as ``triton.compile``'s (tests/test_build_stages.py checks this),
+except that source file names are made machine-independent first (source_names.py).
 Importing this module imports Triton; the parent process never does.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from triton.compiler.compiler import make_backend
 
 from . import __version__ as tmlr_version
 from . import options as opts, ptxas, signature as sig
+from .source_names import stable_text
 from .arch import target_for
 from .diagnostics import Diagnostics, captured_stderr, stage_failure
 from .errors import CompileError
@@ -95,7 +97,7 @@ def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts
             module = stages[ext](module, metadata)
         except Exception as e:
             raise CompileError(stage_failure(job, ext, e, diag)) from None
-        texts[ext] = str(module)
+        texts[ext] = stable_text(str(module))  # kept IR names no file of this machine
         if ext == job.stop_after:
             break
     return module

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 
 from .errors import PtxasError
+from .source_names import stable_text
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,11 @@ def assemble(ptx: str, capability: int, arch: str, fp_fusion: bool, line_info: b
     with tempfile.TemporaryDirectory(prefix="tmlr-ptxas-") as tmp:
         src, out = os.path.join(tmp, ptx_name), os.path.join(tmp, "kernel.cubin")
         with open(src, "w", encoding="utf-8") as f:
-            f.write(ptx)
+            f.write(stable_text(ptx))
         cmd = command(capability, arch, fp_fusion, line_info, src, out)
-        # cwd: with -lineinfo, ptxas embeds the mtime of the source file named by the PTX's .file
-        # directive when it can open it (relative names resolve against cwd); an empty directory
-        # keeps the cubin independent of the source tree's timestamps.
+        # cwd: with -lineinfo, ptxas embeds the size and mtime of each source file named by a .file
+        # directive that it can open; stable_text made every name relative, and relative names
+        # resolve against this empty directory, so no file of the build machine is found.
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
         if proc.returncode != 0:
             repro = shlex.join(cmd[:-3] + [ptx_name, "-o", "out.cubin"])
