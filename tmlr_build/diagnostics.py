@@ -65,9 +65,13 @@ def causes(e: BaseException) -> list[str]:
 
 def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
     detail = str(e).strip() or type(e).__name__
-    detail += "".join(f"\ncaused by {c}" for c in causes(e))
+    chain = causes(e)
+    if chain:  # the innermost cause is the reason: say it first, then where (each caret) it happened
+        where = f"{job.label}: Triton failed in stage {ext}: {chain[-1]}\n{type(e).__name__}: {detail}"
+        where += "".join(f"\ncaused by {c}" for c in chain[:-1])
+    else:
+        where = f"{job.label}: Triton failed in stage {ext} ({type(e).__name__}): {detail}"
     notes = diag.text()
-    where = f"{job.label}: Triton failed in stage {ext} ({type(e).__name__}): {detail}"
     if notes:
         where += "\n" + "\n".join(notes.splitlines()[-40:])
     return where + "\nFix the kernel or the options; --stop-after and --keep-ir write the IR up to the failing stage"

@@ -22,19 +22,29 @@ from .errors import InputError, KernelNotFoundError
 
 
 class _RelativeSourceFinder(importlib.abc.MetaPathFinder):
-    """Imports modules that sit beside the kernel file under relative paths.
+    """Imports the user's modules under paths relative to the current directory.
 
     The default path finder makes every file name absolute, which would put the checkout's
     location into the cubin of any kernel that calls a @triton.jit helper from a sibling module.
+    ``roots``: (relative folder, the one top-level package to take from it or None for any name), in
+    order. For a package member: the package root's parent, for that package only (it may be
+    site-packages, whose other packages must import as usual), then the member's own folder, so that
+    a sibling imported without the package prefix is still found.
     """
 
+    def __init__(self, roots: list[tuple[str, str | None]]) -> None:
+        self.roots = roots
+
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
-        rel = os.path.join(*fullname.split("."))
-        for candidate, is_package in ((rel + ".py", False), (os.path.join(rel, "__init__.py"), True)):
-            if os.path.isfile(candidate):
-                loader = importlib.machinery.SourceFileLoader(fullname, candidate)
-                return importlib.util.spec_from_file_location(
-                    fullname, candidate, loader=loader, submodule_search_locations=[rel] if is_package else None)
+        for root, only in self.roots:
+            if only is not None and fullname.split(".")[0] != only:
+                continue
+            rel = os.path.join(root, *fullname.split("."))
+            for candidate, is_package in ((rel + ".py", False), (os.path.join(rel, "__init__.py"), True)):
+                if os.path.isfile(candidate):
+                    loader = importlib.machinery.SourceFileLoader(fullname, candidate)
+                    return importlib.util.spec_from_file_location(
+                        fullname, candidate, loader=loader, submodule_search_locations=[rel] if is_package else None)
         return None
 
 
@@ -43,8 +53,11 @@ def load_module(file_name: str, module_name: str | None, capability: int) -> typ
     root's parent for a package member ``module_name``, else the file's own directory)."""
     sys.dont_write_bytecode = True  # never leave __pycache__ in the user's source tree
     build_driver.install(capability)
-    if not any(isinstance(f, _RelativeSourceFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RelativeSourceFinder())
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _RelativeSourceFinder)]
+    roots: list[tuple[str, str | None]] = [("", None)]
+    if module_name is not None:
+        roots = [("", module_name.split(".")[0]), (os.path.dirname(file_name), None)]
+    sys.meta_path.insert(0, _RelativeSourceFinder(roots))
     if "" not in sys.path and "." not in sys.path:
         sys.path.insert(0, ".")  # sibling imports, as Triton's own AOT tool allows
     try:

@@ -96,7 +96,8 @@ def _module_source(name: str, kernel: str | None, text: str, base_dir: str | Non
     for root in [os.path.abspath(base_dir or os.getcwd())] + [os.path.abspath(p) for p in sys.path if p]:
         for path in (rel + ".py", os.path.join(rel, "__init__.py")):
             if os.path.isfile(os.path.join(root, path)):
-                return Source(os.path.join(root, path), "python", kernel, name if "." in name else None)
+                member = "." in name or path.endswith("__init__.py")  # else a plain file, as for file.py:kernel
+                return Source(os.path.join(root, path), "python", kernel, name if member else None)
     where = "the spec file's directory" if base_dir else "the current directory"
     raise InputError(f"{text}: no module {name} in {where} or on sys.path; run tmlr-build from the folder that holds "
                      f"{name.split('.')[0]}/, or give the file's path ({rel}.py:{kernel})")
@@ -142,7 +143,7 @@ def _beside(source: str, suffix: str) -> str | None:
 
 _STAGE_WORDS = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLVM IR", "ptx": "PTX", "cubin": "a cubin (ELF)"}
 _WHY = {"ttir": " (a tt.func but no ttg.* layouts or module attributes)", "ttgir": " (it has ttg.* layouts)"}
-_THEN = {"ttir": " and pass --arch (TTIR is portable)", "ttgir": ""}  # others: " and keep the metadata JSON"
+_THEN = {"ttir": " and pass --arch (TTIR is portable)", "ttgir": ""}
 
 
 def check_input_kind(req: KernelRequest) -> None:

@@ -96,7 +96,6 @@ def _python_location(fn: Any, e: Exception, name: str) -> str:
     return f"{name}:{def_line + node.lineno - 1}"
 
 
-
 def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
     text = raw.decode("utf-8", errors="replace")
     fn = mlir_text.read_function(text, base)
