@@ -495,6 +495,7 @@ ADD = f"{EXAMPLES}/kernels/vector_add.py:add"
 ADD_SIG = "*fp32:16, *fp32:16, *fp32:16, i32, 1024"
 SOFTMAX = EXAMPLES / "stages" / "sm_90a" / "softmax"
 SOFTMAX_SIG = "*fp32:16, *fp32:16, i32, 1024"
+KERNLIB = Path(__file__).resolve().parent / "data" / "kernlib"
 
 
 def make_build_inputs(d: Path) -> Path:
@@ -518,6 +519,17 @@ def make_build_inputs(d: Path) -> Path:
     (d / "out-with-file").mkdir()
     (d / "out-with-file" / "add").write_text("")
     (d / "spec.json").write_text('{"kernels": [{"source": "kernels/vector_add.py", "kernal": "add"}]}')
+    (d / "sibling").mkdir()  # a .ptx whose .ttgir neighbour (read for the parameter types) is garbage
+    for f in ("softmax.ptx", "softmax.json"):
+        shutil.copy(SOFTMAX / f, d / "sibling" / f)
+    (d / "sibling" / "softmax.ttgir").write_text("garbage\n")
+    (d / "kind").mkdir()  # files whose content is not the stage their extension names
+    (d / "kind" / "garbage.ttgir").write_text("garbage\n")
+    shutil.copy(SOFTMAX / "softmax.ttir", d / "kind" / "softmax.ttgir")
+    shutil.copy(SOFTMAX / "softmax.ptx", d / "kind" / "softmax.llir")
+    (d / "flat").mkdir()  # package modules copied out of their package: relative imports cannot work
+    for f in ("plain.py", "common.py"):
+        shutil.copy(KERNLIB / "ops" / f, d / "flat" / f)
     return d
 
 
@@ -600,6 +612,30 @@ BUILD = [
           lambda i, o: [f"{EXAMPLES}/kernels/cluster_add.py:cluster_add", "--signature", ADD_SIG, "--num-ctas", "2", "-o",
                         o, "--arch", "80,90"], E.OptionError, "--arch 90"),
     Build("nothing-to-build", "no input at all", lambda i, o: ["-o", o], E.UsageError, "name SRC files or a --spec file"),
+    Build("python-without-arch", "a .py kernel without --arch", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o],
+          E.UsageError, "pass --arch", also=("a Python kernel does not say which GPU architecture",)),
+    Build("python-without-signature", "a .py kernel without --signature",
+          lambda i, o: [ADD, "-o", o, "--arch", "80"], E.SignatureError, "Give one entry per parameter",
+          also=("--signature is missing", "x_ptr, y_ptr, out_ptr, n, BLOCK (tl.constexpr)")),
+    Build("frontend-error-cause", "BLOCK = 1000 for tl.arange(0, BLOCK)",
+          lambda i, o: [ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, i32, 1000", "-o", o, "--arch", "80"],
+          E.CompileError, "Fix the kernel", also=("Triton failed in stage python -> ttir: ValueError: arange's range must be a power of 2",)),
+    Build("relative-import-outside-package", "a package module copied out of its package",
+          lambda i, o: [f"{i}/flat/plain.py:scale", "--signature", "*fp32:16, *fp32:16, i32, 128", "-o", o, "--arch",
+                        "80"], E.InputError, "add the package's __init__.py files",
+          also=("plain.py:4: importing the kernel file failed: ImportError",)),
+    Build("module-not-found", "pkg.mod:kernel that no folder holds",
+          lambda i, o: ["kernlib.ops.nope:scale", "--signature", "*fp32:16, *fp32:16, i32, 128", "-o", o, "--arch",
+                        "80"], E.InputError, "run tmlr-build from the folder that holds kernlib/"),
+    Build("sibling-ir-not-ir", "a .ptx with a garbage .ttgir beside it",
+          lambda i, o: [f"{i}/sibling/softmax.ptx", "-o", o], E.IRParseError, "fix it or move it away",
+          also=("softmax.ttgir: no tt.func found", "which lies beside softmax.ptx")),
+    Build("ttgir-not-ir", "a .ttgir that holds no IR, without --arch", lambda i, o: [f"{i}/kind/garbage.ttgir", "-o", o],
+          E.InputKindError, "pass the .ttgir file Triton wrote"),
+    Build("ttir-saved-as-ttgir", "TTIR in a .ttgir file", lambda i, o: [f"{i}/kind/softmax.ttgir", "-o", o, "--arch", "90"],
+          E.InputKindError, "rename it to softmax.ttir", also=("holds TTIR (a tt.func but no ttg.* layouts",)),
+    Build("ptx-saved-as-llir", "PTX in a .llir file", lambda i, o: [f"{i}/kind/softmax.llir", "-o", o, "--arch", "90"],
+          E.InputKindError, "rename it to softmax.ptx"),
 ]
 
 

@@ -11,7 +11,7 @@ from .arch import Target
 from .artifact import artifact_files, prepare_output, write_directory
 from .errors import ArtifactWriteError, BuildError, UsageError
 from .jobs import Job, JobResult
-from .sources import KernelRequest, default_archs, make_jobs
+from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
 from .triton_check import check_triton_version
 from .workers import run_jobs
 
@@ -43,13 +43,17 @@ class BuildConfig:
 class BuildReport:
     written: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # requests with no arch in common with --arch
+    stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
 
 
 def _capabilities(req: KernelRequest, config: BuildConfig) -> tuple[int, ...]:
     wanted = tuple(t.capability for t in config.archs) if config.archs else default_archs(req)
+    if wanted is None and req.archs is not None:  # no --arch, no spec-wide "arch": the kernel's own list
+        return tuple(t.capability for t in req.archs)
     if wanted is None:
-        raise UsageError(f"{os.path.basename(req.source)}: pass --arch (e.g. --arch 80,90); a .{req.stage} input "
-                         "does not pin an architecture")
+        what = "a Python kernel" if req.stage == "python" else f"a .{req.stage} file"
+        raise UsageError(f"{os.path.basename(req.source)}: pass --arch (e.g. --arch 80,90, or \"arch\" in a spec); "
+                         f"{what} does not say which GPU architecture to build for")
     if req.archs is not None:
         wanted = tuple(c for c in wanted if c in {t.capability for t in req.archs})
     return wanted
@@ -69,10 +73,11 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     """
     check_triton_version()
     out = prepare_output(config.out)
-    report = BuildReport()
+    report = BuildReport(stopped_after=config.stop_after)
     jobs: list[Job] = []
     owner: list[int] = []
     for i, req in enumerate(requests):
+        check_input_kind(req)
         caps = _capabilities(req, config)
         if not caps:
             report.skipped.append(req.name or req.kernel or os.path.basename(req.source))

@@ -51,12 +51,18 @@ def make_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("sources", nargs="*", metavar="SRC",
-                   help="file.py:kernel, .ttir, .ttgir, .llir, .ptx, .cubin, a Triton cache entry directory, or "
-                        "one NN-Pass.mlir file that --split-dump wrote (index.json beside it)")
+                   help="file.py:kernel (a file inside a package is imported as its member), package.module:kernel "
+                        "(found as python -m finds it), .ttir, .ttgir, .llir, .ptx, .cubin, a Triton cache entry "
+                        "directory, or one NN-Pass.mlir file that --split-dump wrote (index.json beside it)")
     p.add_argument("-o", "--out", required=True, help="output directory (receives one folder per kernel)")
     p.add_argument("--split-dump", metavar="FILE", dest="split_dump",
                    help="split an MLIR_ENABLE_DUMP=1 log into OUT/NN-PassName.mlir + OUT/index.json and exit")
-    p.add_argument("--spec", metavar="FILE", help="JSON file listing kernels to build (see tmlr_build/spec.py)")
+    p.add_argument("--spec", metavar="FILE",
+                   help='JSON file listing kernels to build: {"arch": [80, 90], "options": {"num_warps": 4}, '
+                        '"kernels": [{"source": "k.py", "kernel": "add", "signature": "*fp32:16, i32, 1024"}, ...]}; '
+                        'an entry may also give "constexprs", "options", "arch", "name", "metadata", "arg_names". '
+                        "Paths are relative to the spec file; --arch replaces its \"arch\", option flags override "
+                        "its options. Every key: docs/spec-format.md")
     p.add_argument("--arch", help=f"comma-separated capabilities: {','.join(map(str, supported_capabilities()))} "
                                   "(90 -> sm_90a, 100 -> sm_100a); .ttgir/.llir/.ptx/.cubin inputs default to their own")
     g = p.add_argument_group("signature (for every SRC)")
@@ -139,8 +145,7 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         archs = archs or spec_archs
         requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]}}) for r in spec_requests]
     for text in args.sources:
-        path, stage, kernel = parse_source(text)
-        requests.append(KernelRequest(source=path, stage=stage, kernel=kernel, **given,
+        requests.append(KernelRequest(**parse_source(text)._asdict(), **given,
                                       metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
     return requests, archs
 
@@ -205,6 +210,20 @@ def _start_compile_server(argv: Sequence[str]) -> None:
             pass  # no fork now (out of processes or memory): the build starts a server when it needs one
 
 
+def _summary(report: BuildReport) -> list[str]:
+    """What was written, one line per kernel directory."""
+    if report.stopped_after is None:
+        return [f"wrote {path}" for path in report.written]
+    lines = []
+    for path in report.written:
+        ir_dir = os.path.join(path, "ir")
+        for arch in sorted(os.listdir(ir_dir)) if os.path.isdir(ir_dir) else []:
+            last = os.path.join(ir_dir, arch, f"{os.path.basename(path)}.{report.stopped_after}")
+            lines.append(f"stopped after {report.stopped_after}: IR in {os.path.dirname(last)} (no cubin, no "
+                         f"metadata.json; continue with tmlr-build {last} -o OUT)")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
     try:
@@ -219,8 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("tmlr-build: interrupted", file=sys.stderr)
         return 130
     if not quiet:
-        for path in report.written:
-            print(f"tmlr-build: wrote {path}", file=sys.stderr)
+        for line in _summary(report):
+            print(f"tmlr-build: {line}", file=sys.stderr)
         for name in report.skipped:
             print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
     return 0

@@ -48,10 +48,30 @@ def compiler_style(diagnostics: str, source: str) -> str:
     return "\n".join(out)
 
 
+def causes(e: BaseException) -> list[str]:
+    """``Type: message`` of each exception ``e`` was raised from, outermost first.
+
+    Triton's frontend raises a CompilationError whose text is only the caret under the failing
+    call; the reason ("arange's range must be a power of 2") is in its ``__cause__``."""
+    out: list[str] = []
+    seen = {id(e)}
+    cause = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    while cause is not None and id(cause) not in seen and len(out) < 8:
+        seen.add(id(cause))
+        out.append(f"{type(cause).__name__}: {str(cause).strip() or '(no message)'}")
+        cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
+    return out
+
+
 def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
     detail = str(e).strip() or type(e).__name__
+    chain = causes(e)
+    if chain:  # the innermost cause is the reason: say it first, then where (each caret) it happened
+        where = f"{job.label}: Triton failed in stage {ext}: {chain[-1]}\n{type(e).__name__}: {detail}"
+        where += "".join(f"\ncaused by {c}" for c in chain[:-1])
+    else:
+        where = f"{job.label}: Triton failed in stage {ext} ({type(e).__name__}): {detail}"
     notes = diag.text()
-    where = f"{job.label}: Triton failed in stage {ext} ({type(e).__name__}): {detail}"
     if notes:
         where += "\n" + "\n".join(notes.splitlines()[-40:])
     return where + "\nFix the kernel or the options; --stop-after and --keep-ir write the IR up to the failing stage"

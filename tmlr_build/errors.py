@@ -40,6 +40,10 @@ class InputError(BuildError):
     """An input file is missing, of an unknown kind, or does not hold what it must."""
 
 
+class InputKindError(InputError):
+    """An input file holds another stage than its extension says (TTIR saved as .ttgir), or no IR at all."""
+
+
 class KernelNotFoundError(InputError):
     """The named kernel is not a @triton.jit function of the Python file."""
 
@@ -80,7 +84,7 @@ ERROR_CLASSES: dict[str, type[BuildError]] = {
     cls.__name__: cls
     for cls in (
         BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
-        TritonVersionError, InputError, KernelNotFoundError, SignatureError, MissingMetadataError,
+        TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, MissingMetadataError,
         IRParseError, ArchMismatchError, CompileError, PtxasError, CompilerCrashError,
         ArtifactWriteError,
     )

@@ -22,6 +22,13 @@ _MLIR_TO_TRITON = {
 }
 
 
+# TTGIR carries layouts (#ttg.blocked<...>) and ttg.* module attributes; TTIR has neither.
+# (triton_gpu.*: the same before Triton 3.2.)
+_TTGIR_MARK = re.compile(r"#ttg\.|ttg\.num-warps|#triton_gpu\.|triton_gpu\.num-warps")
+_PTX_MARK = re.compile(r"^\s*\.version\s+\d+\.\d+.*?^\s*\.target\s+sm_", re.MULTILINE | re.DOTALL)
+_LLIR_MARK = re.compile(r"^\s*(define\s|target\s+triple\s*=)", re.MULTILINE)
+
+
 @dataclass(frozen=True)
 class IRFunction:
     name: str
@@ -104,3 +111,17 @@ def module_attributes(text: str) -> dict[str, object]:
         num = re.fullmatch(r"(-?\d+)\s*:\s*i\d+", value)
         out[key] = int(num.group(1)) if num else value.strip('"')
     return out
+
+
+def stage_of(data: bytes) -> str | None:
+    """The stage a file's content is ("ttir", "ttgir", "llir", "ptx", "cubin"), or None for no IR at all."""
+    if data.startswith(b"\x7fELF"):
+        return "cubin"
+    text = data.decode("utf-8", errors="replace")
+    if _PTX_MARK.search(text):
+        return "ptx"
+    if _FUNC.search(text):
+        return "ttgir" if _TTGIR_MARK.search(text) else "ttir"
+    if _LLIR_MARK.search(text):
+        return "llir"
+    return None

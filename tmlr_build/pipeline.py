@@ -136,7 +136,7 @@ def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any])
         "triton_version": triton.__version__,
         "ptxas_version": ptxas.ptxas_version(job.capability),
         "source_stage": job.stage,
-        "source_name": base,
+        "source_name": job.source_name,  # relative to the import root: no absolute path
         "source_sha256": hashlib.sha256(raw).hexdigest(),
         "options": options_record,
         "tmlr_version": tmlr_version,

@@ -10,7 +10,8 @@
     }
 
 Paths are relative to the spec file. A kernel's "arch" restricts it to those archs (a num_ctas=2
-kernel lists [90]); "name" renames the artifact directory.
+kernel lists [90]); "name" renames the artifact directory. docs/spec-format.md documents every key
+(tests/test_build_spec_format.py keeps it in step with the keys below).
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> K
     _no_unknown(path, where, k, _KERNEL_KEYS)
     source = k["source"] + (f":{k['kernel']}" if "kernel" in k and ":" not in k["source"] else "")
     try:
-        src, stage, kernel = parse_source(source, base)
+        parsed = parse_source(source, base)
         arg_names = tuple(parse_arg_names(k["arg_names"])) if "arg_names" in k else None
         if "name" in k:
             check_name(str(k["name"]), '"name"')
@@ -69,7 +70,7 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> K
     options = {**defaults, **_options(path, where, k.get("options", {}))}
     metadata = os.path.join(base, k["metadata"]) if "metadata" in k else None
     archs = _archs(path, where, k["arch"]) if "arch" in k else None
-    return KernelRequest(source=src, stage=stage, kernel=kernel, name=k.get("name"), signature=signature,
+    return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
                          constexprs=dict(constexprs), arg_names=arg_names, options=options, metadata_path=metadata,
                          archs=archs)
 

@@ -44,14 +44,18 @@ class Start:
 
 # --- starting points -----------------------------------------------------------------------------
 def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
+    name = job.source_name  # what Triton sees as the file name (co_filename): never an absolute path
     if not job.kernel:
-        raise SignatureError(f"{base}: name the kernel as {base}:<kernel_name>")
-    module = python_source.load_module(base)
-    fn = python_source.find_kernel(module, job.kernel, base)
+        raise SignatureError(f"{name}: name the kernel as {name}:<kernel_name>")
+    os.chdir(job.import_root)
+    module = python_source.load_module(name, job.module, job.capability)
+    fn = python_source.find_kernel(module, job.kernel, name)
     defaults = {p.name: p.default for p in fn.params if p.has_default}
     constexpr_params = {p.name for p in fn.params if p.is_constexpr}
+    if job.signature is None:
+        _check_signature_needed(f"{name}:{job.kernel}", fn.arg_names, job.constexprs, defaults, constexpr_params)
     entries = sig.parse_signature(job.signature or "")
-    params = sig.bind_python_signature(f"{base}:{job.kernel}", fn.arg_names, entries, dict(job.constexprs),
+    params = sig.bind_python_signature(f"{name}:{job.kernel}", fn.arg_names, entries, dict(job.constexprs),
                                        defaults, constexpr_params)
     options = _parse_options(backend, opts.merge(job.options, [], {}, job.label), job)
     signature, constexprs, attrs = sig.to_triton(params)
@@ -63,20 +67,33 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
         mod = src.make_ir(options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
     except Exception as e:
         message = stage_failure(job, "python -> ttir", e, diag)
-        raise CompileError(f"{_python_location(fn, e, base)}: {message}") from None
+        raise CompileError(f"{_python_location(fn, e, name)}: {message}") from None
     return Start(job.kernel, params, options, mod, "ttir", {}, None)
 
 
-def _python_location(fn: Any, e: Exception, base: str) -> str:
+def _check_signature_needed(kernel: str, arg_names: list[str], constexprs: dict[str, Any], defaults: dict[str, Any],
+                            constexpr_params: set[str]) -> None:
+    """No --signature: fine only when --constexpr and defaults give every parameter."""
+    open_names = [n for n in arg_names if n not in constexprs]
+    if all(n in defaults and n in constexpr_params for n in open_names):
+        return
+    listing = ", ".join(f"{n} (tl.constexpr)" if n in constexpr_params else n for n in open_names)
+    raise SignatureError(
+        f"{kernel}: --signature is missing (a spec entry: \"signature\"); the kernel's parameters are {listing}. "
+        "Give one entry per parameter, in order: a type for each runtime parameter ('*fp32:16' a pointer to fp32 "
+        "aligned to 16 bytes, 'i32' an int, 'i32:16' one divisible by 16) and a bare value for each tl.constexpr, e.g. "
+        "--signature '*fp32:16, *fp32:16, i32, 1024'")
+
+
+def _python_location(fn: Any, e: Exception, name: str) -> str:
     """``file.py:LINE`` of a frontend error; Triton reports lines relative to the ``def``."""
     node = getattr(e, "node", None)
     if getattr(e, "src", None) != fn.src or not hasattr(node, "lineno"):
-        return base
+        return name
     from triton.runtime.jit import get_jit_fn_file_line
 
     _file, def_line = get_jit_fn_file_line(fn)
-    return f"{base}:{def_line + node.lineno - 1}"
-
+    return f"{name}:{def_line + node.lineno - 1}"
 
 
 def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
@@ -200,7 +217,7 @@ def _symbol(stage: str, text: str, base: str) -> str:
 def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Param] | None) -> list[sig.Param]:
     """The full signature of an IR input: sidecar, then --signature, then the IR's own types."""
     if ir_params is None and job.sibling_ir is not None:
-        ir_params = list(mlir_text.read_function(job.sibling_ir, base).params)
+        ir_params = _sibling_params(job, base)
     if job.signature is not None:
         entries = sig.parse_signature(job.signature)
         names = list(job.arg_names or [f"arg{i}" for i in range(len(entries))])
@@ -223,6 +240,17 @@ def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Param] | None
                                  f"{len(ir_params)} parameters ({sig.describe(ir_params)})")
         return [sig.Param(n, p.kind, p.type, p.divisibility) for n, p in zip(job.arg_names, ir_params)]
     return ir_params
+
+
+def _sibling_params(job: Job, base: str) -> list[sig.Param]:
+    """The parameter types of the .ttgir/.ttir beside a .llir/.ptx/.cubin input."""
+    sibling = job.sibling_ir_name or "the .ttgir/.ttir beside it"
+    try:
+        return list(mlir_text.read_function(job.sibling_ir or "", sibling).params)
+    except IRParseError as e:
+        raise IRParseError(f"{e} tmlr-build reads {sibling}, which lies beside {base}, for the parameter types of "
+                           f"{base}: fix it or move it away (then pass --signature, or keep "
+                           f"{os.path.splitext(base)[0]}.tmlr.json beside {base})") from None
 
 
 def cubin_function(job: Job, base: str, cubin: bytes, entry: str) -> Any:
