@@ -90,17 +90,23 @@ def launch_sections(res: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]
     return out
 
 
+def as_results(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """A suite results file as it is; the JSON of one section script that names its section
+    (``build_time.py`` does) as a results file holding that section."""
+    if "sections" in doc:
+        return doc
+    if doc.get("section"):
+        machine = {k: doc[k] for k in ("host", "cpus", "python", "triton") if k in doc}
+        return {"started": doc.get("date", "?"), "machine": machine, "sections": {doc["section"]: {"status": "ok", "data": doc}}}
+    raise ValueError(f"{where}: neither a suite results file nor a section's JSON (no 'sections' or 'section' key)")
+
+
 def merge_also(res: dict[str, Any], also: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     res = copy.deepcopy(res)
     for label, other in also:
-        if "sections" in other:
-            sections = {n: s for n, s in other["sections"].items() if s.get("status") in ("ok", "partial")}
-        elif other.get("section"):  # one section script's own JSON
-            sections = {other["section"]: {"status": "ok", "data": other}}
-        else:
-            raise ValueError(f"--also {label}: neither a suite results file nor a section's JSON (no 'sections' or 'section' key)")
-        for name, sec in sections.items():
-            res.setdefault("sections", {})[f"{name} ({label})"] = sec
+        for name, sec in as_results(other, f"--also {label}")["sections"].items():
+            if sec.get("status") in ("ok", "partial"):
+                res.setdefault("sections", {})[f"{name} ({label})"] = sec
     return res
 
 
@@ -355,8 +361,9 @@ def build_markdown(res: dict[str, Any]) -> str:
         where = name[len("build"):].strip()
         load = ""
         if d.get("loadavg_before") is not None:
-            load = f"; load average before / after: {d['loadavg_before'][0]:.2f} / {_get(d, 'loadavg_after', 0) or 0:.2f}"
-        parts.append(f"### tmlr-build vs triton.compile {where + ', ' if where else ''}{d.get('cpus')} CPUs, Triton {d.get('triton')} "
+            after = (d.get("loadavg_after") or ["?"])[0]
+            load = f"; 1-minute load average before / after: {d['loadavg_before'][0]:.2f} / {_fmt(after, 2)}"
+        parts.append(f"### tmlr-build vs triton.compile{' ' + where if where else ''}, {d.get('cpus')} CPUs, Triton {d.get('triton')} "
                      f"(s, median [min–max] of {d.get('reps')}{load})\n\n"
                      + _table(["kernel (sm_90a)", "tmlr-build process", "triton.compile process", "triton.compile call", "ratio (per rep)"], rows))
         spec = d.get("spec") or {}
@@ -484,7 +491,7 @@ def render(results_path: str, out_dir: str | None = None, also: list[tuple[str, 
     if require_chart and not have_matplotlib():
         raise RuntimeError("the chart needs matplotlib: pip install .[bench]")
     with open(results_path) as f:
-        res = json.load(f)
+        res = as_results(json.load(f), results_path)
     extra = []
     for label, p in also or []:
         with open(p) as f:
@@ -502,7 +509,7 @@ def render(results_path: str, out_dir: str | None = None, also: list[tuple[str, 
     png = os.path.join(out_dir, "launch_overhead.png")
     if chart(res, png):
         made.append(png)
-    elif not have_matplotlib():
+    elif chart_series(res):  # something to draw, but no matplotlib
         print(NO_CHART, file=sys.stderr)
     return made
 
