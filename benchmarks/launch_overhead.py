@@ -59,8 +59,9 @@ WORKLOADS = ("nop", "nop_args", "add4")
 BASELINE = "lean"
 
 
-def lean(name: str, fn: Any, grid: int, block: int, shared: int, types: list[str], n_hidden: int, device: int) -> Callable[..., None]:
-    """The best launcher a careful engineer writes by hand for one kernel with cuda-python.
+def lean(name: str, fn: Any, block: int, shared: int, types: list[str], n_hidden: int, device: int) -> Callable[..., None]:
+    """The best launcher a careful engineer writes by hand for one kernel with cuda-python:
+    ``run(grid, *args)``, the grid an int as in tmlr's fast path.
 
     Prebuilt once: a parameter buffer laid out like the kernel's C parameters (native alignment),
     a ``void**`` of its fields' addresses, and a ``struct`` packing the kernel's own parameters
@@ -81,18 +82,18 @@ def lean(name: str, fn: Any, grid: int, block: int, shared: int, types: list[str
     stream = torch._C._cuda_getCurrentRawStream
 
     if name == "nop":
-        def run() -> None:
+        def run(grid: int) -> None:
             err, = launch(fn, grid, 1, 1, block, 1, 1, shared, stream(device), kp, 0)
             if err:
                 raise RuntimeError(f"cuLaunchKernel: {err}")
     elif name == "add4":
-        def run(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor, n: int) -> None:  # type: ignore[misc]
+        def run(grid: int, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor, n: int) -> None:  # type: ignore[misc]
             pack(buf, 0, x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
             err, = launch(fn, grid, 1, 1, block, 1, 1, shared, stream(device), kp, 0)
             if err:
                 raise RuntimeError(f"cuLaunchKernel: {err}")
     elif name == "nop_args":
-        def run(t1: torch.Tensor, t2: torch.Tensor, t3: torch.Tensor, t4: torch.Tensor, t5: torch.Tensor,  # type: ignore[misc]
+        def run(grid: int, t1: torch.Tensor, t2: torch.Tensor, t3: torch.Tensor, t4: torch.Tensor, t5: torch.Tensor,  # type: ignore[misc]
                 i1: int, i2: int, i3: int, i4: int, i5: int, i6: int, i7: int, i8: int, i9: int) -> None:
             pack(buf, 0, t1.data_ptr(), t2.data_ptr(), t3.data_ptr(), t4.data_ptr(), t5.data_ptr(), i1, i2, i3, i4, i5, i6, i7, i8, i9)
             err, = launch(fn, grid, 1, 1, block, 1, 1, shared, stream(device), kp, 0)
@@ -334,11 +335,11 @@ def main(argv: list[str] | None = None) -> int:
             cubin = os.path.join(path, v.cubin_file)
             block, shared, grid = v.threads_per_block, v.shared, w["grid"]
             a = w["args"]
-            lean_run = lean(name, fn, grid, block, shared, types, hidden, device)
+            lean_run = lean(name, fn, block, shared, types, hidden, device)
             naive_run = naive(fn, grid, block, shared, types, hidden, device)
             makers: dict[str, Callable[[], Callable[[], None]]] = {
                 "floor": lambda: floor(fn, grid, block, shared, a, types, hidden),
-                BASELINE: lambda: (lambda: lean_run(*a)),
+                BASELINE: lambda: (lambda: lean_run(grid, *a)),
                 "naive": lambda: (lambda: naive_run(*a)),
                 "tmlr": lambda: (lambda: k(grid, *a)),
                 "tmlr_nocheck": lambda: (lambda: kf(grid, *a)),
