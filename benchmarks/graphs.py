@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 from cuda.bindings import driver as drv
 
-from bench_common import guarded
+from bench_common import error_text, guarded
 
 Launch = Callable[[], None]
 
@@ -43,6 +43,15 @@ def graph_nodes(graph: Any) -> dict[str, Any]:
     return {"nodes": count, "types": dict(types), "kernel_nodes": dict(kernels)}
 
 
+def listed_nodes(get_graph: Callable[[], Any]) -> dict[str, Any]:
+    """:func:`graph_nodes` of ``get_graph()``, or the error that stopped it (the replay is timed
+    all the same)."""
+    try:
+        return graph_nodes(get_graph())
+    except Exception as e:  # noqa: BLE001 - a diagnostic must not cost the measurement
+        return {"error": error_text(e)}
+
+
 def _warm(f: Launch, stream: torch.cuda.Stream) -> None:
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # first-call paths run outside the capture, as torch recommends
@@ -65,7 +74,7 @@ def torch_graph(f: Launch, n: int) -> tuple[Launch, dict[str, Any] | None]:
     if not kept:
         return g.replay, None
     g.instantiate()
-    return g.replay, graph_nodes(g.raw_cuda_graph())
+    return g.replay, listed_nodes(g.raw_cuda_graph)
 
 
 def driver_graph(f: Launch, n: int) -> tuple[Launch, dict[str, Any]]:
@@ -82,7 +91,7 @@ def driver_graph(f: Launch, n: int) -> tuple[Launch, dict[str, Any]]:
         finally:
             graph = _ok(drv.cuStreamEndCapture(handle), "cuStreamEndCapture")
     exe = _ok(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
-    nodes = graph_nodes(graph)
+    nodes = listed_nodes(lambda: graph)
 
     def replay() -> None:
         _ok(drv.cuGraphLaunch(exe, torch.cuda.current_stream().cuda_stream), "cuGraphLaunch")

@@ -252,6 +252,8 @@ def launch_markdown(res: dict[str, Any]) -> str:
 def _nodes_text(nodes: Any) -> str:
     if not isinstance(nodes, dict):
         return "(not inspected)"
+    if "error" in nodes:
+        return f"(listing failed: {nodes['error']})".replace("|", "/")
     types = ", ".join(f"{n} {t}" for t, n in nodes.get("types", {}).items())
     kernels = "; ".join(f"{n} × {k.split(' ', 2)[2]}" for k, n in nodes.get("kernel_nodes", {}).items())  # drop the handle
     return f"{types}: {kernels}" if kernels else types
