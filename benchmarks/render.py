@@ -2,7 +2,8 @@
 
     python benchmarks/render.py OUT/results.json [--out DIR] [--also LABEL=OTHER.json ...] [--chart]
 
-Writes DIR/results.md (default: beside the JSON) and DIR/launch_overhead.png. The chart needs
+Writes DIR/<name of the JSON>.md (default DIR: beside the JSON; ``results.json`` gives
+``results.md``) and DIR/launch_overhead.png. The chart needs
 matplotlib (``pip install .[bench]``); without it a note goes to stderr and only the markdown is
 written, unless ``--chart`` is given, which makes a missing chart an error. ``--also`` adds the
 sections of another file under "<section> (LABEL)": a suite results JSON, or the JSON of one
@@ -487,7 +488,7 @@ def have_matplotlib() -> bool:
 
 def render(results_path: str, out_dir: str | None = None, also: list[tuple[str, str]] | None = None,
            require_chart: bool = False) -> list[str]:
-    """Write results.md (and the chart) for a results file; returns the paths written. Without
+    """Write the markdown (and the chart) for a results file; returns the paths written. Without
     matplotlib the chart is skipped with a note on stderr, or, with ``require_chart``, a
     RuntimeError is raised before anything is written."""
     if require_chart and not have_matplotlib():
@@ -504,7 +505,7 @@ def render(results_path: str, out_dir: str | None = None, also: list[tuple[str, 
     out_dir = out_dir or os.path.dirname(os.path.abspath(results_path))
     os.makedirs(out_dir, exist_ok=True)
     made = []
-    md = os.path.join(out_dir, "results.md")
+    md = os.path.join(out_dir, os.path.splitext(os.path.basename(results_path))[0] + ".md")
     with open(md, "w") as f:
         f.write(markdown(res))
     made.append(md)
@@ -519,7 +520,7 @@ def render(results_path: str, out_dir: str | None = None, also: list[tuple[str, 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
-    ap.add_argument("--out", help="folder for results.md and launch_overhead.png (default: beside RESULTS)")
+    ap.add_argument("--out", help="folder for the markdown and launch_overhead.png (default: beside RESULTS)")
     ap.add_argument("--also", action="append", default=[], metavar="LABEL=FILE", help="sections of another results JSON")
     ap.add_argument("--chart", action="store_true", help="fail unless the chart is drawn (needs matplotlib)")
     a = ap.parse_args(argv)
