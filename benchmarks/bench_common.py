@@ -39,6 +39,33 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+# Every figure the suite reports rests on at least this many samples; fewer is flagged in the results.
+MIN_SAMPLES = 3
+
+
+def stats(samples: list[float], digits: int = 4) -> dict[str, Any]:
+    """A measurement: its samples (in the order taken), their median, min and max."""
+    return {"median": round(statistics.median(samples), digits), "min": round(min(samples), digits),
+            "max": round(max(samples), digits), "n": len(samples), "samples": [round(x, digits) for x in samples]}
+
+
+def ratio_stats(a: list[float], b: list[float], digits: int = 4) -> dict[str, Any]:
+    """``a / b`` per round, for samples taken in the same interleaved rounds (so drift cancels)."""
+    return stats([x / y for x, y in zip(a, b)], digits)
+
+
+def thin_samples(data: Any, path: str = "") -> list[str]:
+    """Paths of the measurements in ``data`` that rest on fewer than MIN_SAMPLES samples."""
+    out: list[str] = []
+    if isinstance(data, dict):
+        if isinstance(data.get("samples"), list) and len(data["samples"]) < MIN_SAMPLES:
+            out.append(f"{path or '(top)'}: {len(data['samples'])} sample(s)")
+        for k, v in data.items():
+            if k != "samples":
+                out += thin_samples(v, f"{path}/{k}" if path else str(k))
+    return out
+
+
 def write_json(path: str, doc: Any) -> None:
     """Write atomically, so a crash later in the process leaves the last complete file."""
     tmp = f"{path}.tmp"

@@ -5,24 +5,29 @@
 * per kernel (sm_90a): wall time of a fresh process running ``tmlr-build`` on one kernel of
   ``examples/kernels.json`` (``-j 1``) against a fresh process running ``triton.compile`` of the same
   source, signature and options with an empty ``TRITON_CACHE_DIR`` (so it compiles); interleaved,
-  median of ``--reps``. Both include interpreter start and ``import triton``; the triton.compile
-  process also reports the compile call alone.
+  ``--reps`` of each (at least 3), every run kept; the ratio is taken per rep (the two runs of a
+  rep are back to back). Both include interpreter start and ``import triton``; the
+  triton.compile process also reports the compile call alone.
 * whole spec: ``tmlr-build --spec examples/kernels.json -j N`` (every kernel for sm_80 and sm_90a)
   for each N of ``--jobs``, against one process compiling the same list serially with
-  ``triton.compile``.
+  ``triton.compile``; ``--reps`` rounds, interleaved.
+
+The JSON records the machine's load average before and after: on a shared machine the spread of
+the samples is part of the result. ``render.py --also cpu=FILE`` shows it beside a suite run.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import platform
 import shutil
-import statistics
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import EXAMPLES, python_env, require_triton, run_command, triton_version, write_json  # noqa: E402
+from bench_common import EXAMPLES, MIN_SAMPLES, python_env, ratio_stats, require_triton, run_command, stats, triton_version, write_json  # noqa: E402
 
 SPEC = os.path.join(EXAMPLES, "kernels.json")
 
@@ -110,15 +115,19 @@ def run_triton_compile(cases: list[dict[str, object]], tmp: str) -> tuple[float,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3, help=f"runs of each (at least {MIN_SAMPLES})")
     ap.add_argument("--kernels", default="add4,matmul,tma_scale", help="names from examples/kernels.json (sm_90a)")
     ap.add_argument("--jobs", default=f"1,{os.cpu_count() or 1}", help="tmlr-build -j values for the whole spec")
     ap.add_argument("--no-spec", action="store_true", help="skip the whole-spec build")
     args = ap.parse_args(argv)
+    if args.reps < MIN_SAMPLES:
+        ap.error(f"--reps must be at least {MIN_SAMPLES}: every figure rests on {MIN_SAMPLES} samples or more")
     require_triton("3.3")
     tmp = tempfile.mkdtemp(prefix="tmlr-build-time-")
-    doc: dict[str, object] = {"triton": triton_version(), "cpus": os.cpu_count(), "reps": args.reps,
-                              "per_kernel": {}, "spec": {}, "errors": {}}
+    doc: dict[str, object] = {"section": "build", "command": "python benchmarks/build_time.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                              "date": time.strftime("%Y-%m-%d %H:%M:%S"), "host": platform.node(), "python": platform.python_version(),
+                              "triton": triton_version(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg(),
+                              "reps": args.reps, "per_kernel": {}, "spec": {}, "errors": {}}
     errors: dict[str, str] = doc["errors"]  # type: ignore[assignment]
     try:
         cases = {c["name"]: c for c in spec_cases() if c["cap"] == 90}
@@ -131,13 +140,13 @@ def main(argv: list[str] | None = None) -> int:
                     secs, rep = run_triton_compile([case], tmp)
                     theirs.append(secs)
                     inner.append(rep["compile_s"][0])
-                row = {"tmlr_build_s": statistics.median(ours), "triton_compile_process_s": statistics.median(theirs),
-                       "triton_compile_call_s": statistics.median(inner)}
-                row["ratio"] = row["tmlr_build_s"] / row["triton_compile_process_s"]
+                row = {"tmlr_build_s": stats(ours), "triton_compile_process_s": stats(theirs),
+                       "triton_compile_call_s": stats(inner), "ratio": ratio_stats(ours, theirs)}
                 doc["per_kernel"][name] = row  # type: ignore[index]
-                print(f"{name:12s} tmlr-build {row['tmlr_build_s']:.3f} s  triton.compile process "
-                      f"{row['triton_compile_process_s']:.3f} s (compile call {row['triton_compile_call_s']:.3f} s)  "
-                      f"ratio {row['ratio']:.3f}")
+                r = row["ratio"]
+                print(f"{name:12s} tmlr-build {row['tmlr_build_s']['median']:.3f} s  triton.compile process "
+                      f"{row['triton_compile_process_s']['median']:.3f} s (compile call {row['triton_compile_call_s']['median']:.3f} s)  "
+                      f"ratio {r['median']:.3f} [{r['min']:.3f}–{r['max']:.3f}] (medians [min–max] of {args.reps})")
             except Exception as e:  # noqa: BLE001
                 errors[name] = f"{type(e).__name__}: {e}"[:500]
                 print(f"{name:12s} ERROR {errors[name]}")
@@ -149,23 +158,27 @@ def main(argv: list[str] | None = None) -> int:
             all_cases = spec_cases()
             spec_doc: dict[str, object] = {"kernels": len(entries), "compiles": len(all_cases)}
             doc["spec"] = spec_doc
-            for j in [int(x) for x in args.jobs.split(",") if x]:
+            runs: dict[str, list[float]] = {}
+            for _ in range(args.reps):
+                for j in [int(x) for x in args.jobs.split(",") if x]:
+                    try:
+                        runs.setdefault(f"tmlr_build_j{j}_s", []).append(run_tmlr_build(entries, [80, 90], j, tmp))
+                    except Exception as e:  # noqa: BLE001
+                        errors[f"spec_j{j}"] = f"{type(e).__name__}: {e}"[:500]
                 try:
-                    spec_doc[f"tmlr_build_j{j}_s"] = run_tmlr_build(entries, [80, 90], j, tmp)
-                    print(f"spec: tmlr-build -j {j}: {spec_doc[f'tmlr_build_j{j}_s']:.2f} s for {len(all_cases)} compiles")
+                    secs, rep = run_triton_compile(all_cases, tmp)
+                    runs.setdefault("triton_compile_serial_s", []).append(secs)
+                    runs.setdefault("triton_compile_calls_s", []).append(sum(rep["compile_s"]))  # type: ignore[arg-type]
                 except Exception as e:  # noqa: BLE001
-                    errors[f"spec_j{j}"] = f"{type(e).__name__}: {e}"[:500]
-                    print(f"spec: tmlr-build -j {j}: ERROR {errors[f'spec_j{j}']}")
-            try:
-                secs, rep = run_triton_compile(all_cases, tmp)
-                spec_doc["triton_compile_serial_s"] = secs
-                spec_doc["triton_compile_calls_s"] = sum(rep["compile_s"])  # type: ignore[arg-type]
-                print(f"spec: triton.compile serially in one process: {secs:.2f} s")
-            except Exception as e:  # noqa: BLE001
-                errors["spec_triton"] = f"{type(e).__name__}: {e}"[:500]
-                print(f"spec: triton.compile: ERROR {errors['spec_triton']}")
+                    errors["spec_triton"] = f"{type(e).__name__}: {e}"[:500]
+            for key, v in runs.items():
+                spec_doc[key] = stats(v)
+                print(f"spec ({len(all_cases)} compiles): {key} {spec_doc[key]['median']:.2f} s [{min(v):.2f}–{max(v):.2f}]")  # type: ignore[index]
+            for key in [k for k in errors if k.startswith("spec")]:
+                print(f"spec: {key}: ERROR {errors[key]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    doc["loadavg_after"] = os.getloadavg()
     if args.json:
         write_json(args.json, doc)
     return 0

@@ -6,10 +6,11 @@
  * zeroed), "0" a NULL pointer (Triton's hidden global_scratch), "i:V" a 32-bit int V; "-" when
  * there are none. Grid is one block.
  *
- * Launch: BURST launches on the legacy default stream, then cuCtxSynchronize; ROUNDS bursts; the
- * median (and minimum) host microseconds per launch. Graph: GRAPH_N launches captured on a stream
- * into one graph; each of GRAPH_ROUNDS replays timed with events; the median GPU microseconds
- * per kernel (replay time / GRAPH_N). One JSON object on stdout.
+ * Launch: BURST launches on the legacy default stream, then cuCtxSynchronize; ROUNDS bursts, each
+ * giving one sample of host microseconds per launch. Graph: GRAPH_N launches captured on a stream
+ * into one graph; each of GRAPH_ROUNDS replays timed with events gives one sample of GPU
+ * microseconds per kernel (replay time / GRAPH_N). One JSON object on stdout with every sample
+ * (the suite takes medians and spreads).
  *
  * libcuda is opened with dlopen ($TMLR_LIBCUDA, else libcuda.so.1), so a C compiler is all it takes:
  *   nvcc -O2 -o launch_floor benchmarks/launch_floor.c -ldl      (or: cc -O2 ... -ldl)
@@ -103,14 +104,10 @@ static double now_us(void) {
     return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+static void print_samples(const char *key, const double *v, int n) {
+    printf("\"%s\": [", key);
+    for (int i = 0; i < n; i++) printf(i ? ", %.4f" : "%.4f", v[i]);
+    printf("]");
 }
 
 #define MAX_PARAMS 64
@@ -177,22 +174,18 @@ int main(int argc, char **argv) {
     /* launch loop */
     for (int i = 0; i < 50; i++) check(cuLaunchKernel(fn, 1, 1, 1, block, 1, 1, shared, NULL, kparams, NULL), "cuLaunchKernel");
     check(cuCtxSynchronize(), "cuCtxSynchronize");
-    double *us = malloc(sizeof(double) * (rounds > graph_rounds ? rounds : graph_rounds));
+    double *launch_us = malloc(sizeof(double) * rounds), *graph_us = malloc(sizeof(double) * graph_rounds);
     for (int r = 0; r < rounds; r++) {
         check(cuCtxSynchronize(), "cuCtxSynchronize");
         double t0 = now_us();
         CUresult err = 0;
         for (int i = 0; i < burst; i++) err |= cuLaunchKernel(fn, 1, 1, 1, block, 1, 1, shared, NULL, kparams, NULL);
-        us[r] = (now_us() - t0) / burst;
+        launch_us[r] = (now_us() - t0) / burst;
         check(err, "cuLaunchKernel (burst)");
     }
     check(cuCtxSynchronize(), "cuCtxSynchronize after the launch loop");
-    double launch_min = us[0];
-    for (int r = 1; r < rounds; r++) launch_min = us[r] < launch_min ? us[r] : launch_min;
-    double launch_med = median(us, rounds);
 
     /* graph of graph_n launches, replayed */
-    double graph_med = -1;
     if (graph_n > 0) {
         check(cuStreamCreate(&stream, 1 /* NON_BLOCKING */), "cuStreamCreate");
         check(cuStreamBeginCapture(stream, 0 /* GLOBAL */), "cuStreamBeginCapture");
@@ -211,13 +204,16 @@ int main(int argc, char **argv) {
             check(cuEventRecord(e1, stream), "cuEventRecord");
             check(cuEventSynchronize(e1), "cuEventSynchronize");
             check(cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
-            us[r] = ms * 1000.0 / graph_n;
+            graph_us[r] = ms * 1000.0 / graph_n;
         }
-        graph_med = median(us, graph_rounds);
     }
-    printf("{\"entry\": \"%s\", \"params\": %d, \"burst\": %d, \"rounds\": %d, \"launch_us\": %.4f, "
-           "\"launch_us_min\": %.4f, \"graph_n\": %d, \"graph_rounds\": %d, \"graph_us_per_kernel\": %.4f}\n",
-           entry, n, burst, rounds, launch_med, launch_min, graph_n, graph_rounds, graph_med);
-    free(us);
+    printf("{\"entry\": \"%s\", \"params\": %d, \"burst\": %d, \"rounds\": %d, \"graph_n\": %d, \"graph_rounds\": %d, ",
+           entry, n, burst, rounds, graph_n, graph_n > 0 ? graph_rounds : 0);
+    print_samples("launch_us", launch_us, rounds);
+    printf(", ");
+    print_samples("graph_us_per_kernel", graph_us, graph_n > 0 ? graph_rounds : 0);
+    printf("}\n");
+    free(launch_us);
+    free(graph_us);
     return 0;
 }

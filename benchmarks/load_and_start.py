@@ -5,27 +5,27 @@
 
 * load: first load (module cache and load cache cleared each time) and cached load, against a
   raw ``open().read()`` + ``cuModuleLoadData`` + ``cuModuleGetFunction`` of the same cubin;
-  interleaved, median of many. This process never imports torch.
+  interleaved, every sample kept (µs). This process never imports torch.
 * start: fresh interpreters that run a 4-argument vector add and check the result — a bare
   cuda-python script, tmlr without torch (same buffers from cuMemAlloc), ``import torch`` alone,
   tmlr with torch, and Triton's JIT (the machine's Triton, and 3.3.1 when ``--triton33-path``
   names a folder holding it) with a warm cache (primed by the first run) and a cold one
-  (``TRITON_CACHE_DIR`` a fresh empty folder each run); interleaved, median of several runs each.
-  Each script also reports its resident memory at the end (VmRSS) and its peak (VmHWM).
+  (``TRITON_CACHE_DIR`` a fresh empty folder each run); interleaved rounds, every run kept (at
+  least 3 rounds, whatever ``--max-s`` says). Each script also reports its resident memory at the
+  end (VmRSS) and its peak (VmHWM).
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import EXAMPLES, python_env, run_command, write_json  # noqa: E402
+from bench_common import EXAMPLES, MIN_SAMPLES, python_env, ratio_stats, run_command, stats, write_json  # noqa: E402
 
 BARE = r"""
 import sys, struct, ctypes
@@ -138,14 +138,15 @@ def start_scripts(triton33_path: str | None, tmp: str) -> dict[str, tuple[str, d
 
 def bench_start(artifact: str, reps: int, triton33_path: str | None = None, max_s: float | None = None,
                 save: Callable[[dict[str, object]], None] | None = None) -> dict[str, object]:
-    """Median start times; ``save`` gets the results so far after every round, and no new round
-    starts after ``max_s`` seconds (so a time limit keeps what was measured)."""
+    """Start times of every round; ``save`` gets the results so far after every round, and after
+    MIN_SAMPLES rounds no new round starts after ``max_s`` seconds (so a time limit keeps what was
+    measured)."""
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix="tmlr-start-")
     try:
         scripts = start_scripts(triton33_path, tmp)
         samples: dict[str, list[float]] = {k: [] for k in scripts}
-        rss: dict[str, dict[str, int]] = {}
+        rss: dict[str, dict[str, list[int]]] = {k: {"VmRSS": [], "VmHWM": []} for k in scripts}
         errors: dict[str, str] = {}
 
         def once(name: str) -> None:
@@ -159,7 +160,9 @@ def bench_start(artifact: str, reps: int, triton33_path: str | None = None, max_
                 print(f"  {name}: {e}", file=sys.stderr)
                 return
             samples[name].append(secs)
-            rss[name] = r
+            for key in ("VmRSS", "VmHWM"):
+                if key in r:
+                    rss[name][key].append(r[key])
             if cold:
                 shutil.rmtree(env["TRITON_CACHE_DIR"], ignore_errors=True)
 
@@ -167,6 +170,7 @@ def bench_start(artifact: str, reps: int, triton33_path: str | None = None, max_
             if not cold:
                 once(name)
                 samples[name].clear()
+                rss[name] = {"VmRSS": [], "VmHWM": []}
         versions = {}
         for name in scripts:
             if name.endswith("_jit_warm") and name not in errors:
@@ -175,12 +179,13 @@ def bench_start(artifact: str, reps: int, triton33_path: str | None = None, max_
                 versions[name.replace("_jit_warm", "")] = out.strip() if rc == 0 else None
 
         def doc() -> dict[str, object]:
-            return {"start_s": {k: statistics.median(v) for k, v in samples.items() if v},
-                    "start_samples_s": {k: [round(t, 4) for t in v] for k, v in samples.items() if v},
-                    "rss_kib": rss, "triton_versions": versions, "start_errors": errors, "start_reps": reps}
+            return {"start_s": {k: stats(v) for k, v in samples.items() if v},
+                    "start_ratios": start_ratios(samples),
+                    "rss_kib": {k: {key: stats(v, 0) for key, v in r.items() if v} for k, r in rss.items() if r["VmRSS"]},
+                    "triton_versions": versions, "start_errors": errors, "start_reps": reps}
 
         for i in range(reps):
-            if i and max_s is not None and time.perf_counter() - t0 > max_s:
+            if i >= MIN_SAMPLES and max_s is not None and time.perf_counter() - t0 > max_s:
                 print(f"  (stopped after {i} rounds: --max-s {max_s:.0f} reached)", file=sys.stderr)
                 break
             for name in scripts:
@@ -193,7 +198,20 @@ def bench_start(artifact: str, reps: int, triton33_path: str | None = None, max_
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bench_load(artifact: str, reps: int) -> dict[str, float]:
+def start_ratios(samples: dict[str, list[float]]) -> dict[str, object]:
+    """The start targets per round (the scripts of one round run back to back): tmlr without torch
+    over the bare script, and tmlr with torch minus torch alone (seconds)."""
+    out: dict[str, object] = {}
+    bare, tmlr = samples.get("bare_cuda_python"), samples.get("tmlr_no_torch")
+    if bare and tmlr:
+        out["tmlr_no_torch_vs_bare"] = ratio_stats(tmlr, bare)
+    torch_only, with_torch = samples.get("import_torch_cuda"), samples.get("tmlr_with_torch")
+    if torch_only and with_torch:
+        out["tmlr_with_torch_minus_torch_s"] = stats([a - b for a, b in zip(with_torch, torch_only)])
+    return out
+
+
+def bench_load(artifact: str, reps: int) -> dict[str, object]:
     import tmlr_runtime as tr
     from tmlr_runtime import _driver, _kernel, _modules
 
@@ -217,9 +235,13 @@ def bench_load(artifact: str, reps: int) -> dict[str, float]:
         err, mod = drv.cuModuleLoadData(data)
         err2, fn = drv.cuModuleGetFunction(mod, v.entry.encode())
         raw.append(time.perf_counter() - t0)
-        assert int(err) == 0 and int(err2) == 0
+        if int(err) or int(err2):
+            raise RuntimeError(f"raw load of {path}: {err} / {err2}")
         drv.cuModuleUnload(mod)
-    return {k: statistics.median(s) for k, s in (("kernel_load_first", first), ("kernel_load_cached", cached), ("raw_module_load", raw))}
+    us = {k: [t * 1e6 for t in v] for k, v in (("kernel_load_first", first), ("kernel_load_cached", cached), ("raw_module_load", raw))}
+    doc: dict[str, object] = {k: stats(v, 2) for k, v in us.items()}
+    doc["first_vs_raw"] = ratio_stats(us["kernel_load_first"], us["raw_module_load"])
+    return doc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,11 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, object] = {}
     if a.only != "start":
         load = bench_load(artifact, a.load_reps)
-        doc["load_s"] = load
-        print("load (median)")
+        doc["load_us"] = load
+        print(f"load (µs, median [min–max] of {a.load_reps})")
         for k, t in load.items():
-            print(f"  {k:22s} {t * 1e6:9.1f} µs")
-        print(f"  first load / raw = {load['kernel_load_first'] / load['raw_module_load']:.3f}")
+            print(f"  {k:22s} {t['median']:9.2f} [{t['min']:.2f}–{t['max']:.2f}]")  # type: ignore[index]
         if a.json:
             write_json(a.json, doc)
     if a.only != "load":
@@ -251,15 +272,14 @@ def main(argv: list[str] | None = None) -> int:
         doc.update(bench_start(artifact, a.start_reps, a.triton33_path, a.max_s, save))
         start = doc["start_s"]
         rss = doc["rss_kib"]
-        print("process start -> first correct result (median wall s; RSS at the end, MiB)")
+        print("process start -> first correct result (wall s, median [min–max] of the rounds; RSS at the end, MiB)")
         for k, t in start.items():  # type: ignore[union-attr]
-            print(f"  {k:22s} {t:7.3f} s  {rss.get(k, {}).get('VmRSS', 0) / 1024:7.1f} MiB")  # type: ignore[union-attr]
+            mib = rss.get(k, {}).get("VmRSS", {}).get("median", 0) / 1024  # type: ignore[union-attr]
+            print(f"  {k:22s} {t['median']:7.3f} s [{t['min']:.3f}–{t['max']:.3f}] ({t['n']} runs)  {mib:7.1f} MiB")
         for k, e in doc["start_errors"].items():  # type: ignore[union-attr]
             print(f"  {k:22s} ERROR {e}")
-        if "tmlr_no_torch" in start and "bare_cuda_python" in start:  # type: ignore[operator]
-            print(f"  tmlr_no_torch / bare = {start['tmlr_no_torch'] / start['bare_cuda_python']:.3f}")  # type: ignore[index]
-        if "tmlr_with_torch" in start and "import_torch_cuda" in start:  # type: ignore[operator]
-            print(f"  tmlr_with_torch - import_torch_cuda = {start['tmlr_with_torch'] - start['import_torch_cuda']:+.3f} s")  # type: ignore[index]
+        for k, r in doc["start_ratios"].items():  # type: ignore[union-attr]
+            print(f"  {k} = {r['median']:+.3f} [{r['min']:.3f}–{r['max']:.3f}]")
     if a.json:
         write_json(a.json, doc)
     return 0

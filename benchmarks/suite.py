@@ -11,14 +11,16 @@ Sections (docs/performance-suite.md says what each measures):
   launch_triton33  the launch section again in a process with Triton 3.3.1 (needs --triton33-path)
   gpu_time         GPU time of one cubin launched by Triton 3.3.1's launcher and by tmlr (Triton 3.3.1)
   load             Kernel.load first time and cached against raw cuModuleLoadData
-  build            tmlr-build against triton.compile (Triton 3.3.1, CPU only)
   start            process start to first correct result, and resident memory, per system
+  build            tmlr-build against triton.compile (Triton 3.3.1, CPU only)
 
 Each section runs as a child process with a timeout (the suite never stops at a failed section: its
 status and error go into the results), writes OUT/parts/<section>.json and OUT/logs/<section>.log;
 the suite merges them into OUT/results.json with the target table, then renders OUT/results.md
 (and OUT/launch_overhead.png when matplotlib is importable) with benchmarks/render.py.
-Sections that would start after --budget-s seconds are skipped.
+Sections that would start after --budget-s seconds are skipped. Every measurement keeps its
+samples (at least 3); one with fewer marks its section "partial" and is listed under
+"thin_samples" in the results, at the top of results.md and at the end of the console output.
 """
 from __future__ import annotations
 
@@ -38,16 +40,26 @@ from bench_common import (  # noqa: E402
     ADD4_N,
     BENCH,
     EXAMPLES,
+    MIN_SAMPLES,
     NOP_ARGS_INTS,
     ROOT,
     error_text,
     python_env,
     run_command,
+    stats,
+    thin_samples,
     write_json,
 )
 
-SECTIONS = ("launch", "c_floor", "launch_triton33", "gpu_time", "load", "build", "start")
-SUITE_VERSION = 1
+SECTIONS = ("launch", "c_floor", "launch_triton33", "gpu_time", "load", "start", "build")
+SUITE_VERSION = 2
+
+# Seconds: the most each section may take, and the least it needs to be worth starting. One round
+# of the start section (8 fresh interpreters, 5 of them importing torch) takes about 30 s on the
+# H200 machine, its warm-up about 20 s: 5 rounds fit its limit, 3 its minimum.
+LIMITS = {"launch": 150, "c_floor": 90, "launch_triton33": 150, "gpu_time": 150, "load": 60, "start": 240, "build": 150}
+MINIMUM = {"start": 120, "build": 30}
+START_ROUND_S = 40  # a start round with margin: no new round begins with less than this left
 
 
 class Suite:
@@ -64,8 +76,8 @@ class Suite:
         self.env33 = python_env(self.t33) if self.t33 else self.env
         q = args.quick
         self.r = dict(rounds=10 if q else 30, graph=50 if q else 200, graph_rounds=5 if q else 20,
-                      gpu_rounds=4 if q else 10, load_reps=50 if q else 200, start_reps=1 if q else 3,
-                      build_reps=args.build_reps or (1 if q else 3), burst=200)
+                      gpu_rounds=4 if q else 10, load_reps=50 if q else 200, start_reps=3 if q else 5,
+                      build_reps=args.build_reps or 3, burst=200)
         self.results: dict[str, Any] = {"suite_version": SUITE_VERSION, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                                         "quick": q, "settings": self.r, "machine": {}, "sections": {}}
 
@@ -112,6 +124,17 @@ class Suite:
             sec.setdefault("error", f"{why}: {' | '.join(tail)}"[:800])
         return sec
 
+    def flag_thin(self, name: str, sec: dict[str, Any]) -> None:
+        """Mark a section whose measurements rest on fewer than MIN_SAMPLES samples."""
+        thin = thin_samples(sec.get("data"))
+        if not thin:
+            return
+        self.results.setdefault("thin_samples", {})[name] = thin
+        if sec.get("status") == "ok":
+            sec["status"] = "partial"
+        note = f"FEWER THAN {MIN_SAMPLES} SAMPLES in {len(thin)} measurement(s): " + "; ".join(thin)
+        sec["error"] = (note + (f"; {sec['error']}" if sec.get("error") else ""))[:800]
+
     # -- sections ----------------------------------------------------------------------------------
     def s_launch(self, timeout: float) -> dict[str, Any]:
         r = self.r
@@ -134,8 +157,8 @@ class Suite:
                               self.env, timeout)
 
     def s_start(self, timeout: float) -> dict[str, Any]:
-        # a round of every script takes about 45 s on an H200 machine: start none that cannot finish
-        argv = ["--only", "start", "--start-reps", str(self.r["start_reps"]), "--max-s", str(max(0.0, timeout - 60))]
+        # no round starts that could not finish inside the timeout (load_and_start.py still runs 3)
+        argv = ["--only", "start", "--start-reps", str(self.r["start_reps"]), "--max-s", str(max(0.0, timeout - START_ROUND_S))]
         if self.t33:
             argv += ["--triton33-path", self.t33]
         return self.run_child("start", self.py("load_and_start.py", *argv), self.env, timeout)
@@ -163,8 +186,11 @@ class Suite:
                     doc = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
                     if rc != 0 or "error" in doc:
                         raise RuntimeError(doc.get("error") or f"exit {rc}: {err.strip()[-300:]}")
+                    doc["launch_us"] = stats(doc["launch_us"])
+                    doc["graph_us_per_kernel"] = stats(doc["graph_us_per_kernel"])
                     data["workloads"][name] = doc
-                    print(f"  {name:10s} C cuLaunchKernel {doc['launch_us']:.3f} µs/launch   graph replay {doc['graph_us_per_kernel']:.3f} µs/kernel")
+                    print(f"  {name:10s} C cuLaunchKernel {doc['launch_us']['median']:.3f} µs/launch   "
+                          f"graph replay {doc['graph_us_per_kernel']['median']:.3f} µs/kernel (medians)")
                 except Exception as e:  # noqa: BLE001
                     data["errors"][name] = error_text(e)
                     print(f"  {name:10s} ERROR {data['errors'][name]}")
@@ -190,19 +216,18 @@ class Suite:
         for k, v in self.results["machine"].items():
             print(f"  {k}: {v}")
         self.save()
-        limits = {"launch": 150, "c_floor": 90, "launch_triton33": 150, "gpu_time": 150, "load": 60, "build": 150, "start": 300}
-        minimum = {"start": 40, "build": 20}
         for name in names:
             left = self.left()
             print(f"\n=== {name} ({left:.0f} s of budget left) ===", flush=True)
-            if left < minimum.get(name, 15):
-                sec = {"status": "skipped", "error": f"time budget ({self.args.budget_s:.0f} s) spent"}
+            if left < MINIMUM.get(name, 15):
+                sec = {"status": "skipped", "error": f"time budget ({self.args.budget_s:.0f} s) spent: raise --budget-s"}
             else:
                 try:
-                    sec = getattr(self, f"s_{name}")(min(limits[name], left))
+                    sec = getattr(self, f"s_{name}")(min(LIMITS[name], left))
                 except Exception as e:  # noqa: BLE001 - the suite itself must survive anything
                     traceback.print_exc()
                     sec = {"status": "error", "error": error_text(e)}
+            self.flag_thin(name, sec)
             self.results["sections"][name] = sec
             print(f"--- {name}: {sec['status']}" + (f" ({sec['error']})" if sec.get("error") else "")
                   + (f" in {sec['wall_s']} s" if "wall_s" in sec else ""), flush=True)
@@ -218,7 +243,9 @@ class Suite:
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()
             print(f"render failed: {error_text(e)}")
-        bad = [n for n, s in self.results["sections"].items() if s["status"] not in ("ok", "skipped")]
+        bad = [n for n, s in self.results["sections"].items() if s["status"] != "ok"]
+        for name, thin in self.results.get("thin_samples", {}).items():
+            print(f"!!! {name}: FEWER THAN {MIN_SAMPLES} SAMPLES: " + "; ".join(thin))
         print(f"suite done in {time.perf_counter() - self.t0:.0f} s; sections not ok: {', '.join(bad) or 'none'}")
         return 0
 
@@ -348,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     ap.add_argument("--triton33-path", default=None, help="folder holding Triton 3.3.1 (e.g. /tmp/t33 from the prelude)")
     ap.add_argument("--quick", action="store_true", help="few rounds: a smoke test of the whole suite")
-    ap.add_argument("--budget-s", type=float, default=320.0, help="skip sections that would start later than this")
-    ap.add_argument("--build-reps", type=int, help="runs per kernel in the build section (default 3, 1 with --quick)")
+    ap.add_argument("--budget-s", type=float, default=330.0, help="skip sections that would start later than this")
+    ap.add_argument("--build-reps", type=int, help=f"runs per kernel in the build section (default 3; at least {MIN_SAMPLES})")
     args = ap.parse_args(argv)
     names = [s for s in args.sections.split(",") if s]
     unknown = [s for s in names if s not in SECTIONS]
