@@ -55,6 +55,9 @@ class FakeDriver:
         self.device = device
         self.launches: list[dict[str, Any]] = []
         self.loaded: list[str] = []
+        self.scratch: list[tuple[str, int, int]] = []  # ("alloc", bytes, stream) and ("free", address, stream)
+        self.host_addresses: set[int] = set()
+        self.unknown_addresses: set[int] = set()
 
     def __getattr__(self, name: str) -> Any:  # enums and structs come from the real bindings
         return getattr(self._real, name)
@@ -69,8 +72,18 @@ class FakeDriver:
     def cuCtxGetDevice(self) -> tuple[int, int]:
         return _OK, self.device.ordinal
 
-    def cuPointerGetAttribute(self, attribute: Any, address: int) -> tuple[int, None]:
-        return _INVALID_VALUE, None  # "not known to CUDA": the runtime then trusts the caller
+    def cuPointerGetAttribute(self, attribute: Any, address: int) -> tuple[int, Any]:
+        """Every address is device memory of this device (the host memory of FakeCudaTensor poses as it);
+        ``host_addresses`` / ``unknown_addresses`` say otherwise for the addresses in them."""
+        A = self._real.CUpointer_attribute
+        if address in self.unknown_addresses:
+            return _INVALID_VALUE, None
+        if attribute == A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            M = self._real.CUmemorytype
+            return _OK, M.CU_MEMORYTYPE_HOST if address in self.host_addresses else M.CU_MEMORYTYPE_DEVICE
+        if attribute == A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            return _OK, self.device.ordinal
+        return _INVALID_VALUE, None
 
     # -- modules ------------------------------------------------------------------------------
     def cuModuleLoadData(self, image: bytes) -> tuple[int, Any]:
@@ -99,9 +112,11 @@ class FakeDriver:
 
     # -- global scratch -------------------------------------------------------------------------
     def cuMemAllocAsync(self, nbytes: int, stream: int) -> tuple[int, int]:
+        self.scratch.append(("alloc", nbytes, stream))
         return _OK, 0x7F00_0000_0000  # never dereferenced: launches of kernels with scratch are only recorded
 
     def cuMemFreeAsync(self, address: int, stream: int) -> tuple[int]:
+        self.scratch.append(("free", address, stream))
         return (_OK,)
 
     # -- launches -----------------------------------------------------------------------------
