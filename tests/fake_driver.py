@@ -9,6 +9,9 @@ where tmlr depends on it:
 - ``cuModuleLoadData`` reads the image with ``tmlr_runtime._elf`` (not an ELF cubin:
   ``CUDA_ERROR_INVALID_IMAGE``), ``cuModuleGetFunction`` looks the entry up in its symbol table
   (missing: ``CUDA_ERROR_NOT_FOUND``);
+- ``cuPointerGetAttribute`` calls every address device memory of its device, except those put in
+  ``host_addresses`` (pinned host memory) or ``unknown_addresses`` (memory CUDA does not know);
+- ``cuMemAllocAsync`` / ``cuMemFreeAsync`` (global scratch) are recorded in ``scratch``;
 - ``cuLaunchKernel`` / ``cuLaunchKernelEx`` record each launch, and for the ``add`` kernel of
   ``examples/kernels/vector_add.py`` (BLOCK 1024) also *run* it on host memory, so a test can pass
   CPU tensors that pose as CUDA tensors (:class:`FakeCudaTensor`) and check ``out == x + y``.
