@@ -1,30 +1,77 @@
-"""Test-wide setup: the ``gpu`` marker skips when this machine has no usable CUDA device."""
+"""Test-wide setup: tests marked ``gpu`` run where a CUDA device is usable and skip where there is none.
+
+A machine without the NVIDIA driver library (libcuda) has no GPU: ``gpu`` tests skip, also under
+``-m gpu``. Where the library is, the driver is asked for its devices through tmlr_runtime's own
+bindings (``cuda.bindings.driver``, or ``cuda.cuda`` on cuda-python before 12.6: one way, the
+runtime's). If that fails or finds no device, plain runs skip the ``gpu`` tests saying why, and a
+run selected with ``-m gpu`` stops with the driver's error: asked to test the GPU, it must not pass
+by skipping everything.
+"""
 from __future__ import annotations
 
+import ctypes
 import functools
+import re
+import sys
 
 import pytest
 
+from tmlr_runtime import TmlrError, _driver
+
+NO_DRIVER_LIBRARY = "no NVIDIA driver library (libcuda) on this machine"
+
+
+def driver_library_present() -> bool:
+    """Whether the NVIDIA driver library can be loaded, as cuda-python loads it (system search)."""
+    try:
+        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
 
 @functools.lru_cache(maxsize=1)
+def gpu_probe() -> tuple[int, str]:
+    """``(CUDA devices, why there are none)``; the reason is "" when there are devices."""
+    if not driver_library_present():
+        return 0, NO_DRIVER_LIBRARY
+    try:
+        drv = _driver.init()
+        count = int(_driver.check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+    except TmlrError as e:
+        return 0, f"the NVIDIA driver library is present but failed: {e}"
+    return count, "" if count else "the NVIDIA driver reports 0 devices"
+
+
 def cuda_device_count() -> int:
     """Number of CUDA devices the driver reports; 0 when there is no driver or no device."""
-    try:
-        from cuda.bindings import driver
+    return gpu_probe()[0]
 
-        (err,) = driver.cuInit(0)
-        if int(err) != 0:
-            return 0
-        err, count = driver.cuDeviceGetCount()
-        return int(count) if int(err) == 0 else 0
-    except Exception:  # no cuda-python, no libcuda: simply no GPU here
-        return 0
+
+def gpu_requested(markexpr: str) -> bool:
+    """Whether a ``-m`` expression selects ``gpu`` tests (``gpu``, ``gpu and not slow``; not ``not gpu``)."""
+    tokens = re.findall(r"[\w.]+|\S", markexpr or "")
+    return any(t == "gpu" and (i == 0 or tokens[i - 1] != "not") for i, t in enumerate(tokens))
+
+
+def gpu_skip_reason(markexpr: str) -> str | None:
+    """None when ``gpu`` tests can run here; else why they skip. Raises :class:`pytest.UsageError`
+    when ``-m`` asked for them and the driver library is present but no device can be used."""
+    count, why = gpu_probe()
+    if count > 0:
+        return None
+    if gpu_requested(markexpr) and why != NO_DRIVER_LIBRARY:
+        raise pytest.UsageError(f"-m {markexpr!r} selects the GPU tests, but no CUDA device can be used: {why}")
+    return f"needs a CUDA device ({why})"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if cuda_device_count() > 0:
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
         return
-    skip = pytest.mark.skip(reason="needs a CUDA device (none found)")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    reason = gpu_skip_reason(config.getoption("markexpr", "") or "")
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in gpu_items:
+        item.add_marker(skip)

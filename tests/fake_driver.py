@@ -9,6 +9,9 @@ where tmlr depends on it:
 - ``cuModuleLoadData`` reads the image with ``tmlr_runtime._elf`` (not an ELF cubin:
   ``CUDA_ERROR_INVALID_IMAGE``), ``cuModuleGetFunction`` looks the entry up in its symbol table
   (missing: ``CUDA_ERROR_NOT_FOUND``);
+- ``cuPointerGetAttribute`` calls every address device memory of its device, except those put in
+  ``host_addresses`` (pinned host memory) or ``unknown_addresses`` (memory CUDA does not know);
+- ``cuMemAllocAsync`` / ``cuMemFreeAsync`` (global scratch) are recorded in ``scratch``;
 - ``cuLaunchKernel`` / ``cuLaunchKernelEx`` record each launch, and for the ``add`` kernel of
   ``examples/kernels/vector_add.py`` (BLOCK 1024) also *run* it on host memory, so a test can pass
   CPU tensors that pose as CUDA tensors (:class:`FakeCudaTensor`) and check ``out == x + y``.
@@ -55,6 +58,9 @@ class FakeDriver:
         self.device = device
         self.launches: list[dict[str, Any]] = []
         self.loaded: list[str] = []
+        self.scratch: list[tuple[str, int, int]] = []  # ("alloc", bytes, stream) and ("free", address, stream)
+        self.host_addresses: set[int] = set()
+        self.unknown_addresses: set[int] = set()
 
     def __getattr__(self, name: str) -> Any:  # enums and structs come from the real bindings
         return getattr(self._real, name)
@@ -69,8 +75,18 @@ class FakeDriver:
     def cuCtxGetDevice(self) -> tuple[int, int]:
         return _OK, self.device.ordinal
 
-    def cuPointerGetAttribute(self, attribute: Any, address: int) -> tuple[int, None]:
-        return _INVALID_VALUE, None  # "not known to CUDA": the runtime then trusts the caller
+    def cuPointerGetAttribute(self, attribute: Any, address: int) -> tuple[int, Any]:
+        """Every address is device memory of this device (the host memory of FakeCudaTensor poses as it);
+        ``host_addresses`` / ``unknown_addresses`` say otherwise for the addresses in them."""
+        A = self._real.CUpointer_attribute
+        if address in self.unknown_addresses:
+            return _INVALID_VALUE, None
+        if attribute == A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            M = self._real.CUmemorytype
+            return _OK, M.CU_MEMORYTYPE_HOST if address in self.host_addresses else M.CU_MEMORYTYPE_DEVICE
+        if attribute == A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            return _OK, self.device.ordinal
+        return _INVALID_VALUE, None
 
     # -- modules ------------------------------------------------------------------------------
     def cuModuleLoadData(self, image: bytes) -> tuple[int, Any]:
@@ -99,9 +115,11 @@ class FakeDriver:
 
     # -- global scratch -------------------------------------------------------------------------
     def cuMemAllocAsync(self, nbytes: int, stream: int) -> tuple[int, int]:
+        self.scratch.append(("alloc", nbytes, stream))
         return _OK, 0x7F00_0000_0000  # never dereferenced: launches of kernels with scratch are only recorded
 
     def cuMemFreeAsync(self, address: int, stream: int) -> tuple[int]:
+        self.scratch.append(("free", address, stream))
         return (_OK,)
 
     # -- launches -----------------------------------------------------------------------------

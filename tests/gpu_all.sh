@@ -3,10 +3,13 @@
 #   . .device/prelude.sh && bash tests/gpu_all.sh
 # 1. every GPU test (runtime, stage examples, stress, ...): pytest -m gpu tests/ -> $OUT/pytest_gpu.log
 #    (the stress test's counts and launch rate -> $OUT/stress_gpu.json)
+#    Every test must run: a skip whose reason is not one of tests/skip_reasons.py's ALLOWED (sm_80-only
+#    cases, two-GPU cases) fails the run, named in the summary.
 # 2. tests/sanitize.sh: compute-sanitizer memcheck/racecheck/synccheck/initcheck over every GPU test kernel
 #    and stage example -> $OUT/sanitizer/ (summary.txt and one log per tool and target)
 # then one summary. OUT defaults to ./gpu-out. Exit 0 only when both parts pass.
-# Env: GPU_ALL_PYTEST_TIMEOUT_S (default 300) bounds step 1; SKIP_SANITIZE=1 skips step 2; everything
+# Env: GPU_ALL_PYTEST_TIMEOUT_S (default 300) bounds step 1; SKIP_SANITIZE=1 skips step 2;
+# GPU_ALL_ALLOW_SKIPS="prefix|prefix" allows more skip reasons (e.g. "needs an sm_90 GPU" on an A100); everything
 # tests/sanitize.sh reads (SANITIZE_JOBS, SANITIZE_BUDGET_S, ...) passes through.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,7 +32,7 @@ fi
 
 {
   nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>&1 || echo "nvidia-smi failed"
-  "$PY" -c "import sys, torch; import cuda.bindings as cb; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda-bindings', cb.__version__)" 2>&1
+  "$PY" -c "import sys, torch; from tmlr_runtime import _driver; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda-python bindings', _driver.bindings_version(), 'from', _driver.api().__name__)" 2>&1
 } | tee "$OUT/machine.txt"
 
 # -- 1. pytest -m gpu ------------------------------------------------------------------------------------
@@ -38,6 +41,8 @@ rm -f "$OUT/stress_gpu.json"
 TMLR_STRESS_REPORT="$OUT/stress_gpu.json" timeout -k 10 "${GPU_ALL_PYTEST_TIMEOUT_S:-300}" \
   "$PY" -m pytest -q -m gpu -rs -p no:cacheprovider tests/ 2>&1 | tee "$OUT/pytest_gpu.log"
 rc_pytest=${PIPESTATUS[0]}
+"$PY" tests/skip_reasons.py "$OUT/pytest_gpu.log" >"$OUT/unexpected_skips.txt" 2>&1
+rc_skips=$?
 T1=$(date +%s)
 
 # -- 2. compute-sanitizer --------------------------------------------------------------------------------
@@ -59,6 +64,12 @@ T2=$(date +%s)
   grep -E '^(FAILED|ERROR) ' "$OUT/pytest_gpu.log" | head -20 | sed 's/^/    /'
   nskip=$(grep -cE '^SKIPPED ' "$OUT/pytest_gpu.log")
   [ "$nskip" -gt 0 ] && echo "    skip reasons ($nskip lines in the log):" && grep -E '^SKIPPED ' "$OUT/pytest_gpu.log" | head -8 | sed 's/^/      /'
+  if [ "$rc_skips" = 0 ]; then
+    echo "skips: only allowed reasons (tests/skip_reasons.py)"
+  else
+    echo "skips: FAIL, tests that did not run for a reason not allowed (tests/skip_reasons.py):"
+    sed 's/^/    /' "$OUT/unexpected_skips.txt"
+  fi
   if [ -s "$OUT/stress_gpu.json" ]; then
     "$PY" - "$OUT/stress_gpu.json" <<'EOF'
 import json, sys
@@ -81,5 +92,6 @@ EOF
 } | tee "$OUT/gpu_all_summary.txt"
 
 [ "$rc_pytest" = 0 ] || exit 1
+[ "$rc_skips" = 0 ] || exit 1
 [ "$rc_san" = skipped ] || [ "$rc_san" = 0 ] || exit "$rc_san"
 exit 0

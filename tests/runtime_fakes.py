@@ -81,7 +81,8 @@ class Recorder:
 
     layout: Layout
     launches: list[dict[str, Any]] = field(default_factory=list)
-    result: int = 0
+    result: int = 0  # the CUresult each launch returns
+    error: BaseException | None = None  # raised by each launch instead, after recording it
 
     def _params(self, kp: int) -> list[bytes]:
         out = []
@@ -92,10 +93,14 @@ class Recorder:
 
     def launch(self, fn: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shm: int, stream: int, kp: int, extra: int) -> tuple[int]:
         self.launches.append({"grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shm, "stream": stream, "params": self._params(kp)})
+        if self.error is not None:
+            raise self.error
         return (self.result,)
 
     def launch_ex(self, config: Any, fn: Any, kp: int, extra: int) -> tuple[int]:
         self.launches.append({"grid": (config.gridDimX, config.gridDimY, config.gridDimZ), "stream": config.hStream, "params": self._params(kp), "config": config})
+        if self.error is not None:
+            raise self.error
         return (self.result,)
 
 

@@ -20,6 +20,10 @@
 # the time budget (SANITIZE_BUDGET_S, default 180 s) is reported NOT RUN. One line per (tool, target), then a
 # total. Full logs: $OUT/sanitizer/ when OUT is set, else ./sanitizer-logs.
 # Exit: 0 all clean; 1 sanitizer errors, a target that failed, or no sanitizer summary; 2 only NOT RUN ones.
+# One known false report is not counted: initcheck's "Uninitialized __global__ memory read" in the tma_scale
+# kernel (Triton writes its TMA descriptors into global scratch with tensormap.cp_fenceproxy, which initcheck
+# does not see as a write). tests/sanitizer_log.py reads the logs and says exactly what it discounts; every
+# other report stays an error. initcheck runs print every report (--print-limit 0) so each one is seen.
 #
 # Options: --tools memcheck,racecheck  --jobs N  --budget SECONDS  --dry-run (print the jobs, run nothing)
 # Env: COMPUTE_SANITIZER (binary), PYTHON (default python3), SANITIZE_FAMILY (sm90|sm80, else from the GPU),
@@ -95,13 +99,14 @@ if [ -z "$SAN" ]; then
   fi
 fi
 command -v timeout >/dev/null 2>&1 || { echo "sanitize.sh: coreutils 'timeout' is missing" >&2; exit 1; }
-PORT_OPTS=0; API_OPT=0
+PORT_OPTS=0; API_OPT=0; LIMIT_OPT=0
 if [ "$DRY" = 0 ]; then
   SAN_HELP="$("$SAN" --help 2>&1)"
   SAN_VERSION="$("$SAN" --version 2>&1 | tail -1)"
   # Concurrent sanitizer sessions each get their own port range where this version has the options.
   if grep -q -- '--port' <<<"$SAN_HELP" && grep -q -- '--max-connections' <<<"$SAN_HELP"; then PORT_OPTS=1; fi
   if grep -q -- '--report-api-errors' <<<"$SAN_HELP"; then API_OPT=1; fi
+  if grep -q -- '--print-limit' <<<"$SAN_HELP"; then LIMIT_OPT=1; fi
 fi
 
 # -- this GPU's family and the stage examples to run ---------------------------------------------------------
@@ -192,7 +197,14 @@ job_argv() {
   esac
 }
 san_opts() {  # tool, slot, target
-  SOPTS=(--tool "$1" --target-processes all --error-exitcode 1)
+  SOPTS=(--tool "$1" --target-processes all)
+  # initcheck: the exit status stays the target's own (its errors are counted from the log, less the known
+  # report, see the header), and every report is printed so that none is discounted unseen.
+  if [ "$1" = initcheck ]; then
+    [ "$LIMIT_OPT" = 1 ] && SOPTS+=(--print-limit 0)
+  else
+    SOPTS+=(--error-exitcode 1)
+  fi
   if [ "$PORT_OPTS" = 1 ]; then SOPTS+=(--port $((49152 + 64 * $2)) --max-connections 32); fi
   # Bad-input cases may make the driver refuse something on purpose (a cubin for another arch, an address
   # CUDA does not know): not a memory error. Device-side checks stay on.
@@ -280,6 +292,11 @@ trap - INT TERM
 
 # -- summary -----------------------------------------------------------------------------------------------
 sum_numbers() { awk '{ s += $1 } END { print s + 0 }'; }
+log_counts() {  # tool log -> "errors known" (tests/sanitizer_log.py); a log it cannot read counts as 1 error, never as clean
+  local out
+  out=$("$PY" tests/sanitizer_log.py "$1" "$2" 2>/dev/null | head -1)
+  if [[ "$out" =~ ^[0-9]+\ [0-9]+$ ]]; then echo "$out"; else echo "1 0"; fi
+}
 n_clean=0; n_err=0; n_fail=0; n_notrun=0; total_errors=0
 SUMMARY="$LOGDIR/summary.txt"
 {
@@ -294,7 +311,8 @@ SUMMARY="$LOGDIR/summary.txt"
       echo "$tool $label: NOT RUN (timed out after ${J_TMO[i]}s; partial log $(basename "$log"))"; n_notrun=$((n_notrun + 1)); continue
     fi
     n_sum=$(grep -cE 'ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard' "$log")
-    errs=$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | grep -oE '[0-9]+' | sum_numbers)
+    read -r errs known <<<"$(log_counts "$tool" "$log")"
+    errs=$((errs - known))
     race=$(grep -oE 'RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ errors?, [0-9]+ warnings?\)' "$log")
     warn=0
     if [ -n "$race" ]; then
@@ -309,12 +327,17 @@ SUMMARY="$LOGDIR/summary.txt"
     [ -n "$res" ] && detail="$res; "
     detail="${detail}${J_SECS[i]}s"
     wtxt=""; [ "$warn" -gt 0 ] && wtxt=" ($warn racecheck warnings)"
+    [ "$known" -gt 0 ] && wtxt="$wtxt ($known known tma_scale descriptor reads not counted, see tests/sanitizer_log.py)"
     if [ "$n_sum" -eq 0 ]; then
       echo "$tool $label: NO SANITIZER SUMMARY (exit $rc) [$detail] - see $(basename "$log")"; n_fail=$((n_fail + 1))
     elif [ "$errs" -gt 0 ]; then
       echo "$tool $label: $errs errors$wtxt [$detail]"; n_err=$((n_err + 1)); total_errors=$((total_errors + errs))
-      grep -E '^========= +(Invalid|Error|Race|Warning|Uninitialized|Barrier|Program hit|Potential|Malloc|Cuda|Fatal|Hazard|Out-of-range|Misaligned|Unused)' "$log" \
-        | grep -vE "didn't terminate|Target application returned" | head -3 | sed 's/^/    /'
+      if [ "$known" -gt 0 ]; then  # the reports other than the known one
+        "$PY" tests/sanitizer_log.py "$tool" "$log" | tail -n +2 | sed 's/^/    ========= /'
+      else
+        grep -E '^========= +(Invalid|Error|Race|Warning|Uninitialized|Barrier|Program hit|Potential|Malloc|Cuda|Fatal|Hazard|Out-of-range|Misaligned|Unused)' "$log" \
+          | grep -vE "didn't terminate|Target application returned" | head -3 | sed 's/^/    /'
+      fi
     elif [ "$rc" != 0 ]; then
       echo "$tool $label: 0 errors$wtxt, but the target FAILED (exit $rc) [$detail]"; n_fail=$((n_fail + 1))
     else

@@ -7,17 +7,21 @@ of the advice, not just the parameter name):
   which must exit 1 and name the failing check);
 - ``CALLS``: a bad launch of a good kernel; after every one a correct launch must still compute
   ``x + y`` (no sticky error) and the bad one must never have reached the driver;
+- ``API``: a bad argument to ``Kernel.load`` or ``make_tensor_map``;
 - ``BUILD``: bad input to tmlr-build: the typed error of ``run()``, then the exit status and the
   ``tmlr-build: error:`` line of ``main()``.
 
 Runtime cases run twice: on a CPU with ``tests/fake_driver.py`` (an H200's device facts, cubins
 read with ``tmlr_runtime._elf``, the add kernel executed on host memory by tensors that pose as
 CUDA tensors), and marked ``gpu`` for real, with the committed ``examples/artifacts`` and torch CUDA
-tensors (``python -m pytest -m gpu tests/test_bad_inputs.py``). Cases a single H200 cannot show (a
-device without clusters, a second GPU) say so in ``gpu_skip``.
+tensors (``python -m pytest -m gpu tests/test_bad_inputs.py``). ``gpu`` says where a case can run
+for real: anywhere, only on an sm_80 GPU or with two GPUs (skipped otherwise, with the reasons of
+tests/skip_reasons.py), or nowhere (``fake``: a device without cluster or cooperative launch is
+shown with the fake driver only, and gets no GPU test).
 
 ``docs/failure-modes.md`` is this matrix as a table, generated from the messages the cases really
-produce; ``test_failure_modes_doc_is_current`` fails when it is stale
+produce with the fake driver (the same on every machine: the GPU runs check their messages but do not
+write the table); ``test_failure_modes_doc_is_current`` fails when it is stale
 (``TMLR_WRITE_DOC=1 python -m pytest tests/test_bad_inputs.py -k doc`` rewrites it).
 """
 from __future__ import annotations
@@ -41,6 +45,7 @@ np = pytest.importorskip("numpy")
 import fake_driver  # noqa: E402
 import tmlr_runtime as tr  # noqa: E402
 from fake_driver import A100, H200  # noqa: E402
+from skip_reasons import NEEDS_SM80, NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_build import errors as E  # noqa: E402
 from tmlr_runtime import _driver  # noqa: E402
 from tmlr_runtime.cli import main as tmlr_main  # noqa: E402
@@ -77,6 +82,11 @@ class World:
     def on_cpu(self, t: Any) -> Any:
         return t.cpu() if self.kind == "gpu" else t.as_subclass(torch.Tensor)
 
+    def sparse(self, t: Any) -> Any:
+        """``t`` as a sparse COO tensor (on cpu a host one: torch cannot make a sparse FakeCudaTensor; the
+        layout is refused before the device is looked at, so the message is the same)."""
+        return t.to_sparse() if self.kind == "gpu" else self.on_cpu(t).to_sparse()
+
     def on_other_device(self, t: Any) -> Any:
         return t.to("cuda:1") if self.kind == "gpu" else t.as_subclass(fake_driver.fake_cuda_tensor_type(1))
 
@@ -112,7 +122,23 @@ def open_world(kind: str, root: Path, device: _driver.DeviceInfo = H200) -> Iter
         yield World("cpu", root, (device.major, device.minor), fake=fake)
 
 
-WORLDS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+def worlds(cases: list[Any]) -> list[Any]:
+    """``(case, kind)`` parameters: every case with the fake driver, and on a real GPU where it can run there."""
+    out = []
+    for c in cases:
+        out.append(pytest.param(c, "cpu", id=f"{c.id}-cpu"))
+        if c.gpu != "fake":
+            out.append(pytest.param(c, "gpu", id=f"{c.id}-gpu", marks=pytest.mark.gpu))
+    return out
+
+
+def gpu_skip_reason(case: Any) -> str | None:
+    """Why this GPU cannot show ``case`` (None: it can)."""
+    if case.gpu == "sm80" and torch.cuda.get_device_capability()[0] != 8:
+        return f"{NEEDS_SM80}: {case.id} needs a real sm_80 device, this one is sm_{''.join(map(str, torch.cuda.get_device_capability()))}"
+    if case.gpu == "two GPUs" and torch.cuda.device_count() < 2:
+        return f"{NEEDS_TWO_GPUS}: {case.id} needs a second device"
+    return None
 
 
 # ================================================================================================
@@ -223,12 +249,11 @@ class Broken:
     verify: str  # the check `tmlr verify` reports as FAIL
     base: str = "add"  # which examples/artifacts/<base> is broken
     device: _driver.DeviceInfo = H200  # the fake device on cpu
-    gpu_skip: str | None = None  # why a real H200 cannot show this case
+    gpu: str = "any"  # where a real GPU can show it: "any", "sm80", or "fake" (nowhere: fake device facts)
 
 
 NO_CLUSTERS = dataclasses.replace(H200, name="NVIDIA H200 without cluster launch (fake)", cluster_launch=False)
 NO_COOPERATIVE = dataclasses.replace(H200, name="NVIDIA H200 without cooperative launch (fake)", cooperative_launch=False)
-ON_H200 = "an H200 supports it; the refusal is shown on CPU with a fake device"
 
 ARTIFACTS = [
     Broken("no-such-directory", "the directory does not exist", remove(""), tr.ArtifactError,
@@ -273,15 +298,15 @@ ARTIFACTS = [
            keep_variants_the_device_cannot_run, tr.NoCompatibleVariantError, "Rebuild with `tmlr-build ... --arch", DEVICE),
     Broken("cluster-kernel-on-sm80", "a cluster kernel (sm_90a only) on an A100", lambda d, w: None,
            tr.NoCompatibleVariantError, "--num-ctas 1", DEVICE, base="cluster_add", device=A100,
-           gpu_skip="needs an sm_80 device"),
+           gpu="sm80"),
     Broken("shared-memory-over-limit", "1 MiB of shared memory per block", edit(every_variant("launch", "shared", 1 << 20)),
            tr.DeviceLimitError, "rebuild with smaller tiles or --num-stages", DEVICE),
     Broken("cluster-launch-unsupported", "a cluster kernel on a device without cluster launch", lambda d, w: None,
            tr.DeviceLimitError, "rebuild with --num-ctas 1", DEVICE, base="cluster_add", device=NO_CLUSTERS,
-           gpu_skip=ON_H200),
+           gpu="fake"),
     Broken("cooperative-launch-unsupported", "a grid-sync kernel on a device without cooperative launch",
            lambda d, w: None, tr.DeviceLimitError, "rebuild without launch_cooperative_grid", DEVICE,
-           base="grid_sync", device=NO_COOPERATIVE, gpu_skip=ON_H200),
+           base="grid_sync", device=NO_COOPERATIVE, gpu="fake"),
 ]
 
 
@@ -298,22 +323,20 @@ def artifact_outcome(case: Broken, w: World) -> BaseException:
     return info.value
 
 
-@pytest.mark.parametrize("kind", WORLDS)
-@pytest.mark.parametrize("case", ARTIFACTS, ids=[c.id for c in ARTIFACTS])
+@pytest.mark.parametrize("case,kind", worlds(ARTIFACTS))
 def test_broken_artifact(case: Broken, kind: str, tmp_path: Path) -> None:
-    if kind == "gpu" and case.gpu_skip:
-        pytest.skip(case.gpu_skip)
+    if kind == "gpu" and gpu_skip_reason(case):
+        pytest.skip(gpu_skip_reason(case))
     with open_world(kind, tmp_path, case.device) as w:
         err = artifact_outcome(case, w)
-        check_message(case, err, tmp_path)
+        check_message(case, err, tmp_path, record=kind == "cpu")
 
 
-@pytest.mark.parametrize("kind", WORLDS)
-@pytest.mark.parametrize("case", ARTIFACTS, ids=[c.id for c in ARTIFACTS])
+@pytest.mark.parametrize("case,kind", worlds(ARTIFACTS))
 def test_verify_names_the_failing_check(case: Broken, kind: str, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    if kind == "gpu" and case.gpu_skip:
-        pytest.skip(case.gpu_skip)
+    if kind == "gpu" and gpu_skip_reason(case):
+        pytest.skip(gpu_skip_reason(case))
     with open_world(kind, tmp_path, case.device) as w:
         d = broken_artifact(case, w)
         capsys.readouterr()
@@ -377,12 +400,7 @@ class Call:
     call: Callable[[World], None]
     exc: type[Exception]
     fix: str
-    gpu_skip: str | None = None
-
-    def gpu_skip_reason(self) -> str | None:
-        if self.gpu_skip == "two GPUs" and torch.cuda.device_count() >= 2:
-            return None
-        return self.gpu_skip
+    gpu: str = "any"  # where a real GPU can show it: "any" or "two GPUs"
 
 
 CALLS = [
@@ -403,7 +421,7 @@ CALLS = [
     Call("cpu-tensor", "a CPU tensor for a pointer", lambda w: w.launch(x=w.on_cpu(w.x)), tr.PointerArgumentError,
          "move it with .to('cuda:0')"),
     Call("tensor-on-other-device", "a tensor on cuda:1, launch on cuda:0", lambda w: w.launch(x=w.on_other_device(w.x)),
-         tr.PointerArgumentError, "move it with .to('cuda:0')", gpu_skip="two GPUs"),
+         tr.PointerArgumentError, "move it with .to('cuda:0')", gpu="two GPUs"),
     Call("wrong-dtype", "an fp16 tensor for *fp32", lambda w: w.launch(x=w.x.half()), tr.PointerArgumentError,
          "convert it with .to(torch.float32)"),
     Call("pointer-not-16-byte-aligned", "x[1:] where the build assumed 16-byte alignment", lambda w: w.launch(x=w.x[1:]),
@@ -414,6 +432,8 @@ CALLS = [
          "pass a device pointer"),
     Call("string-for-pointer", "a string where a tensor is expected", lambda w: w.launch(x="x"), tr.PointerArgumentError,
          "pass a CUDA torch tensor"),
+    Call("sparse-tensor", "a sparse (COO) tensor for a pointer", lambda w: w.launch(x=w.sparse(w.x)),
+         tr.PointerArgumentError, "convert it with .to_dense()"),
     Call("list-for-pointer", "a Python list where a tensor is expected", lambda w: w.launch(x=[1.0, 2.0]),
          tr.PointerArgumentError, "pass a CUDA torch tensor"),
     Call("numpy-array-for-pointer", "a host numpy array", lambda w: w.launch(x=np.zeros(N, np.float32)),
@@ -474,18 +494,56 @@ def call_outcome(case: Call, w: World) -> BaseException:
     return info.value
 
 
-@pytest.mark.parametrize("kind", WORLDS)
-@pytest.mark.parametrize("case", CALLS, ids=[c.id for c in CALLS])
+@pytest.mark.parametrize("case,kind", worlds(CALLS))
 def test_bad_call(case: Call, kind: str, tmp_path: Path) -> None:
-    if kind == "gpu" and case.gpu_skip_reason():
-        pytest.skip(case.gpu_skip_reason())
+    if kind == "gpu" and gpu_skip_reason(case):
+        pytest.skip(gpu_skip_reason(case))
     with open_world(kind, tmp_path) as w:
         w.kernel = tr.Kernel.load(call_kernel_dir(tmp_path))
         w.x, w.y, w.out = w.tensor(), w.tensor(), w.tensor()
         w.check_good_launch()
         err = call_outcome(case, w)
-        check_message(case, err, tmp_path)
+        check_message(case, err, tmp_path, record=kind == "cpu")
         w.check_good_launch()  # nothing sticky: the kernel still runs and computes x + y
+
+
+# ================================================================================================
+# Other API calls
+# ================================================================================================
+@dataclasses.dataclass(frozen=True)
+class Api:
+    id: str
+    what: str
+    call: Callable[[World], None]
+    exc: type[Exception]
+    fix: str
+    gpu: str = "any"
+
+
+API = [
+    Api("load-none", "Kernel.load(None)", lambda w: tr.Kernel.load(None), tr.ArgumentError,
+        "pass the directory tmlr-build wrote"),
+    Api("load-int", "Kernel.load(3)", lambda w: tr.Kernel.load(3), tr.ArgumentError, "pass the directory tmlr-build wrote"),
+    Api("tensor-map-block-shape-int", "make_tensor_map(t, block_shape=64)",
+        lambda w: tr.make_tensor_map(w.tensor(), block_shape=64), tr.ArgumentError, "pass block_shape as a tuple of positive ints"),
+    Api("tensor-map-block-shape-str", "make_tensor_map(t, block_shape=('a',))",
+        lambda w: tr.make_tensor_map(w.tensor(), block_shape=("a",)), tr.ArgumentError,
+        "pass block_shape as a tuple of positive ints"),
+    Api("tensor-map-block-shape-zero", "make_tensor_map(t, block_shape=(0,))",
+        lambda w: tr.make_tensor_map(w.tensor(), block_shape=(0,)), tr.ArgumentError,
+        "pass block_shape as a tuple of positive ints"),
+    Api("tensor-map-shape-float", "make_tensor_map(address, (64,), shape=(4096.0,), element_size=4)",
+        lambda w: tr.make_tensor_map(w.tensor().data_ptr(), (64,), shape=(4096.0,), element_size=4), tr.ArgumentError,
+        "pass shape as a tuple of positive ints"),
+]
+
+
+@pytest.mark.parametrize("case,kind", worlds(API))
+def test_bad_api_call(case: Api, kind: str, tmp_path: Path) -> None:
+    with open_world(kind, tmp_path) as w:
+        with pytest.raises(case.exc) as info:
+            case.call(w)
+        check_message(case, info.value, tmp_path, record=kind == "cpu")
 
 
 # ================================================================================================
@@ -667,7 +725,7 @@ def test_bad_build_input(case: Build, build_inputs: Path, tmp_path: Path, capsys
 # ================================================================================================
 # Messages and docs/failure-modes.md
 # ================================================================================================
-_MESSAGES: dict[str, tuple[str, str]] = {}  # case id -> (exception class, normalized message)
+_MESSAGES: dict[str, tuple[str, str]] = {}  # case id -> (exception class, normalized message), fake driver only
 
 
 def normalize(message: str, scratch: Path) -> str:
@@ -679,11 +737,14 @@ def normalize(message: str, scratch: Path) -> str:
     return text
 
 
-def check_message(case: Any, err: BaseException, scratch: Path) -> None:
+def check_message(case: Any, err: BaseException, scratch: Path, record: bool = True) -> None:
+    """Assert the type and advice of ``err``; ``record`` keeps the message for docs/failure-modes.md
+    (only messages of the fake driver, so the table does not depend on the machine that ran the tests)."""
     assert isinstance(err, tr.TmlrError) and type(err) is case.exc, type(err)
     message = str(err)
     assert case.fix in message, f"{case.id}: the message does not say {case.fix!r}: {message}"
-    _MESSAGES[case.id] = (type(err).__name__, normalize(message, scratch))
+    if record:
+        _MESSAGES[case.id] = (type(err).__name__, normalize(message, scratch))
 
 
 def _cell(text: str, limit: int) -> str:
@@ -718,6 +779,8 @@ def render_doc() -> str:
         "For `add[grid](x_ptr: *fp32:16, y_ptr: *fp32:16, out_ptr: *fp32:16, n: i32:16, one: i32 = 1, BLOCK=1024)`.\n"
         "Nothing reaches the GPU when a call is refused, and the next correct call works.\n",
         head + "\n".join(_row(c) for c in CALLS) + "\n",
+        "## Other calls (`Kernel.load`, `make_tensor_map`)\n",
+        head + "\n".join(_row(c) for c in API) + "\n",
         "## Building (`tmlr-build`)\n",
         head + "\n".join(_row(c) for c in BUILD) + "\n",
     ]
@@ -725,14 +788,14 @@ def render_doc() -> str:
 
 
 def test_matrix_ids_are_unique_and_cover_the_issue() -> None:
-    ids = [c.id for c in ARTIFACTS + CALLS + BUILD]
+    ids = [c.id for c in ARTIFACTS + CALLS + API + BUILD]
     assert len(ids) == len(set(ids))
     assert len(ids) >= 40
 
 
 def test_failure_modes_doc_is_current(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Runs on CPU whatever case the parametrized tests above did not (their messages are kept)."""
-    for case in ARTIFACTS + CALLS:
+    for case in ARTIFACTS + CALLS + API:
         if case.id in _MESSAGES:
             continue
         scratch = tmp_path / case.id
@@ -740,6 +803,10 @@ def test_failure_modes_doc_is_current(tmp_path: Path, capsys: pytest.CaptureFixt
         if isinstance(case, Broken):
             with open_world("cpu", scratch, case.device) as w:
                 check_message(case, artifact_outcome(case, w), scratch)
+        elif isinstance(case, Api):
+            with open_world("cpu", scratch) as w, pytest.raises(case.exc) as info:
+                case.call(w)
+            check_message(case, info.value, scratch)
         else:
             with open_world("cpu", scratch) as w:
                 w.kernel = tr.Kernel.load(call_kernel_dir(scratch))

@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
+from skip_reasons import NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_runtime import _modules  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,7 +25,7 @@ BLOCK = 1024
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs two GPUs"),
+    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason=NEEDS_TWO_GPUS),
 ]
 
 
@@ -155,7 +156,7 @@ def test_one_process_per_gpu_same_directory() -> None:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2 or not _all_sm90(),
-                    reason="needs two compute capability 9.0 GPUs (sm_90a cubin)")
+                    reason=f"{NEEDS_TWO_GPUS} of compute capability 9.0 (sm_90a cubin)")
 def test_global_scratch_kernel_on_both_devices_at_once() -> None:
     k = tr.Kernel.load(TMA)
     M, N = 256, 512

@@ -1,10 +1,19 @@
-"""tmlr inspect / tmlr verify on CPU (no GPU here: device checks are skipped or disabled)."""
+"""tmlr inspect / verify / --version on CPU (no GPU here: device checks are skipped or disabled), and a closed
+output pipe."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 
+import pytest
+
+import fake_driver
+import tmlr_runtime as tr
+from tmlr_runtime import _driver
 from tmlr_runtime.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,3 +64,58 @@ def test_errors_are_messages_not_tracebacks(tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "nope")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("tmlr inspect: error:") and "Traceback" not in err
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """The driver library is missing, whatever this machine has (and no kernel is cached)."""
+
+    def init():
+        raise tr.CudaUnavailableError("the NVIDIA driver library (libcuda) could not be loaded: (test)")
+
+    monkeypatch.setattr(_driver, "init", init)
+    with fake_driver.fresh_caches():
+        yield
+
+
+def test_verify_without_gpu_says_skipped_not_ok(no_gpu, capsys):
+    assert main(["verify", ADD]) == 0  # nothing failed
+    lines = capsys.readouterr().out.splitlines()
+    device = [line for line in lines if "this device can load and run it" in line]
+    assert len(device) == 1 and device[0].startswith("skipped  ")
+    assert "not checked: loading the cubin on a device needs an NVIDIA GPU and driver" in device[0]
+    assert all(line.startswith("ok       ") for line in lines if line not in device)
+    assert main(["verify", "--json", ADD]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["verdict"], r["ok"]) for r in rows if r["check"] == "this device can load and run it"] == [("skipped", None)]
+    assert all(r["verdict"] == "ok" and r["ok"] is True for r in rows[:-1])
+
+
+def test_verify_no_device_says_what_was_not_checked(capsys):
+    assert main(["verify", "--no-device", ADD]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == "skipped  this device can load and run it  - not checked: loading the cubin on a device (--no-device)"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    pyproject = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    assert capsys.readouterr().out == f"tmlr {version}\n" and tr.__version__ == version
+
+
+@pytest.mark.parametrize("args", [["inspect", "--no-device", ADD], ["inspect", "--json", "--no-device", ADD],
+                                  ["verify", "--no-device", ADD], ["--help"]])
+def test_closed_pipe_ends_quietly_with_sigpipe_status(args):
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write: every write to stdout fails with EPIPE
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    try:
+        p = subprocess.run([sys.executable, "-m", "tmlr_runtime", *args], stdout=write, stderr=subprocess.PIPE,
+                           text=True, env=env, timeout=60)
+    finally:
+        os.close(write)
+    expected = 141 if args[0] != "--help" else 0  # argparse's help exits by itself (SystemExit) after printing
+    assert (p.returncode, p.stderr) == (expected, "")

@@ -14,6 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
+from skip_reasons import NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_runtime import _modules  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -33,7 +34,7 @@ def capability() -> tuple[int, int]:
 
 
 needs_sm90 = pytest.mark.skipif(
-    not torch.cuda.is_available() or capability() != (9, 0), reason="needs a compute capability 9.0 GPU (sm_90a cubins)"
+    not torch.cuda.is_available() or capability() != (9, 0), reason=f"{NEEDS_SM90} (sm_90a cubins)"
 )
 
 
@@ -257,7 +258,7 @@ def test_load_again_does_no_driver_work():
     assert _modules.stats["module_loads"] == before
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason=NEEDS_TWO_GPUS)
 def test_launch_while_second_device_current():
     k = tr.Kernel.load(art("add"))
     n = 10_000

@@ -5,6 +5,7 @@ import copy
 import json
 
 import jsonschema
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,3 +86,44 @@ def test_stored_validator_matches_the_schema_file() -> None:
     from tmlr_runtime import _schema
 
     assert _schema.write_generated(check=True), 'run: python -c "import tmlr_runtime._schema as s; s.write_generated()"'
+
+
+# Python's re (jsonschema's, and the runtime's) lets ``$`` match before a final newline; the
+# schema's patterns end in ``$(?!\n)`` so that "add\n" is refused as ECMA-262 would refuse it.
+PATTERN_FIELDS = [
+    ("name",), ("signature", 0, "name"), ("signature", 0, "type"), ("variants", 0, "entry"),
+    ("variants", 0, "target", "arch"), ("variants", 0, "cubin", "file"), ("variants", 0, "cubin", "sha256"),
+]
+
+
+@pytest.mark.parametrize("where", PATTERN_FIELDS, ids=[".".join(map(str, w)) for w in PATTERN_FIELDS])
+def test_trailing_newline_is_rejected_by_both(where) -> None:
+    doc = copy.deepcopy(BASE)
+    node = doc
+    for key in where[:-1]:
+        node = node[key]
+    assert VALIDATOR.is_valid(doc) and _schema.is_valid(doc)
+    node[where[-1]] += "\n"
+    assert not VALIDATOR.is_valid(doc)
+    assert not _schema.is_valid(doc)
+    path = "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in where)
+    assert _schema.first_error(doc)[0] == path
+    with pytest.raises(tr.SchemaError) as e:
+        tr.ArtifactMetadata.from_dict(doc)
+    assert e.value.json_path == path
+
+
+def test_every_pattern_matches_whole_strings_only() -> None:
+    def patterns(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                yield node["pattern"]
+            for v in node.values():
+                yield from patterns(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from patterns(v)
+
+    found = list(patterns(_schema.load_schema()))
+    assert len(found) >= 5
+    assert all(p.startswith("^") and p.endswith("$(?!\\n)") for p in found), found

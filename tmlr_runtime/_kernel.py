@@ -8,6 +8,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import _driver, _launcher, _modules
+from ._errors import ArgumentError, short_repr
 from ._metadata import ArtifactMetadata, Parameter, Variant, read_cubin_stat, read_metadata
 
 Launch = Callable[..., None]  # launch(grid, *args, stream=None, **kwargs)
@@ -75,7 +76,12 @@ class Kernel:
         Loading the same unchanged directory again returns the same ``Kernel`` without reading or
         hashing anything.
         """
-        directory = os.path.abspath(os.fspath(path))
+        try:
+            directory = os.path.abspath(os.fsdecode(os.fspath(path)))
+        except TypeError:
+            raise ArgumentError(f"Kernel.load needs the artifact directory as a str or os.PathLike, got {short_repr(path)} "
+                                f"({type(path).__name__}); pass the directory tmlr-build wrote, e.g. Kernel.load('build/add')",
+                                "path") from None
         key = (directory, checks)
         hit = _loaded.get(key)
         if hit is not None:

@@ -487,6 +487,17 @@ def build(
     put_scratch = _SCRATCH_POINTER.pack_into
     scratch_offset = layout.offsets[len(runtime) + variant.hidden_params.index("global_scratch")] if scratch else 0
 
+    pointer_ops = tuple(op for op in ops if op[1] in (_PTR, _PTR_NOCHECK))
+
+    def explain(args: tuple[Any, ...], exc: Exception) -> Exception:
+        """The typed error of the pointer argument that made conversion raise ``exc``, else ``exc``."""
+        for i, _kind, p, _extra in pointer_ops:
+            try:
+                _pointers.any_pointer(p, args[i], device, checks)
+            except TmlrError as err:
+                return err
+        return exc
+
     def new_slot() -> tuple[memoryview, int, Any, ArgBuffer]:
         buf = ArgBuffer(layout)
         slot = (buf.view, buf.address, make_config() if make_config is not None else None, buf)
@@ -511,20 +522,28 @@ def build(
             buf, kp, config, _ = tls.slot
         except AttributeError:
             buf, kp, config, _ = new_slot()
-        convert(args, buf)
+        try:
+            convert(args, buf)
+        except TmlrError:
+            raise
+        except Exception as e:  # e.g. data_ptr() of a sparse tensor on the fast path: name the argument
+            raise explain(args, e) from None
         if scratch:
             sp, raw = scratch_alloc(gx * gy * gz * per_program, scratch_align, stream)
-            put_scratch(buf, scratch_offset, sp)
-        if use_ex:
-            config.gridDimX = gx * cx
-            config.gridDimY = gy * cy
-            config.gridDimZ = gz * cz
-            config.hStream = stream
-            r = launch_ex(config, fn, kp, 0)
-        else:
-            r = launch(fn, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
-        if scratch:
-            scratch_free(raw, stream)
+        try:  # (no cost in CPython 3.11+ unless something raises)
+            if scratch:
+                put_scratch(buf, scratch_offset, sp)
+            if use_ex:
+                config.gridDimX = gx * cx
+                config.gridDimY = gy * cy
+                config.gridDimZ = gz * cz
+                config.hStream = stream
+                r = launch_ex(config, fn, kp, 0)
+            else:
+                r = launch(fn, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
+        finally:  # the scratch is freed whatever the launch did, raising included
+            if scratch:
+                scratch_free(raw, stream)
         if r[0]:
             raise on_error(r[0], what)
 

@@ -98,7 +98,13 @@ def _check_address(param: Parameter, address: int, checks: bool) -> int:
 
 
 def tensor_pointer(param: Parameter, t: Any, device: int, checks: bool) -> int:
-    """Address of a torch tensor, checking device, dtype and alignment."""
+    """Address of a torch tensor, checking layout, device, dtype and alignment."""
+    torch = sys.modules.get("torch")
+    layout = getattr(t, "layout", None)
+    if torch is not None and layout is not None and layout is not torch.strided:
+        # checked even with checks off: data_ptr() of a sparse tensor raises torch's own RuntimeError
+        raise _fail(param, f"got a {layout} tensor, but the kernel reads dense memory through this pointer",
+                    "convert it with .to_dense() (a strided tensor) before launching")
     if checks:
         d = t.get_device()
         if d != device:
@@ -127,7 +133,7 @@ def _host_or_device(address: int, device: int) -> int | None:
     A = drv.CUpointer_attribute
     err, mem_type = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
     if int(err) != 0:
-        return None  # not known to CUDA (plain host malloc, or foreign): leave it to the caller
+        return None  # not known to CUDA: pageable host memory (malloc), or freed
     if int(mem_type) == int(drv.CUmemorytype.CU_MEMORYTYPE_HOST):
         return -1
     err, ordinal = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
@@ -198,7 +204,11 @@ def _any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int
             if want in TYPESTRS and typestr not in TYPESTRS[want]:
                 raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
             owner = _host_or_device(address, device) if address else device
-            if owner is not None and owner != device:
+            if owner is None:  # as Triton's launcher does: memory CUDA does not know is no device buffer
+                raise _fail(param, f"its __cuda_array_interface__ address 0x{address:x} is not memory the CUDA driver knows "
+                            "(pageable host memory such as a CPU tensor or numpy array, or freed memory)",
+                            f"move the array to cuda:{device}, or pass the address as an int if you know the device can read it")
+            if owner != device:
                 where = "host memory" if owner < 0 else f"cuda:{owner}"
                 raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
         return _check_address(param, address, checks)

@@ -7,12 +7,13 @@ on that convention, so this helper reproduces it exactly.
 """
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import _driver
-from ._errors import ArgumentError
+from ._errors import ArgumentError, short_repr
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,27 @@ def _address(base: Any) -> tuple[int, int | None, tuple[int, ...] | None]:
     raise ArgumentError(f"make_tensor_map needs a CUDA tensor, an array with __cuda_array_interface__ or an int address, got {type(base).__name__}")
 
 
+def _dims(what: str, value: Any) -> tuple[int, ...]:
+    """``value`` as a tuple of positive ints, or an :class:`ArgumentError` saying how to pass it."""
+    fix = f"pass {what} as a tuple of positive ints, outer dimension first, e.g. {what}=(64, 64)"
+    if isinstance(value, (str, bytes)):
+        raise ArgumentError(f"make_tensor_map: {what} must be a sequence of ints, got {short_repr(value)}; {fix}", what)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise ArgumentError(f"make_tensor_map: {what} must be a sequence of ints, got {short_repr(value)} "
+                            f"({type(value).__name__}); {fix}", what) from None
+    dims = []
+    for d in items:
+        if isinstance(d, bool) or not hasattr(d, "__index__"):
+            raise ArgumentError(f"make_tensor_map: {what} holds {short_repr(d)} ({type(d).__name__}), not an int; {fix}", what)
+        n = operator.index(d)
+        if n <= 0:
+            raise ArgumentError(f"make_tensor_map: {what} holds {n}; {fix}", what)
+        dims.append(n)
+    return tuple(dims)
+
+
 def make_tensor_map(
     base: Any,
     block_shape: Sequence[int],
@@ -48,9 +70,9 @@ def make_tensor_map(
     address (then ``shape`` and ``element_size`` are required). Shapes are outer-first, as in torch.
     """
     address, esize, tshape = _address(base)
-    shape = tuple(int(s) for s in (shape if shape is not None else tshape or ()))
+    shape = _dims("shape", shape) if shape is not None else tshape or ()
     esize = element_size if element_size is not None else esize
-    block = tuple(int(b) for b in block_shape)
+    block = _dims("block_shape", block_shape)
     if not shape or esize is None:
         raise ArgumentError("make_tensor_map: give shape= and element_size= when base is an int address")
     if len(shape) != len(block) or len(shape) not in (1, 2):

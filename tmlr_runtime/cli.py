@@ -3,10 +3,13 @@
     tmlr inspect DIR [--json]     the call signature, variants, launch data, resources, provenance
     tmlr verify DIR [--json] [--no-device]
                                   schema, hashes, entry symbol in each cubin, and (with a GPU)
-                                  that this device can load and run it; exit 1 on any failure
+                                  that this device can load and run it; exit 1 on any failure.
+                                  Without a GPU the device check says "skipped" (not checked)
+    tmlr --version
 
 A thin ``main(argv) -> int`` over library functions; errors become messages and exit codes in one
-place.
+place. A reader that closes the pipe early (``tmlr inspect DIR | head``) ends it with status 141,
+as SIGPIPE ends other commands, and no traceback.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from . import _driver
+from . import __version__, _driver
 from ._elf import functions
 from ._errors import CudaUnavailableError, TmlrError
 from ._metadata import ArtifactMetadata, Parameter, Variant, read_cubin
@@ -115,9 +118,13 @@ def _print_inspect(info: dict[str, Any]) -> None:
         print("  occupancy: no GPU here")
 
 
-def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str, bool, str]]:
-    """``(check, passed, detail)`` for every check; never raises for a bad artifact."""
-    results: list[tuple[str, bool, str]] = []
+DEVICE_CHECK = "this device can load and run it"
+
+
+def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str, bool | None, str]]:
+    """``(check, passed, detail)`` for every check, ``passed`` None for one that could not be made
+    here (no GPU); never raises for a bad artifact. ``with_device=False`` leaves the device check out."""
+    results: list[tuple[str, bool | None, str]] = []
     try:
         meta = ArtifactMetadata.read(directory)
         results.append(("metadata.json follows the schema", True, f"v{SCHEMA_VERSION}"))
@@ -139,16 +146,20 @@ def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str,
 
             kernel = Kernel.load(directory)
             fn = kernel.function
-            results.append(("this device can load and run it", True, f"{fn.device.name}: {kernel.variant.arch}"))
+            results.append((DEVICE_CHECK, True, f"{fn.device.name}: {kernel.variant.arch}"))
         except CudaUnavailableError as e:
-            results.append(("this device can load and run it", True, f"skipped: {e}"))
+            results.append((DEVICE_CHECK, None, f"not checked: loading the cubin on a device needs an NVIDIA GPU and driver ({e})"))
         except TmlrError as e:
-            results.append(("this device can load and run it", False, str(e)))
+            results.append((DEVICE_CHECK, False, str(e)))
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+_VERDICT = {True: "ok", False: "FAIL", None: "skipped"}
+
+
+def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="tmlr", description="Inspect and verify tmlr artifacts.")
+    parser.add_argument("--version", action="version", version=f"tmlr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_inspect = sub.add_parser("inspect", help="show an artifact")
     p_verify = sub.add_parser("verify", help="check an artifact without launching it (exit 1 on failure)")
@@ -166,15 +177,32 @@ def main(argv: list[str] | None = None) -> int:
                 _print_inspect(info)
             return 0
         results = verify_artifact(args.directory, with_device=not args.no_device)
+        if args.no_device:
+            results.append((DEVICE_CHECK, None, "not checked: loading the cubin on a device (--no-device)"))
         if args.json:
-            print(json.dumps([{"check": c, "ok": ok, "detail": d} for c, ok, d in results], indent=1))
+            print(json.dumps([{"check": c, "ok": ok, "verdict": _VERDICT[ok], "detail": d} for c, ok, d in results], indent=1))
         else:
             for check, ok, detail in results:
-                print(f"{'ok  ' if ok else 'FAIL'}  {check}{'  - ' + detail if detail else ''}")
-        return 0 if all(ok for _, ok, _ in results) else 1
+                print(f"{_VERDICT[ok]:7s}  {check}{'  - ' + detail if detail else ''}")
+        return 1 if any(ok is False for _, ok, _ in results) else 0
     except TmlrError as e:
         print(f"tmlr {args.command}: error: {e}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``tmlr`` command; returns the exit status."""
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe must show here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # The reader stopped (``tmlr inspect DIR | head``): no traceback. Later writes, the
+        # interpreter's own flush at exit included, go to /dev/null; the status is a shell's for a
+        # command ended by SIGPIPE (128 + 13), as `cat` would give.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

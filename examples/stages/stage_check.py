@@ -22,12 +22,19 @@ def default_artifact(kernel: str) -> str:
 def main(kernel: str, check) -> None:
     """check(Kernel) -> max error, raising AssertionError with the reason when the result is wrong."""
     path = sys.argv[1] if len(sys.argv) > 1 else None
-    name = kernel
+    name = os.path.basename(os.path.normpath(path)) if path else kernel
+    if not torch.cuda.is_available():  # not a failure to debug: say what is missing, no traceback
+        print(f"FAIL {name} needs a CUDA GPU: torch {torch.__version__} sees none "
+              f"({'built without CUDA' if torch.version.cuda is None else 'no device or driver visible'})")
+        sys.exit(1)
     try:
         path = path or default_artifact(kernel)
         name = os.path.basename(os.path.normpath(path))
         err = check(tr.Kernel.load(path))
         torch.cuda.synchronize()
+    except tr.CudaUnavailableError as e:
+        print(f"FAIL {name} needs a CUDA GPU: {str(e).splitlines()[0]}")
+        sys.exit(1)
     except Exception as e:  # one FAIL line for any failure, the traceback on stderr for debugging
         traceback.print_exc()
         print(f"FAIL {name} {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
