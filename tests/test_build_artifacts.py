@@ -16,7 +16,7 @@ import pytest
 import tmlr_runtime
 from tmlr_build import BuildConfig, build, parse_arch_list, request
 from tmlr_build.cli import run
-from tmlr_build.errors import ArchMismatchError
+from tmlr_build.common.errors import ArchMismatchError
 from tmlr_runtime._metadata import read_cubin
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .arch import Target, parse_arch_list  # noqa: E402
-from .build import BuildConfig, BuildFailedError, BuildReport, build  # noqa: E402
-from .errors import *  # noqa: E402,F401,F403
-from .errors import ERROR_CLASSES  # noqa: E402
-from .sources import KernelRequest, request  # noqa: E402
-from .jit import JitKernel, jit  # noqa: E402
+from .builder.build import BuildConfig, BuildFailedError, BuildReport, build  # noqa: E402
+from .builder.jit import JitKernel, jit  # noqa: E402
+from .builder.sources import KernelRequest, request  # noqa: E402
+from .common.arch import Target, parse_arch_list  # noqa: E402
+from .common.errors import *  # noqa: E402,F401,F403
+from .common.errors import ERROR_CLASSES  # noqa: E402
 
 __all__ = ["BuildConfig", "BuildFailedError", "BuildReport", "JitKernel", "KernelRequest", "Target", "build", "jit",
            "parse_arch_list", "request", *ERROR_CLASSES]

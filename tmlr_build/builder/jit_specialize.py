@@ -10,7 +10,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SignatureError
+from ..common.errors import SignatureError
 
 # triton.runtime.jit.type_canonicalisation_dict (3.3.1), keyed by the dtype's last dotted word.
 _DTYPES = {

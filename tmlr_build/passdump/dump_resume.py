@@ -9,11 +9,11 @@ import sys
 import tempfile
 from typing import Any
 
-from .arch import Target
-from .build import BuildConfig, BuildReport, build
-from .errors import CompileError, InputError
-from .options import affects_build
-from .sources import request
+from ..builder.build import BuildConfig, BuildReport, build
+from ..builder.sources import request
+from ..common.arch import Target
+from ..common.errors import CompileError, InputError
+from ..compile.options import affects_build
 
 # llir-lowering passes before this one still see TTGIR; make_llir re-runs them from the start.
 _FIRST_LLVM_PASS = "convert-scf-to-cf"
@@ -54,7 +54,7 @@ def _stage_input(path: str, work: str, num_stages: int | None) -> str:
         raise InputError(f"{path}: dumped after {_FIRST_LLVM_PASS} (LLVM dialect); tmlr cannot resume there: "
                          "take a file from before that pass")
     out = name + ".ttgir"
-    args = [sys.executable, "-m", "tmlr_build.resume_ttgir", os.path.abspath(path), out]
+    args = [sys.executable, "-m", "tmlr_build.compile.resume_ttgir", os.path.abspath(path), out]
     if num_stages is not None:
         args.append(str(num_stages))
     # A child keeps Triton's compiler out of this process; like the compile workers it does not inherit

@@ -1,6 +1,6 @@
 """Finishing a mid-``make_ttgir`` dump: run only the passes that had not run yet (a child process).
 
-``python -m tmlr_build.resume_ttgir IN.mlir OUT.ttgir [num_stages]`` parses a file that
+``python -m tmlr_build.compile.resume_ttgir IN.mlir OUT.ttgir [num_stages]`` parses a file that
 ``--split-dump`` wrote from inside Triton 3.3.1's make_ttgir, with index.json beside it, and runs make_ttgir itself with the ``add_*`` calls that already ran skipped, so the pass list,
 its order and its arguments are Triton's own (fence insertion after pipelining is never skipped when
 the dump was taken before it). The result is a finished TTGIR that builds like any ``.ttgir``.
@@ -84,7 +84,7 @@ def resume(path: str, dumped: list[str], own: str, out: str, num_stages: int | N
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import CUDABackend
 
-    from .mlir_text import module_attributes
+    from ..common.mlir_text import module_attributes
 
     with open(path, encoding="utf-8") as f:
         attrs = module_attributes(f.read())

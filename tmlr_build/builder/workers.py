@@ -38,8 +38,8 @@ import traceback
 from multiprocessing.connection import Connection, wait
 from typing import Callable, Iterator, NoReturn, Sequence
 
-from .errors import ERROR_CLASSES, BuildError, CompileError, CompilerCrashError
-from .jobs import DIAGNOSTICS_FILE, Job, JobResult
+from ..common.errors import ERROR_CLASSES, BuildError, CompileError, CompilerCrashError
+from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
 
 Progress = Callable[[int, int, Job, "JobResult | BuildError", float], None]
 
@@ -61,7 +61,7 @@ def _die_with_parent(parent: int) -> None:
 
 def _child(conn: Connection, job: Job, workdir: str) -> None:
     try:
-        from . import pipeline
+        from ..compile import pipeline
 
         conn.send(("ok", pipeline.run(job, workdir)))
     except BuildError as e:
@@ -97,7 +97,7 @@ def _serve(sock: socket.socket) -> NoReturn:
         os.dup2(devnull, 0)
         os.close(devnull)
         try:
-            from . import pipeline  # noqa: F401  imports Triton, once for every worker
+            from ..compile import pipeline  # noqa: F401  imports Triton, once for every worker
         except BaseException:  # noqa: BLE001 - each worker imports it again and reports the failure
             pass
         _serve_requests(sock)
@@ -303,7 +303,7 @@ def _fork_server() -> _Server:
 
 def _spawn_server() -> _Server:
     parent_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    code = (f"import sys; sys.path[:] = {sys.path!r}; from tmlr_build.workers import _serve_fd; "
+    code = (f"import sys; sys.path[:] = {sys.path!r}; from tmlr_build.builder.workers import _serve_fd; "
             f"_serve_fd({server_end.fileno()})")
     try:
         popen = subprocess.Popen([sys.executable, "-c", code], pass_fds=[server_end.fileno()],
