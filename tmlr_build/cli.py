@@ -15,13 +15,13 @@ import os
 import sys
 from typing import Any, Sequence
 
-from . import __version__
-from .builder.build import BuildConfig, BuildFailedError, BuildReport, build
+from .builder.build import BuildConfig, BuildReport, build
 from .builder.sources import KernelRequest, check_name, parse_source
 from .common.arch import parse_arch_list, supported_capabilities
-from .common.errors import BuildError, InputError, OptionError, UsageError
+from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
 from .common.jobs import IR_STAGES
-from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value  # the server needs it too
+from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
+from .version import __version__
 
 
 class _Parser(argparse.ArgumentParser):

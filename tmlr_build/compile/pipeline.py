@@ -19,12 +19,12 @@ from triton._C.libtriton import get_cache_invalidating_env_vars, llvm
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from .. import __version__ as tmlr_version
 from ..common import signature as sig
 from ..common.arch import target_for
 from ..common.errors import CompileError
 from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
 from ..common.triton_check import check_triton_version
+from ..version import __version__ as tmlr_version
 from . import options as opts, ptxas
 from .diagnostics import Diagnostics, captured_stderr, stage_failure
 from .source_names import stable_text
