@@ -231,7 +231,7 @@ def test_all_errors_are_tmlr_errors() -> None:
 
     for cls in E.ERROR_CLASSES.values():
         assert issubclass(cls, tmlr_runtime.TmlrError)
-        assert str(cls("why")) == "why"  # rebuilt by class name in the parent process
+        assert str(cls("why")) == "why"  # built from the message alone (pickled back from workers too)
 
 
 @pytest.mark.parametrize("option", ["arch=sm80", "extern_libs=1", "supported_fp8_dtypes=1"])

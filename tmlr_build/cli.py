@@ -3,9 +3,9 @@
 All error reporting happens in :func:`main`: a BuildError becomes its message on stderr and exit
 status 1 (2 for usage errors); nothing the user can cause prints a traceback.
 
-:func:`main` first forks the compile server (see ``workers.py``), so that its import of Triton runs
-while this process parses and plans; what only this process needs later (the spec reader) is
-imported there, not here.
+:func:`main` first starts the compile processes' server (``builder/workers.py``), so that its import
+of Triton runs while this process parses and plans; what only this process needs later (the spec
+reader) is imported there, not here.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import sys
 from typing import Any, Sequence
 
 from .builder.build import BuildConfig, BuildReport, build
+from .builder import workers
 from .builder.sources import KernelRequest, check_name, parse_source
 from .common.arch import parse_arch_list, supported_capabilities
 from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
@@ -195,21 +196,6 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
                            given.pop("name"), **given, **config)
 
 
-_NO_COMPILE_FLAGS = frozenset({"-h", "--help", "--version", "--split-dump"})
-
-
-def _start_compile_server(argv: Sequence[str]) -> None:
-    """Fork the compile server before anything else, so that its import of Triton (~0.1 s) runs
-    while this process parses, validates and plans; the workers it forks do the compiling."""
-    if not any(a.split("=", 1)[0] in _NO_COMPILE_FLAGS for a in argv):
-        from .builder.workers import start_server
-
-        try:
-            start_server(fork=True)
-        except OSError:
-            pass  # no fork now (out of processes or memory): the build starts a server when it needs one
-
-
 def _summary(report: BuildReport) -> list[str]:
     """What was written, one line per kernel directory."""
     if report.stopped_after is None:
@@ -227,7 +213,7 @@ def _summary(report: BuildReport) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
     try:
-        _start_compile_server(sys.argv[1:] if argv is None else argv)
+        workers.start()  # its import of Triton runs while this process parses, validates and plans
         report, quiet = run(argv)
     except BuildError as e:
         errors = e.errors if isinstance(e, BuildFailedError) else [e]

@@ -1,360 +1,201 @@
-"""Compile jobs in child processes, several at a time.
+"""Compile work in worker processes: a fresh process per task, forked from a server that has imported Triton.
 
-Bad IR can make Triton/LLVM segfault or abort, which must not take tmlr-build down with it, and
-which must be pinned on the input that caused it. So every job gets its own process, and the parent
-learns of a crash from the exit status.
+Bad IR can make Triton/LLVM segfault or abort; that must not take the build down, and must be pinned
+on the input that caused it, so every task runs in its own process and a worker that dies is
+reported with its signal. Triton 3.3.1's output depends on what the same process compiled before
+(register numbering), so no process compiles twice.
 
-Triton 3.3.1's output depends on what the same process compiled before (register numbering), so
-each job runs in a fresh process: a worker forked from a *compile server*, a process that has
-imported Triton (so a job costs no import) but never compiles anything itself. The server is either
-
-* forked from tmlr-build itself as its first action (:func:`start_server`, called by the CLI while
-  nothing has touched Triton yet), so that importing Triton overlaps with tmlr-build's own
-  start-up and needs no second interpreter; or
-* a fresh interpreter (library use: the caller's process may have compiled, imported Triton or
-  started threads, none of which a fork may copy).
-
-Server protocol: the parent sends each job's socket and a status pipe over the server's control
-socket; the server forks a worker that reads ``(job, workdir)`` from the socket and answers on it,
-and writes the worker's pid, then its exit status, to the status pipe. The server kills its workers
-and exits when the parent closes the control socket (the parent exiting does that).
+The processes come from multiprocessing's forkserver: a fresh interpreter that imports the compile
+side once (``_PRELOAD``) and forks one worker per task, so a task pays no import of Triton and
+inherits nothing of the caller (its threads, CUDA, a Triton that has compiled already). A worker
+runs :func:`_child`: one compile-side function, whose result or BuildError is pickled back.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
+import importlib
+import io
+import multiprocessing
 import os
-import selectors
 import shutil
 import signal
-import socket
-import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import traceback
+from dataclasses import dataclass
+from multiprocessing import context, forkserver, popen_forkserver, reduction, spawn, util
 from multiprocessing.connection import Connection, wait
-from typing import Callable, Iterator, NoReturn, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from ..common.errors import ERROR_CLASSES, BuildError, CompileError, CompilerCrashError
+from ..common.errors import BuildError, CompileError, CompilerCrashError, UsageError
 from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
+
+COMPILE_JOB = "tmlr_build.compile.pipeline:run"
+_PRELOAD = ["tmlr_build.builder.workers", "tmlr_build.compile.pipeline"]
+_CONTEXT = multiprocessing.get_context("forkserver")
 
 Progress = Callable[[int, int, Job, "JobResult | BuildError", float], None]
 
-_SIGNED = struct.Struct("q")  # pids and exit statuses on a status pipe
+
+@dataclass(frozen=True)
+class Task:
+    """One call for a fresh worker: ``function(*args, workdir)``.
+
+    ``function`` is ``"module:name"`` of the compile side, which the parent never imports.
+    """
+
+    function: str
+    args: tuple[Any, ...]
+    label: str  # names the input in error messages
 
 
-def _die_with_parent(parent: int) -> None:
-    # The server dies with tmlr-build and a worker with the server, even when killed (SIGKILL):
-    # nothing may outlive the process that would collect it.
+def start() -> None:
+    """Start the forkserver unless it runs, so that it imports Triton while the caller does other work.
+
+    A forkserver the caller started already is used as it is (its workers then import Triton themselves).
+    """
+    _CONTEXT.set_forkserver_preload(_PRELOAD)
     try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # it died before the prctl
-        os._exit(1)
+        forkserver.ensure_running()
+    except OSError as e:
+        raise CompileError(f"cannot start the compile processes ({e}); free memory or processes and run "
+                           "tmlr-build again") from None
 
 
-def _child(conn: Connection, job: Job, workdir: str) -> None:
+# --- in the worker ------------------------------------------------------------------------------
+
+def _child(send: Connection, task: Task, workdir: str) -> None:
+    """All a worker runs: the task, whose result or BuildError goes back through ``send``."""
+    _exit_with_parent()
     try:
-        from ..compile import pipeline
-
-        conn.send(("ok", pipeline.run(job, workdir)))
+        module, name = task.function.split(":")
+        outcome = getattr(importlib.import_module(module), name)(*task.args, workdir)
     except BuildError as e:
-        conn.send(("error", type(e).__name__, str(e)))
+        outcome = e
     except BaseException as e:  # a bug in tmlr-build or an unexpected Triton failure: keep the trace
         trace = "".join(traceback.format_exception(e)[-6:])
-        conn.send(("error", "CompileError", f"{job.label}: unexpected {type(e).__name__}: {e}\n{trace}"))
-    finally:
-        conn.close()
+        outcome = CompileError(f"{task.label}: unexpected {type(e).__name__}: {e}\n{trace}")
+    send.send(outcome)
 
 
-# --- the server process -------------------------------------------------------------------------
-
-def _write_signed(fd: int, n: int) -> None:
-    try:
-        os.write(fd, _SIGNED.pack(n))  # 8 bytes: atomic on a pipe
-    except OSError:  # the parent gave up on this job
-        pass
+def _exit_with_parent() -> None:
+    # Nothing may outlive the process that would collect it (a hung compile would run on, orphaned).
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=lambda: (parent.join(), os._exit(1)), daemon=True).start()
 
 
-def _flush_stdio() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
+# --- starting a worker --------------------------------------------------------------------------
 
+class _Popen(popen_forkserver.Popen):
+    """Starts a worker without the caller's ``__main__``.
 
-def _serve(sock: socket.socket) -> NoReturn:
-    """The compile server's whole life: import Triton, then fork a worker per request."""
-    code = 1
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is tmlr-build's to handle
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
+    multiprocessing has each child run the parent's main script again (as ``__mp_main__``) so that
+    objects defined there unpickle. A worker's task lives in tmlr_build; running the caller's script
+    again would redo an unguarded script's work (or, guarded, its imports - torch - in every
+    compile). So scripts need no ``if __name__ == "__main__":`` guard. This is ``_launch`` of
+    CPython 3.8 to 3.14 with the two main-module entries left out of the preparation data.
+    """
+
+    def _launch(self, process_obj: Any) -> None:
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        prep_data.pop("init_main_from_path", None)
+        prep_data.pop("init_main_from_name", None)
+        buf = io.BytesIO()
+        context.set_spawning_popen(self)
         try:
-            from ..compile import pipeline  # noqa: F401  imports Triton, once for every worker
-        except BaseException:  # noqa: BLE001 - each worker imports it again and reports the failure
-            pass
-        _serve_requests(sock)
-        code = 0
-    except BaseException:  # noqa: BLE001
-        with contextlib.suppress(Exception):
-            traceback.print_exc()
-    finally:
-        _flush_stdio()
-        os._exit(code)
+            reduction.dump(prep_data, buf)
+            reduction.dump(process_obj, buf)
+        finally:
+            context.set_spawning_popen(None)
+        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+        parent_w = os.dup(w)  # the worker's parent_process() sentinel: closed when this process dies
+        self.finalizer = util.Finalize(self, util.close_fds, (parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
 
 
-def _serve_requests(sock: socket.socket) -> None:
-    sig_r, sig_w = os.pipe()
-    os.set_blocking(sig_r, False)
-    os.set_blocking(sig_w, False)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through the wakeup fd
-    signal.set_wakeup_fd(sig_w)
-    workers: dict[int, int] = {}  # pid -> its status pipe
-    with selectors.DefaultSelector() as selector:
-        selector.register(sock, selectors.EVENT_READ)
-        selector.register(sig_r, selectors.EVENT_READ)
-        while True:
-            for key, _ in selector.select():
-                if key.fileobj == sig_r:
-                    with contextlib.suppress(OSError):
-                        os.read(sig_r, 4096)
-                    _reap(workers)
-                    continue
-                msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 2)
-                if not msg or len(fds) != 2:
-                    for fd in fds:
-                        os.close(fd)
-                    if msg:
-                        continue
-                    # tmlr-build closed the control socket (it finished or died): leave nothing behind
-                    for pid in workers:
-                        with contextlib.suppress(OSError):
-                            os.kill(pid, signal.SIGKILL)
-                    return
-                job_fd, status_fd = fds
-                _flush_stdio()
-                server = os.getpid()
-                pid = os.fork()
-                if pid == 0:
-                    _worker(server, job_fd, [sock.fileno(), sig_r, sig_w, status_fd, *workers.values()])
-                os.close(job_fd)  # only the worker may hold it: its end closing is how a crash shows
-                workers[pid] = status_fd
-                _write_signed(status_fd, pid)
+class _Process(_CONTEXT.Process):  # type: ignore[misc,name-defined]
+    @staticmethod
+    def _Popen(process_obj: Any) -> _Popen:
+        return _Popen(process_obj)
 
-
-def _reap(workers: dict[int, int]) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        fd = workers.pop(pid, None)
-        if fd is not None:
-            _write_signed(fd, os.waitstatus_to_exitcode(status))
-            os.close(fd)
-
-
-def _worker(server: int, job_fd: int, unused: list[int]) -> NoReturn:
-    """A worker, just forked from the server: run one job and exit without any clean-up of Triton's."""
-    code = 1
-    try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for fd in unused:
-            os.close(fd)
-        _die_with_parent(server)
-        conn = Connection(job_fd)
-        job, workdir = conn.recv()
-        _child(conn, job, workdir)
-        code = 0
-    except BaseException:  # noqa: BLE001 - the parent reports a worker that sent nothing
-        pass
-    finally:
-        _flush_stdio()
-        os._exit(code)
-
-
-# --- the parent's side --------------------------------------------------------------------------
 
 class _Worker:
-    """The parent's handle on one job's worker."""
+    """The parent's handle on one task's worker."""
 
-    def __init__(self, conn: Connection, status_fd: int, workdir: str) -> None:
-        self.conn, self.status_fd, self.workdir = conn, status_fd, workdir
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        # Made here, not in the worker, so that it is removed even when the worker crashes; the
+        # worker's fd 2 (MLIR/LLVM diagnostics) goes to a file in it.
+        self.workdir = tempfile.mkdtemp(prefix="tmlr-build-")
         self.t0 = time.monotonic()
-        self._pid: int | None = None
-        self._read_pid = False
+        self.conn, send = _CONTEXT.Pipe(duplex=False)
+        self.process = _Process(target=_child, args=(send, task, self.workdir))
+        try:
+            self.process.start()
+        except BaseException:
+            self.conn.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+        finally:
+            send.close()  # the worker's copy is the only one left: its end closing is how a crash shows
 
-    def _read_signed(self) -> int | None:
-        data = b""
-        while len(data) < _SIGNED.size:
-            try:
-                chunk = os.read(self.status_fd, _SIGNED.size - len(data))
-            except OSError:
-                return None
-            if not chunk:
-                return None  # the server died
-            data += chunk
-        return _SIGNED.unpack(data)[0]
-
-    def pid(self) -> int | None:
-        """The worker's pid (waits until the server has forked it); None when the server died first."""
-        if not self._read_pid:
-            self._pid, self._read_pid = self._read_signed(), True
-        return self._pid
-
-    def exitcode(self) -> int | None:
-        """Waits for the worker's exit status (negative: killed by that signal); None if unknown."""
-        return self._read_signed() if self.pid() is not None else None
-
-    def kill(self) -> None:
-        pid = self.pid()
-        if pid is not None:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            self.exitcode()  # dead and reaped once the server reports it
+    def outcome(self) -> Any:
+        """The task's result or BuildError, once ``conn`` is readable (sent, or the worker died)."""
+        try:
+            outcome = self.conn.recv()
+        except (EOFError, OSError):
+            outcome = None
+        self.process.join(timeout=5)  # it sent its outcome, or it died: it exits now
+        if outcome is None:
+            outcome = _death(self.task.label, self.process.exitcode, os.path.join(self.workdir, DIAGNOSTICS_FILE))
+        self.close()
+        return outcome
 
     def close(self) -> None:
+        """Kill the worker unless it has exited, and remove what it leaves behind."""
+        if self.process.exitcode is None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+        self.process.join()
+        self.process.close()
         self.conn.close()
-        with contextlib.suppress(OSError):
-            os.close(self.status_fd)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-class _Server:
-    """The parent's handle on the compile server."""
-
-    def __init__(self, pid: int, sock: socket.socket, popen: subprocess.Popen[bytes] | None = None) -> None:
-        self.pid, self.sock, self.popen = pid, sock, popen
-        self.lock = threading.Lock()
-        self.owner = os.getpid()  # a process forked from the owner must start its own server
-
-    def alive(self) -> bool:
-        if self.sock.fileno() < 0 or os.getpid() != self.owner:
-            return False
-        if self.popen is not None:
-            return self.popen.poll() is None
-        try:
-            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
-        except ChildProcessError:
-            return False
-
-    def submit(self, job: Job, workdir: str) -> _Worker:
-        """Have the server fork a worker for ``job``; its outcome arrives on the returned handle."""
-        mine, theirs = socket.socketpair()
-        status_r, status_w = os.pipe()
-        try:
-            with self.lock:
-                socket.send_fds(self.sock, [b"j"], [theirs.fileno(), status_w])
-        except OSError:
-            pass  # the server is gone: the job's socket reads EOF and its status is unknown
-        finally:
-            theirs.close()
-            os.close(status_w)
-        worker = _Worker(Connection(mine.detach()), status_r, workdir)
-        try:
-            worker.conn.send((job, workdir))
-        except OSError:
-            pass  # the worker died already; collecting it says how
-        return worker
-
-    def stop(self) -> None:
-        """Close the control socket: the server kills its workers and exits."""
-        self.sock.close()
-        if self.popen is not None and os.getpid() == self.owner:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=5)
-
-
-_server: _Server | None = None
-_server_lock = threading.Lock()
-
-
-def _fork_is_safe() -> bool:
-    # A fork copies the caller's Triton state (which must be fresh) and only the calling thread.
-    return (hasattr(os, "fork") and sys.platform.startswith("linux") and "triton" not in sys.modules
-            and threading.active_count() == 1 and threading.current_thread() is threading.main_thread())
-
-
-def _fork_server() -> _Server:
-    parent_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    _flush_stdio()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            parent_end.close()
-            _die_with_parent(parent)
-        finally:
-            _serve(server_end)
-    server_end.close()
-    return _Server(pid, parent_end)
-
-
-def _spawn_server() -> _Server:
-    parent_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    code = (f"import sys; sys.path[:] = {sys.path!r}; from tmlr_build.builder.workers import _serve_fd; "
-            f"_serve_fd({server_end.fileno()})")
+def _tail(path: str, lines: int = 25) -> str:
     try:
-        popen = subprocess.Popen([sys.executable, "-c", code], pass_fds=[server_end.fileno()],
-                                 stdin=subprocess.DEVNULL)
-    finally:
-        server_end.close()
-    return _Server(popen.pid, parent_end, popen)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read().strip()
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
 
 
-def _serve_fd(fd: int) -> NoReturn:
-    _serve(socket.socket(fileno=fd))
+def _death(label: str, exitcode: int | None, diag_path: str) -> BuildError:
+    said = _tail(diag_path)
+    said = f"\nLast compiler output:\n{said}" if said else ""
+    if exitcode is not None and exitcode < 0:
+        try:
+            signame = signal.Signals(-exitcode).name
+        except ValueError:
+            signame = f"signal {-exitcode}"
+        return CompilerCrashError(
+            f"{label}: Triton/LLVM crashed ({signame}) instead of reporting an error; the input is probably "
+            f"malformed or made for another arch or Triton version - rebuild it from the .py/.ttir, or use "
+            f"--stop-after/--keep-ir to find the failing stage{said}")
+    return CompileError(f"{label}: the compile worker exited with status {exitcode} without a result{said}")
 
 
-def start_server(fork: bool = True) -> None:
-    """Start the compile server now unless one is running.
-
-    ``fork``: fork it from this process when that is safe (Triton not imported, one thread); the
-    CLI calls this first thing, so that Triton's import in the server overlaps its own start-up.
-    Otherwise (and by default for :func:`run_jobs`) the server is a fresh interpreter.
-    """
-    global _server
-    with _server_lock:
-        if _server is not None and _server.alive():
-            return
-        if _server is not None:
-            _server.stop()
-        else:
-            atexit.register(_stop_server)
-        _server = _fork_server() if fork and _fork_is_safe() else _spawn_server()
-
-
-def _stop_server() -> None:
-    global _server
-    with _server_lock:
-        if _server is not None:
-            _server.stop()
-            _server = None
-
-
-def _running_server() -> _Server:
-    start_server(fork=False)
-    assert _server is not None
-    return _server
-
-
-# --- running jobs -------------------------------------------------------------------------------
+# --- running tasks ------------------------------------------------------------------------------
 
 @contextlib.contextmanager
 def _interrupts_at_safe_points() -> Iterator[Callable[[], None]]:
     """Turn Ctrl-C into a flag checked by ``check()``, so that KeyboardInterrupt is raised only
-    where every started worker is on record (a Ctrl-C inside a submit would orphan one)."""
+    where every started worker is on record (a Ctrl-C inside a start would orphan one)."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
@@ -371,61 +212,30 @@ def _interrupts_at_safe_points() -> Iterator[Callable[[], None]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _tail(path: str, lines: int = 25) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read().strip()
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
+def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
+              progress: Callable[[int, int, int, Any, float], None] | None = None,
+              while_waiting: Callable[[], None] | None = None) -> list[Any]:
+    """Run each task in a fresh worker, ``max_workers`` at a time (default: CPU count).
 
-
-def _death(job: Job, exitcode: int | None, diag_path: str) -> BuildError:
-    said = _tail(diag_path)
-    said = f"\nLast compiler output:\n{said}" if said else ""
-    if exitcode is not None and exitcode < 0:
-        try:
-            signame = signal.Signals(-exitcode).name
-        except ValueError:
-            signame = f"signal {-exitcode}"
-        return CompilerCrashError(
-            f"{job.label}: Triton/LLVM crashed ({signame}) instead of reporting an error; the input is probably "
-            f"malformed or made for another arch or Triton version - rebuild it from the .py/.ttir, or use "
-            f"--stop-after/--keep-ir to find the failing stage{said}")
-    if exitcode is None:  # the server died before reporting the worker's status
-        return CompileError(f"{job.label}: the compile server died (killed from outside?) before this job's worker "
-                            f"sent a result; run tmlr-build again{said}")
-    return CompileError(f"{job.label}: the compile worker exited with status {exitcode} without a result{said}")
-
-
-def run_jobs(jobs: Sequence[Job], max_workers: int | None = None, progress: Progress | None = None,
-             while_waiting: Callable[[], None] | None = None) -> list[JobResult | BuildError]:
-    """Run every job; the list holds each job's result or its error, in job order.
-
-    ``while_waiting`` is called once, when the first workers are busy (work the parent would
-    otherwise do after them).
+    Returns each task's result or BuildError, in task order. ``progress(done, total, index,
+    outcome, seconds)`` follows each finished task; ``while_waiting`` is called once, when the first
+    workers are busy (work the caller would otherwise do after them).
     """
-    if not jobs:
-        return []
-    results: list[JobResult | BuildError | None] = [None] * len(jobs)
-    server = _running_server()
-    limit = max(1, min(max_workers or os.cpu_count() or 1, len(jobs)))
-    pending = list(range(len(jobs)))
+    if multiprocessing.current_process().daemon:
+        raise UsageError("tmlr-build compiles in child processes, which a daemonic process (a multiprocessing.Pool "
+                         "worker) may not start; build from the main process or a concurrent.futures "
+                         "ProcessPoolExecutor worker")
+    start()
+    outcomes: dict[int, Any] = {}
+    limit = max(1, min(max_workers or os.cpu_count() or 1, len(tasks)))
+    pending = list(range(len(tasks)))
     running: dict[int, _Worker] = {}
-    done = 0
     with _interrupts_at_safe_points() as check_interrupt:
         try:
             while pending or running:
                 while pending and len(running) < limit:
                     i = pending.pop(0)
-                    # Made here, not in the worker, so that it is removed even when the worker crashes;
-                    # the worker's fd 2 (MLIR/LLVM diagnostics) goes to a file in it.
-                    workdir = tempfile.mkdtemp(prefix="tmlr-build-")
-                    try:
-                        running[i] = server.submit(jobs[i], workdir)
-                    except BaseException:
-                        shutil.rmtree(workdir, ignore_errors=True)
-                        raise
+                    running[i] = _Worker(tasks[i])
                     check_interrupt()
                 if while_waiting is not None:
                     while_waiting()
@@ -434,31 +244,31 @@ def run_jobs(jobs: Sequence[Job], max_workers: int | None = None, progress: Prog
                 # a timeout, so that a Ctrl-C is noticed while every worker is still busy
                 ready = wait([w.conn for w in running.values()], timeout=0.2)
                 check_interrupt()
-                for i, worker in list(running.items()):
-                    if worker.conn not in ready:
-                        continue
-                    outcome = _collect(jobs[i], worker)
-                    del running[i]
-                    results[i] = outcome
-                    done += 1
+                for i in [i for i, w in running.items() if w.conn in ready]:
+                    worker = running.pop(i)
+                    outcomes[i] = worker.outcome()
                     if progress is not None:
-                        progress(done, len(jobs), jobs[i], outcome, time.monotonic() - worker.t0)
+                        progress(len(outcomes), len(tasks), i, outcomes[i], time.monotonic() - worker.t0)
         finally:
-            # Interrupted (Ctrl-C) or failed: leave no worker running and no work directory behind.
-            for worker in running.values():
-                worker.kill()
+            for worker in running.values():  # interrupted or failed: leave no worker or work directory
                 worker.close()
-    return [r for r in results if r is not None]
+    return [outcomes[i] for i in range(len(tasks))]
 
 
-def _collect(job: Job, worker: _Worker) -> JobResult | BuildError:
-    """The outcome of a worker that sent its result or died."""
-    try:
-        msg = worker.conn.recv()
-    except (EOFError, OSError):
-        outcome: JobResult | BuildError = _death(job, worker.exitcode(), os.path.join(worker.workdir,
-                                                                                      DIAGNOSTICS_FILE))
-    else:
-        outcome = msg[1] if msg[0] == "ok" else ERROR_CLASSES.get(msg[1], CompileError)(msg[2])
-    worker.close()
+def run_task(task: Task) -> Any:
+    """Run one task in a fresh worker; return its result or raise its BuildError."""
+    outcome = run_tasks([task])[0]
+    if isinstance(outcome, BuildError):
+        raise outcome
     return outcome
+
+
+def run_jobs(jobs: Sequence[Job], max_workers: int | None = None, progress: Progress | None = None,
+             while_waiting: Callable[[], None] | None = None) -> list[JobResult | BuildError]:
+    """Compile every job (see :func:`run_tasks`); the list holds each job's JobResult or BuildError."""
+    tasks = [Task(COMPILE_JOB, (job,), job.label) for job in jobs]
+    if progress is None:
+        return run_tasks(tasks, max_workers, None, while_waiting)
+    show = progress
+    return run_tasks(tasks, max_workers, lambda done, total, i, outcome, seconds: show(done, total, jobs[i], outcome,
+                                                                                       seconds), while_waiting)
