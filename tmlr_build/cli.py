@@ -3,9 +3,9 @@
 All error reporting happens in :func:`main`: a BuildError becomes its message on stderr and exit
 status 1 (2 for usage errors); nothing the user can cause prints a traceback.
 
-:func:`main` first starts the compile processes' server (``builder/workers.py``), so that its import
-of Triton runs while this process parses and plans; what only this process needs later (the spec
-reader) is imported there, not here.
+The ``tmlr-build`` command (``__main__.py``) starts the compile processes' server before it imports
+this module, so that the server's import of Triton runs while this process imports, parses and
+plans; what only this process needs later (the spec reader) is imported there, not here.
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import sys
 from typing import Any, Sequence
 
 from .builder.build import BuildConfig, BuildReport, build
-from .builder import workers
 from .builder.sources import KernelRequest, check_name, parse_source
 from .common.arch import parse_arch_list, supported_capabilities
 from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
@@ -213,7 +212,6 @@ def _summary(report: BuildReport) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
     try:
-        workers.start()  # its import of Triton runs while this process parses, validates and plans
         report, quiet = run(argv)
     except BuildError as e:
         errors = e.errors if isinstance(e, BuildFailedError) else [e]

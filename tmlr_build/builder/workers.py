@@ -5,8 +5,8 @@ on the input that caused it, so every task runs in its own process and a worker 
 reported with its signal. Triton 3.3.1's output depends on what the same process compiled before
 (register numbering), so no process compiles twice.
 
-The processes come from multiprocessing's forkserver: a fresh interpreter that imports the compile
-side once (``_PRELOAD``) and forks one worker per task, so a task pays no import of Triton and
+The processes come from multiprocessing's forkserver (``server.py``): a fresh interpreter that
+imports the compile side once and forks one worker per task, so a task pays no import of Triton and
 inherits nothing of the caller (its threads, CUDA, a Triton that has compiled already). A worker
 runs :func:`_child`: one compile-side function, whose result or BuildError is pickled back.
 """
@@ -30,10 +30,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..common.errors import BuildError, CompileError, CompilerCrashError, UsageError
 from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
+from .server import CONTEXT, start
 
 COMPILE_JOB = "tmlr_build.compile.pipeline:run"
-_PRELOAD = ["tmlr_build.builder.workers", "tmlr_build.compile.pipeline"]
-_CONTEXT = multiprocessing.get_context("forkserver")
 
 Progress = Callable[[int, int, Job, "JobResult | BuildError", float], None]
 
@@ -48,19 +47,6 @@ class Task:
     function: str
     args: tuple[Any, ...]
     label: str  # names the input in error messages
-
-
-def start() -> None:
-    """Start the forkserver unless it runs, so that it imports Triton while the caller does other work.
-
-    A forkserver the caller started already is used as it is (its workers then import Triton themselves).
-    """
-    _CONTEXT.set_forkserver_preload(_PRELOAD)
-    try:
-        forkserver.ensure_running()
-    except OSError as e:
-        raise CompileError(f"cannot start the compile processes ({e}); free memory or processes and run "
-                           "tmlr-build again") from None
 
 
 # --- in the worker ------------------------------------------------------------------------------
@@ -117,7 +103,7 @@ class _Popen(popen_forkserver.Popen):
         self.pid = forkserver.read_signed(self.sentinel)
 
 
-class _Process(_CONTEXT.Process):  # type: ignore[misc,name-defined]
+class _Process(CONTEXT.Process):  # type: ignore[misc,name-defined]
     @staticmethod
     def _Popen(process_obj: Any) -> _Popen:
         return _Popen(process_obj)
@@ -132,7 +118,7 @@ class _Worker:
         # worker's fd 2 (MLIR/LLVM diagnostics) goes to a file in it.
         self.workdir = tempfile.mkdtemp(prefix="tmlr-build-")
         self.t0 = time.monotonic()
-        self.conn, send = _CONTEXT.Pipe(duplex=False)
+        self.conn, send = CONTEXT.Pipe(duplex=False)
         self.process = _Process(target=_child, args=(send, task, self.workdir))
         try:
             self.process.start()
@@ -225,7 +211,11 @@ def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
         raise UsageError("tmlr-build compiles in child processes, which a daemonic process (a multiprocessing.Pool "
                          "worker) may not start; build from the main process or a concurrent.futures "
                          "ProcessPoolExecutor worker")
-    start()
+    try:
+        start()
+    except OSError as e:
+        raise CompileError(f"cannot start the compile processes ({e}); free memory or processes and run "
+                           "tmlr-build again") from None
     outcomes: dict[int, Any] = {}
     limit = max(1, min(max_workers or os.cpu_count() or 1, len(tasks)))
     pending = list(range(len(tasks)))
