@@ -229,6 +229,7 @@ def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[
 def test_all_errors_are_tmlr_errors() -> None:
     import tmlr_runtime
 
+    assert {n for n in tmlr_build.__all__ if n.endswith("Error")} == set(E.ERROR_CLASSES)  # every one exported
     for cls in E.ERROR_CLASSES.values():
         assert issubclass(cls, tmlr_runtime.TmlrError)
         assert str(cls("why")) == "why"  # built from the message alone (pickled back from workers too)

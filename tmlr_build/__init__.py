@@ -15,20 +15,24 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .common.errors import *  # noqa: F401,F403
-from .common.errors import ERROR_CLASSES
 from .version import __version__
 
-# Loaded on first use: a compile worker imports tmlr_build.compile, which runs this file, and must
-# not load the builder with it.
-_LAZY = {
-    "BuildConfig": "builder.build", "BuildReport": "builder.build", "build": "builder.build",
-    "KernelRequest": "builder.sources", "request": "builder.sources",
-    "JitKernel": "builder.jit", "jit": "builder.jit",
-    "Target": "common.arch", "parse_arch_list": "common.arch",
+# Loaded on first use: every import of a tmlr_build module runs this file first - in a compile
+# worker, which must not load the builder, and in tmlr-build, which starts its compile processes
+# before importing anything heavy.
+_API = {
+    "builder.build": ("BuildConfig", "BuildReport", "build"),
+    "builder.sources": ("KernelRequest", "request"),
+    "builder.jit": ("JitKernel", "jit"),
+    "common.arch": ("Target", "parse_arch_list"),
+    "common.errors": ("BuildError", "UsageError", "UnsupportedArchError", "OptionError", "SpecError",
+                      "OutputPathError", "TritonVersionError", "InputError", "InputKindError", "KernelNotFoundError",
+                      "SignatureError", "MissingMetadataError", "IRParseError", "ArchMismatchError", "CompileError",
+                      "PtxasError", "CompilerCrashError", "ArtifactWriteError", "BuildFailedError"),
 }
+_LAZY = {name: module for module, names in _API.items() for name in names}
 
-__all__ = [*_LAZY, *ERROR_CLASSES]
+__all__ = list(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
@@ -48,3 +52,4 @@ if TYPE_CHECKING:
     from .builder.jit import JitKernel, jit
     from .builder.sources import KernelRequest, request
     from .common.arch import Target, parse_arch_list
+    from .common.errors import *  # noqa: F401,F403

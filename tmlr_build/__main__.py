@@ -10,12 +10,15 @@ import sys
 
 
 def main() -> int:
-    from .builder import server
+    try:
+        from .builder import server
 
-    with contextlib.suppress(OSError):  # the build starts it again, and reports why it cannot
-        server.start()
-    from .cli import main as run_cli
-
+        with contextlib.suppress(OSError):  # the build starts it again, and reports why it cannot
+            server.start()
+        from .cli import main as run_cli
+    except KeyboardInterrupt:  # Ctrl-C while starting: as cli.main reports it later
+        print("tmlr-build: interrupted", file=sys.stderr)
+        return 130
     return run_cli()
 
 

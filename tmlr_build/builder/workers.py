@@ -26,7 +26,7 @@ import traceback
 from dataclasses import dataclass
 from multiprocessing import context, forkserver, popen_forkserver, reduction, spawn, util
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from ..common.errors import BuildError, CompileError, CompilerCrashError, UsageError
 from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
@@ -132,23 +132,27 @@ class _Worker:
     def outcome(self) -> Any:
         """The task's result or BuildError, once ``conn`` is readable (sent, or the worker died)."""
         try:
-            outcome = self.conn.recv()
-        except (EOFError, OSError):
-            outcome = None
-        self.process.join(timeout=5)  # it sent its outcome, or it died: it exits now
-        if outcome is None:
-            outcome = _death(self.task.label, self.process.exitcode, os.path.join(self.workdir, DIAGNOSTICS_FILE))
-        self.close()
-        return outcome
+            try:
+                outcome = self.conn.recv()
+            except (EOFError, OSError):
+                outcome = None
+            self.process.join(timeout=5)  # it sent its outcome, or it died: it exits now
+            if outcome is None:
+                outcome = _death(self.task.label, self.process.exitcode, os.path.join(self.workdir, DIAGNOSTICS_FILE))
+            return outcome
+        finally:
+            self.close()
 
     def close(self) -> None:
-        """Kill the worker unless it has exited, and remove what it leaves behind."""
+        """Kill the worker unless it has exited, and remove what it leaves behind (once)."""
+        if self.conn.closed:
+            return
+        self.conn.close()
         if self.process.exitcode is None:
             with contextlib.suppress(OSError):
                 self.process.kill()
         self.process.join()
         self.process.close()
-        self.conn.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -178,26 +182,6 @@ def _death(label: str, exitcode: int | None, diag_path: str) -> BuildError:
 
 # --- running tasks ------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _interrupts_at_safe_points() -> Iterator[Callable[[], None]]:
-    """Turn Ctrl-C into a flag checked by ``check()``, so that KeyboardInterrupt is raised only
-    where every started worker is on record (a Ctrl-C inside a start would orphan one)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: None
-        return
-    hit: list[bool] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: hit.append(True))
-
-    def check() -> None:
-        if hit:
-            raise KeyboardInterrupt
-
-    try:
-        yield check
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
               progress: Callable[[int, int, int, Any, float], None] | None = None,
               while_waiting: Callable[[], None] | None = None) -> list[Any]:
@@ -220,28 +204,23 @@ def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
     limit = max(1, min(max_workers or os.cpu_count() or 1, len(tasks)))
     pending = list(range(len(tasks)))
     running: dict[int, _Worker] = {}
-    with _interrupts_at_safe_points() as check_interrupt:
-        try:
-            while pending or running:
-                while pending and len(running) < limit:
-                    i = pending.pop(0)
-                    running[i] = _Worker(tasks[i])
-                    check_interrupt()
-                if while_waiting is not None:
-                    while_waiting()
-                    while_waiting = None
-                    check_interrupt()
-                # a timeout, so that a Ctrl-C is noticed while every worker is still busy
-                ready = wait([w.conn for w in running.values()], timeout=0.2)
-                check_interrupt()
-                for i in [i for i, w in running.items() if w.conn in ready]:
-                    worker = running.pop(i)
-                    outcomes[i] = worker.outcome()
-                    if progress is not None:
-                        progress(len(outcomes), len(tasks), i, outcomes[i], time.monotonic() - worker.t0)
-        finally:
-            for worker in running.values():  # interrupted or failed: leave no worker or work directory
-                worker.close()
+    try:
+        while pending or running:
+            while pending and len(running) < limit:
+                i = pending.pop(0)
+                running[i] = _Worker(tasks[i])
+            if while_waiting is not None:
+                while_waiting()
+                while_waiting = None
+            ready = wait([w.conn for w in running.values()])
+            for i in [i for i, w in running.items() if w.conn in ready]:
+                outcomes[i] = running[i].outcome()
+                worker = running.pop(i)
+                if progress is not None:
+                    progress(len(outcomes), len(tasks), i, outcomes[i], time.monotonic() - worker.t0)
+    finally:
+        for worker in running.values():  # interrupted (Ctrl-C) or failed: leave no worker or work directory
+            worker.close()
     return [outcomes[i] for i in range(len(tasks))]
 
 
