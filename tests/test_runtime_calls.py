@@ -1,5 +1,5 @@
-"""Per-call checks, grids, streams, keyword handling and threads — through the generated launcher
-with a recording driver (no GPU)."""
+"""Per-call checks, grids, streams, keyword handling and threads — through ``Kernel`` on the fake
+driver, which records each launch (no GPU)."""
 from __future__ import annotations
 
 import struct
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import tmlr_runtime as tr
-from runtime_fakes import constexpr, equal_to_1, fake_launcher, metadata_doc, param
+from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
 from tmlr_runtime import _stream
 from tmlr_runtime._pointers import tensor_pointer
 from tmlr_runtime._metadata import Parameter
@@ -202,27 +202,7 @@ def test_cpu_torch_tensor_rejected(kernel):
 
 
 def test_threads_get_their_own_buffers():
-    from tmlr_runtime import ArtifactMetadata
-    from tmlr_runtime._launcher import LaunchTarget, generate
-    from tmlr_runtime._packing import Layout
-
-    meta = ArtifactMetadata.from_dict(metadata_doc([param("x", "*fp32"), param("n", "i64")]))
-    layout = Layout.build(meta.runtime_params, meta.variants[0].hidden_params)
-    lock = threading.Lock()
-    seen: list[tuple[int, int]] = []
-
-    def checking_launch(fn, gx, gy, gz, bx, by, bz, shm, stream, kp, extra):
-        import ctypes
-
-        ptrs = (ctypes.c_void_p * len(layout.slots)).from_address(kp)
-        x = ctypes.c_uint64.from_address(ptrs[0]).value
-        n = ctypes.c_int64.from_address(ptrs[1]).value
-        with lock:
-            seen.append((x, n))
-        return (0,)
-
-    target = LaunchTarget(0, (2**31 - 1, 65535, 65535), "FN", checking_launch)
-    launch = generate("k", meta.signature, meta.variants[0], target, True)
+    launch, rec = fake_launcher(metadata_doc([param("x", "*fp32"), param("n", "i64")]))
     errors = []
 
     def work(i):
@@ -238,6 +218,7 @@ def test_threads_get_their_own_buffers():
     for t in ts:
         t.join()
     assert not errors
+    seen = [(struct.unpack("<Q", r["params"][0])[0], struct.unpack("<q", r["params"][1])[0]) for r in rec.launches]
     assert len(seen) == 2400
     for ptr, n in seen:
         assert ptr == 0x1000 * (n // 1000 + 1)  # each launch saw its own thread's values

@@ -8,7 +8,7 @@ import os
 import pytest
 
 import tmlr_runtime as tr
-from runtime_fakes import FAKE_CUBIN, constexpr, metadata_doc, param, write_artifact
+from fake_driver import FAKE_CUBIN, constexpr, metadata_doc, param, write_artifact
 from tmlr_runtime._metadata import read_cubin
 
 GOOD = metadata_doc([param("x", "*fp32", 16), param("n", "i32"), constexpr("BLOCK", 128)], archs=("sm_80", "sm_90a"))

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tmlr_runtime as tr
-from runtime_fakes import constexpr, equal_to_1, metadata_doc, param
+from fake_driver import constexpr, equal_to_1, metadata_doc, param
 from tmlr_runtime import _schema
 
 VALIDATOR = jsonschema.Draft202012Validator(_schema.load_schema())

@@ -197,8 +197,3 @@ def current_context() -> tuple[int, Any]:
         handle = int(ctx)
     return handle, ctx
 
-
-def context_device(ctx: Any) -> int:
-    """The device ordinal of context ``ctx`` (made current by the caller)."""
-    drv = api()
-    return int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))

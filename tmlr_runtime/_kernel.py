@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import functools
-import operator
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from . import _driver, _launcher, _modules
 from ._errors import ArgumentError, short_repr
 from ._metadata import ArtifactMetadata, Parameter, Variant, read_cubin_stat, read_metadata
-
-Launch = Callable[..., None]  # launch(grid, *args, stream=None, **kwargs)
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[tuple[Any, ...], "Kernel"]] = {}
@@ -58,15 +55,11 @@ class Kernel:
         self.metadata = metadata
         self.directory = directory
         self.checks = checks
-        self._launchers: dict[int, Launch] = {}
-        self._variants: dict[int, Variant] = {}
-        self._functions: dict[int, _modules.LoadedFunction] = {}
+        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, _launcher.Plan]] = {}
         self._bind_lock = threading.Lock()
         self._read_stats: dict[str, os.stat_result] = {}  # cubin path -> fstat when it was read
-        self._get_context = _driver.init().cuCtxGetCurrent
-        # What ``kernel(...)`` runs: the launcher of the context bound last. Each launcher checks
-        # that its context is current and hands the call to _other_context otherwise.
-        self._call: Launch = self._bind_current()
+        self._plan: tuple[Any, ...] = ()  # the plan of the context bound last: what a launch checks first
+        self._bind_current()
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -101,63 +94,35 @@ class Kernel:
         files += [os.path.join(self.directory, v.cubin_file) for v in self.metadata.variants]
         return files
 
-    def _bind_current(self) -> Launch:
-        """Load into the current context and generate its launcher (once per context)."""
+    def _bind_current(self) -> _launcher.Plan:
+        """The plan of the current context, loading the module and planning the first time."""
         handle, _ctx = _driver.current_context()
-        launch = self._launchers.get(handle)
-        if launch is not None:
-            return launch
-        with self._bind_lock:
-            launch = self._launchers.get(handle)
-            if launch is not None:
-                return launch
-            drv = _driver.api()
-            ordinal = int(_driver.check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
-            dev = _driver.device_info(ordinal)
-            variant = self.metadata.select_variant(dev.major, dev.minor)
+        bound = self._contexts.get(handle)
+        if bound is None:
+            with self._bind_lock:
+                bound = self._contexts.get(handle) or self._bind(handle)
+        self._plan = tuple(bound[2])  # as a plain tuple: a launch unpacks it (3x faster than a NamedTuple)
+        return bound[2]
 
-            def read() -> bytes:
-                data, st = read_cubin_stat(self.directory, variant)
-                self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
-                return data
+    def _bind(self, handle: int) -> tuple[Variant, _modules.LoadedFunction, _launcher.Plan]:
+        ordinal = int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
+        dev = _driver.device_info(ordinal)
+        variant = self.metadata.select_variant(dev.major, dev.minor)
 
-            loaded = _modules.get_function(handle, ordinal, self.metadata.name, variant, None, read)
-            target = _launcher.LaunchTarget(
-                device=ordinal,
-                max_grid=dev.max_grid,
-                function=loaded.function,
-                launch=drv.cuLaunchKernel,
-                launch_ex=drv.cuLaunchKernelEx,
-                make_config=functools.partial(_launch_config, drv, variant),
-                on_error=_launch_error,
-            )
-            context = (handle, self._get_context, self._other_context)
-            launch = _launcher.build(self.metadata.name, self.metadata.signature, variant, target, self.checks, context)
-            self._variants[handle] = variant
-            self._functions[handle] = loaded
-            self._launchers[handle] = launch
-            return launch
+        def read() -> bytes:
+            data, st = read_cubin_stat(self.directory, variant)
+            self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
+            return data
+
+        loaded = _modules.get_function(handle, ordinal, self.metadata.name, variant, read)
+        plan = _launcher.plan(self.metadata.name, self.metadata.signature, variant, loaded, self.checks)
+        bound = self._contexts[handle] = (variant, loaded, plan)
+        return bound
 
     # -- launching -------------------------------------------------------------------------------
-    if TYPE_CHECKING:
-
-        def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None: ...
-
-    else:
-        # ``kernel(grid, *args, stream=None, **kwargs)`` calls the current launcher directly: the
-        # property hands it over from C, so a launch runs one Python frame, not a method that
-        # forwards to the launcher.
-        __call__ = property(
-            operator.attrgetter("_call"),
-            doc="""Launch on ``grid`` (int, tuple of up to 3 ints, or ``lambda meta: ...``) with ``args``
-        in signature order; constexprs may be omitted or passed by keyword.""",
-        )
-
-    def _other_context(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
-        """A launch found another context current than its launcher's: bind that one and launch."""
-        launch = self._bind_current()
-        self._call = launch
-        launch(grid, *args, stream=stream, **kwargs)
+    # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
+    # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword
+    __call__ = _launcher.launch
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
@@ -175,58 +140,15 @@ class Kernel:
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""
-        handle, _ = _driver.current_context()
         self._bind_current()
-        return self._variants[handle]
+        return self._contexts[_driver.current_context()[0]][0]
 
     @property
     def function(self) -> _modules.LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
-        handle, _ = _driver.current_context()
         self._bind_current()
-        return self._functions[handle]
-
-    def launcher_source(self) -> str:
-        """What the launcher of the current context does per parameter, for debugging."""
-        return _launcher.describe(self._bind_current())
+        return self._contexts[_driver.current_context()[0]][1]
 
     def __repr__(self) -> str:
         archs = ",".join(v.arch for v in self.metadata.variants)
         return f"Kernel({self.name!r}, archs={archs}, dir={self.directory!r}, checks={self.checks})"
-
-
-def _launch_error(code: Any, what: str) -> Exception:
-    c = int(code)
-    return _driver.DriverError(_driver.error_message(c, what), _driver.error_name(c))
-
-
-def _launch_config(drv: Any, variant: Variant) -> Any:
-    """A ``CUlaunchConfig`` with the variant's fixed parts and attributes; grid and stream are set
-    per launch (one config per thread, so concurrent launches never share it)."""
-    config = drv.CUlaunchConfig()
-    config.blockDimX, config.blockDimY, config.blockDimZ = variant.threads_per_block, 1, 1
-    config.sharedMemBytes = variant.shared
-    A = drv.CUlaunchAttributeID
-    attrs = []
-    if variant.is_cluster_launch:
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = variant.cluster_dims
-        attrs.append(a)
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
-        a.value.clusterSchedulingPolicyPreference = drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD
-        attrs.append(a)
-    if variant.cooperative:
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-        a.value.cooperative = 1
-        attrs.append(a)
-    if variant.pdl:
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        a.value.programmaticStreamSerializationAllowed = 1
-        attrs.append(a)
-    config.attrs = attrs
-    config.numAttrs = len(attrs)
-    return config

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from . import _driver
 from ._errors import DeviceLimitError, DriverError
@@ -31,7 +31,6 @@ class LoadedFunction:
 
 _lock = threading.Lock()
 _cache: dict[tuple[int, str, str], LoadedFunction] = {}
-stats = {"module_loads": 0}
 
 
 def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
@@ -54,7 +53,7 @@ def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
         raise DeviceLimitError(f"{name}: needs a cooperative launch, which {dev.name} does not support; rebuild without launch_cooperative_grid")
 
 
-def get_function(context: int, ordinal: int, name: str, variant: Variant, cubin: bytes | None, read_cubin: Any) -> LoadedFunction:
+def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes]) -> LoadedFunction:
     """The loaded function for ``variant`` in ``context`` (current), loading the module once.
 
     ``read_cubin()`` is called only when the module is not cached yet.
@@ -70,13 +69,11 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, cubin:
         dev = _driver.device_info(ordinal)
         check_fits(name, variant, dev)
         drv = _driver.api()
-        data = cubin if cubin is not None else read_cubin()
         # Each call's result is checked inline; the message (with names) is made only on failure.
-        r = drv.cuModuleLoadData(data)
+        r = drv.cuModuleLoadData(read_cubin())
         if int(r[0]):
             _driver.check(r, f"cuModuleLoadData({variant.cubin_file})")
         module = r[1]
-        stats["module_loads"] += 1
         try:
             r = drv.cuModuleGetFunction(module, variant.entry.encode())
             if int(r[0]):

@@ -57,17 +57,6 @@ def bf16_bits(x: float) -> int:
 
 
 @dataclass(frozen=True)
-class Slot:
-    """Where one cubin parameter lives in the packed buffer."""
-
-    name: str  # signature name, or the hidden parameter's name
-    type: str  # Triton type, "*i8" for hidden pointers
-    code: str  # struct code ("Q", "i", "128s", ...)
-    offset: int
-    size: int
-
-
-@dataclass(frozen=True)
 class Layout:
     """The packed-argument layout of one kernel variant (parallel tuples, one entry per slot)."""
 
@@ -80,11 +69,6 @@ class Layout:
     # packs only the leading runtime parameters: the hidden pointers after them stay as the
     # zero-filled buffer has them unless a launch passes global scratch
     head: struct.Struct
-
-    @functools.cached_property
-    def slots(self) -> tuple[Slot, ...]:
-        """Each parameter's :class:`Slot` (made on first use; a launch needs only the tuples)."""
-        return tuple(Slot(n, t, _code(t), o, s) for n, t, o, s in zip(self.names, self.types, self.offsets, self.sizes))
 
     @classmethod
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
@@ -121,10 +105,6 @@ class Layout:
 _POINTER = (POINTER_CODE[0], POINTER_CODE[1], POINTER_CODE[1])
 _SPECS = {t: (code, size, size) for t, (code, size, _) in SCALAR_CODES.items()}
 _SPECS["nvTmaDesc"] = (f"{TMA_DESC_SIZE}s", TMA_DESC_SIZE, TMA_DESC_ALIGN)
-
-
-def _code(typ: str) -> str:
-    return (_POINTER if typ[:1] == "*" else _SPECS[typ])[0]
 
 
 _struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once

@@ -14,7 +14,9 @@ from ._errors import StreamError, short_repr
 _torch_current: Callable[[int], int] | None = None
 
 
-def _bind_torch() -> Callable[[int], int] | None:
+def bind_torch() -> Callable[[int], int] | None:
+    """torch's current-stream function of a device when torch is imported (0 for every device
+    without CUDA support), else None."""
     global _torch_current
     torch = sys.modules.get("torch")
     if torch is None:
@@ -31,7 +33,7 @@ def default_stream(device: int) -> int:
     """torch's current stream on ``device`` when torch is imported, else 0."""
     f = _torch_current
     if f is None:
-        f = _bind_torch()
+        f = bind_torch()
         if f is None:
             return 0
     return f(device)
