@@ -1,12 +1,13 @@
-"""Launching one kernel variant: a plan made once at load, one short function per call.
+"""Launching a kernel variant: a plan made once at load, one short function per call.
 
-At load, :func:`plan` gives each positional parameter a code for the work its type needs per call
-(a pointer, an int assumed divisible by 16, an i1, a bf16, a TMA descriptor, a constexpr or an
-int specialized to 1 passed positionally); plain scalars get none, the packing ``struct``
-converts and range-checks them. It also fixes the packed layout and, per thread on first use, the
-storage and the ``void**`` into it, which each call only rewrites. Per call, a torch tensor on the
-launch device with the recorded dtype is read inline, and everything else goes through the one
-conversion routine, :func:`convert`, which also produces the typed errors.
+:func:`plan` gives each positional parameter a code for the work its type needs per call (as
+Inductor's static launcher does): a pointer, an int assumed divisible by 16, an i1, a bf16, a TMA
+descriptor, a constexpr or an int specialized to 1 passed positionally. Plain scalars get none: the
+packing ``struct`` converts and range-checks them. The plan also fixes the packed layout; the
+storage and the ``void**`` into it are made once per thread and only rewritten per call (as in
+tinygrad's ops_cuda). :func:`launch` reads torch tensors on the launch device inline and sends
+every other argument through the one conversion routine, :func:`convert`, which also makes the
+typed errors.
 """
 from __future__ import annotations
 
@@ -176,115 +177,141 @@ class Binder:
         return out
 
 
-def _failure(binder: Binder, pointers: Any, others: Any, args: tuple[Any, ...], device: int, checks: bool,
-             exc: Exception) -> Exception:
-    """The typed error naming the argument that made conversion or packing raise ``exc``."""
-    for i, code, p in [*pointers, *others]:
+class Slow:
+    """What a launch reads only off its common path: keywords, other grids, global scratch,
+    ``cuLaunchKernelEx``, a thread's first launch, errors."""
+
+    def __init__(self, name: str, signature: tuple[Parameter, ...], npos: int, variant: Variant, loaded: LoadedFunction,
+                 work: list[tuple[int, int, Parameter]], checks: bool) -> None:
+        self.binder, self.work, self.checks = Binder(name, signature, npos), work, checks
+        self.div16 = [w for w in work if w[1] == DIV16]
+        self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
+        self.function, self.block, self.shared = loaded.function, variant.threads_per_block, variant.shared
+        self.layout = Layout.build(tuple(p for p in signature if p.kind == "runtime"), variant.hidden_params)
+        self.drv, self.variant, self.what = _driver.api(), variant, f"launching {name}"
+        self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
+        self.scratch = None
+        if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
+            self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
+                            self.layout.offsets[self.layout.names.index("global_scratch")])
+        self.alloc, self.free = _scratch.alloc, _scratch.free
+        # storage per thread where a call writes into it, else one made now for all
+        self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
+        if isinstance(self.storage, SimpleNamespace):
+            self.new_slot()
+
+    def new_slot(self) -> tuple[memoryview, int, Any]:
+        buf = ArgBuffer(self.layout)
+        self.storage.buffer = buf  # its views hold the memory the void** points to
+        self.storage.slot = (buf.view, buf.address, _launch_config(self.drv, self.variant) if self.use_ex else None)
+        return self.storage.slot
+
+    def error(self, args: tuple[Any, ...], exc: Exception | None, work: list[tuple[int, int, Parameter]] | None = None) -> Exception:
+        """The typed error naming the argument that made conversion or packing fail (raise ``exc``)."""
+        for i, code, p in self.work if work is None else work:
+            try:
+                convert(code, p, args[i], self.device, self.checks)
+            except TmlrError as err:
+                return err
+        for p, v in zip(self.binder.signature, args):
+            err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_CODES else None
+            if err is not None:
+                return err
+        return ArgumentError(f"{self.binder.name}: arguments could not be packed ({exc}); call it as {self.binder.usage()}")
+
+    def launch(self, buf: Any, kp: int, config: Any, gx: int, gy: int, gz: int, stream: int) -> Any:
+        """A launch with global scratch (allocated for the grid, freed whatever the launch does) or
+        through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
+        if self.scratch is not None:
+            per_program, align, offset = self.scratch
+            address, raw = self.alloc(gx * gy * gz * per_program, align, stream)
         try:
-            convert(code, p, args[i], device, checks)
-        except TmlrError as err:
-            return err
-    for p, v in zip(binder.signature, args):
-        if p.kind == "runtime" and p.type in SCALAR_CODES and diagnose_scalar(p, v) is not None:
-            return diagnose_scalar(p, v)  # type: ignore[return-value]
-    return ArgumentError(f"{binder.name}: arguments could not be packed ({exc}); call it as {binder.usage()}")
+            if self.scratch is not None:
+                _POINTER.pack_into(buf, offset, address)
+            if not self.use_ex:
+                return self.drv.cuLaunchKernel(self.function, gx, gy, gz, self.block, 1, 1, self.shared, stream, kp, 0)
+            cx, cy, cz = self.cluster
+            config.gridDimX, config.gridDimY, config.gridDimZ, config.hStream = gx * cx, gy * cy, gz * cz, stream
+            return self.drv.cuLaunchKernelEx(config, self.function, kp, 0)
+        finally:
+            if self.scratch is not None:
+                self.free(raw, stream)
+
+    def driver_error(self, code: Any) -> Exception:
+        return _driver.DriverError(_driver.error_message(int(code), self.what), _driver.error_name(int(code)))
 
 
 class Plan(NamedTuple):
-    """What a launch reads, fixed at load for one variant in one context (unpacked at once per call)."""
+    """What a launch reads, fixed at load for one variant in one context. A kernel keeps it as a
+    plain tuple, which a launch unpacks in one step (3x faster than unpacking a NamedTuple)."""
 
-    context: Any  # the CUcontext this plan was made for
+    context: Any  # the CUcontext it was made for, compared by value with the current one
     get_context: Callable[[], Any]  # cuCtxGetCurrent
     npos: int  # positional parameters: up to the last one that is not a constexpr
     max_x: int  # an int grid up to this needs no other check
     device: int
     current_stream: Callable[[int], int]  # the stream of a launch given none
-    storage: Any  # .slot: (buffer, void** address, CUlaunchConfig); per thread when a call writes into it
+    storage: Any  # .slot: (buffer, void** address, CUlaunchConfig)
     pointers: tuple[tuple[int, Parameter, Any, int], ...]  # (position, parameter, torch dtype or None, alignment mask)
-    others: tuple[tuple[int, int, Parameter], ...]  # (position, code, parameter) of the other parameters with work
-    div16: Callable[[list[Any]], Any] | None  # the ints assumed divisible by 16 (checks on), OR-ed together
-    tensor: type  # torch.Tensor, read inline
+    others: tuple[tuple[int, int, Parameter], ...]  # (position, code, parameter) of the rest with work, but DIV16
+    div16: Callable[[list[Any]], Any] | None  # the ints assumed divisible by 16, OR-ed together
+    tensor: type  # torch.Tensor
     checks: bool
-    pack: Callable[..., None]  # pack(buffer, 0, *positional values): the runtime parameters into the buffer
-    launch: Callable[..., Any] | None  # cuLaunchKernel; None: global scratch or cuLaunchKernelEx, see _launch_special
+    pack: Callable[..., None]  # pack(buffer, 0, *values): the runtime parameters into the buffer
+    launch: Callable[..., Any] | None  # cuLaunchKernel; None: Slow.launch (global scratch, cuLaunchKernelEx)
     function: Any
     block: int
     shared: int
-    rare: SimpleNamespace  # what only calls off the common path read
+    slow: Slow
 
 
 def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> Plan:
-    """The :class:`Plan` of launching ``variant`` loaded as ``loaded``."""
-    drv, device = _driver.api(), loaded.device.ordinal
+    """The :class:`Plan` of launching ``variant`` as ``loaded``, in the context current now."""
     npos = max((i + 1 for i, p in enumerate(signature) if p.kind != "constexpr"), default=0)
-    layout = Layout.build(tuple(p for p in signature if p.kind == "runtime"), variant.hidden_params)
-    torch = sys.modules.get("torch")
     work = [(i, code, p) for i, p in enumerate(signature[:npos]) for code in [_code(p, checks)] if code is not None]
-    pointers = tuple((i, p, _pointers.torch_dtype(p) if checks else None, 15 if checks and p.divisibility == 16 else 0)
-                     for i, code, p in work if code == PTR)
+    slow = Slow(name, signature, npos, variant, loaded, work, checks)
     kept = [i for i, p in enumerate(signature[:npos]) if p.kind == "runtime"]
-    use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
-    scratch = variant.scratch_size > 0 and "global_scratch" in variant.hidden_params
-    cluster = variant.cluster_dims
-    rare = SimpleNamespace(
-        div16=tuple(w for w in work if w[1] == DIV16),
-        binder=Binder(name, signature, npos), max_grid=loaded.device.max_grid, cluster=cluster, what=f"launching {name}",
-        launch=drv.cuLaunchKernel, launch_ex=drv.cuLaunchKernelEx if use_ex else None,
-        scratch=(variant.scratch_size * max(variant.num_ctas, math.prod(cluster)), variant.scratch_align,
-                 layout.offsets[layout.names.index("global_scratch")]) if scratch else None,
-        alloc=_scratch.alloc, free=_scratch.free,
-    )
-    # per thread where a call writes into it; else one for all
-    storage: Any = threading.local() if kept or scratch or use_ex else SimpleNamespace()
-    rare.new_slot = functools.partial(_new_slot, storage, layout, drv, variant, use_ex)
-    if not kept and not scratch and not use_ex:
-        rare.new_slot()
-    head = layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
-    get_context = drv.cuCtxGetCurrent
-    context = get_context()[1]  # this plan's context is current: compared by value per call, not by int()
+    head = slow.layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
+    get_context = slow.drv.cuCtxGetCurrent
+    context = get_context()[1]
     if get_context()[1] != context:  # bindings whose handles compare by identity: compare ints
-        get_context, context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(context)
+        get_context, context = (lambda: (0, int(slow.drv.cuCtxGetCurrent()[1]))), int(context)
+    torch = sys.modules.get("torch")
     return Plan(
-        context, get_context, npos, loaded.device.max_grid[0] // cluster[0], device,
+        context, get_context, npos, loaded.device.max_grid[0] // slow.cluster[0], slow.device,
         _stream.bind_torch() or _stream.default_stream,  # the latter sees torch imported later
-        storage, pointers, tuple(w for w in work if w[1] not in (PTR, DIV16)), _or_of(rare.div16), torch.Tensor if torch is not None else _NoTorch, checks,
+        slow.storage, tuple((i, p, _pointers.torch_dtype(p) if checks else None, 15 if checks and p.divisibility == 16 else 0)
+                            for i, code, p in work if code == PTR),
+        tuple(w for w in work if w[1] not in (PTR, DIV16)), _bitwise_or(slow.div16),
+        torch.Tensor if torch is not None else _NoTorch, checks,
         head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
-        None if scratch or use_ex else drv.cuLaunchKernel, loaded.function, variant.threads_per_block, variant.shared, rare,
+        None if slow.scratch or slow.use_ex else slow.drv.cuLaunchKernel, slow.function, slow.block, slow.shared, slow,
     )
 
 
-def _or_of(work: tuple[tuple[int, int, Parameter], ...]) -> Callable[[list[Any]], Any] | None:
-    """``values -> values[i] | values[j] | ...`` of the positions in ``work``, written in C: an
-    itemgetter for one position, the common case."""
-    if not work:
-        return None
-    if len(work) == 1:
-        return operator.itemgetter(work[0][0])
-    get = operator.itemgetter(*[w[0] for w in work])
+def _bitwise_or(work: list[tuple[int, int, Parameter]]) -> Callable[[list[Any]], Any] | None:
+    """``values -> values[i] | values[j] | ...`` of the positions in ``work``; in C for one, the
+    common case."""
+    if len(work) < 2:
+        return operator.itemgetter(work[0][0]) if work else None
+    get = operator.itemgetter(*[i for i, _, _ in work])
     return lambda values: functools.reduce(operator.or_, get(values))
 
 
-def _new_slot(storage: Any, layout: Layout, drv: Any, variant: Variant, use_ex: bool) -> tuple[memoryview, int, Any]:
-    buf = ArgBuffer(layout)
-    storage.buffer = buf  # its views hold the memory the void** points to
-    storage.slot = (buf.view, buf.address, _launch_config(drv, variant) if use_ex else None)
-    return storage.slot
-
-
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
-    """``kernel(grid, *args, stream=None, **kwargs)`` by the plan of the current context."""
-    (context, get_context, npos, max_x, device, current_stream, storage, pointers, others, div16, tensor, checks, pack,
-     launch_fn, function, block, shared, rare) = kernel._plan
+    """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
+    (context, get_context, npos, max_x, device, current_stream, storage, pointers, others, div16, tensor, checks,
+     pack, launch_fn, function, block, shared, slow) = kernel._plan
     if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
         kernel._bind_current()
         return launch(kernel, grid, *args, stream=stream, **kwargs)
     if kwargs or len(args) != npos:
-        args = rare.binder.bind(args, kwargs, checks)
+        args = slow.binder.bind(args, kwargs, checks)
     if type(grid) is int and 0 < grid <= max_x:
         gx = grid
         gy = gz = 1
     else:
-        gx, gy, gz = _grid.normalize(grid, rare.max_grid, rare.cluster, rare.binder.meta, args)
+        gx, gy, gz = _grid.normalize(grid, slow.max_grid, slow.cluster, slow.binder.meta, args)
     if stream is None:
         stream = current_stream(device)
     elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
@@ -292,7 +319,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
     try:
         buf, kp, config = storage.slot
     except AttributeError:
-        buf, kp, config = rare.new_slot()
+        buf, kp, config = slow.new_slot()
     if npos:
         try:
             values = list(args)
@@ -307,39 +334,19 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
             if others:
                 for i, code, p in others:
                     values[i] = convert(code, p, values[i], device, checks)
-            if div16 is not None and div16(values) & 15:  # an int assumed divisible by 16 is not
-                raise _failure(rare.binder, rare.div16, (), args, device, checks, ValueError())
+            if div16 is not None and div16(values) & 15:
+                raise slow.error(args, None, slow.div16)
             pack(buf, 0, *values)
         except TmlrError:
             raise
-        except Exception as e:  # name the argument (data_ptr() of a sparse tensor raises, so does the struct)
-            raise _failure(rare.binder, [(i, PTR, p) for i, p, _, _ in pointers], others + rare.div16, args, device, checks, e) from None
+        except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct
+            raise slow.error(args, e) from None
     if launch_fn is None:
-        r = _launch_special(rare, function, block, shared, buf, kp, config, gx, gy, gz, stream)
+        r = slow.launch(buf, kp, config, gx, gy, gz, stream)
     else:
         r = launch_fn(function, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
     if r[0]:
-        raise _driver.DriverError(_driver.error_message(int(r[0]), rare.what), _driver.error_name(int(r[0])))
-
-
-def _launch_special(rare: SimpleNamespace, function: Any, block: int, shared: int, buf: Any, kp: int, config: Any,
-                    gx: int, gy: int, gz: int, stream: int) -> Any:
-    """A launch with global scratch (allocated for the grid, freed whatever the launch does) or
-    through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
-    if rare.scratch is not None:
-        per_program, align, offset = rare.scratch
-        address, raw = rare.alloc(gx * gy * gz * per_program, align, stream)
-    try:
-        if rare.scratch is not None:
-            _POINTER.pack_into(buf, offset, address)
-        if rare.launch_ex is None:
-            return rare.launch(function, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
-        cx, cy, cz = rare.cluster
-        config.gridDimX, config.gridDimY, config.gridDimZ, config.hStream = gx * cx, gy * cy, gz * cz, stream
-        return rare.launch_ex(config, function, kp, 0)
-    finally:
-        if rare.scratch is not None:
-            rare.free(raw, stream)
+        raise slow.driver_error(r[0])
 
 
 def _launch_config(drv: Any, variant: Variant) -> Any:
