@@ -252,12 +252,13 @@ class Plan(NamedTuple):
     device: int
     current_stream: Callable[[int], int]  # the stream of a launch given none
     storage: Any  # .slot: (buffer, void** address, CUlaunchConfig)
-    pointers: tuple[tuple[int, Parameter, Any, int], ...]  # (position, parameter, torch dtype or None, alignment mask)
-    others: tuple[tuple[int, int, Parameter], ...]  # (position, code, parameter) of the rest with work, but DIV16
+    # where a launch finds an argument: its position + 2 (see launch)
+    pointers: tuple[tuple[int, Parameter, Any, int], ...]  # (where, parameter, torch dtype or None, alignment mask)
+    others: tuple[tuple[int, int, Parameter], ...]  # (where, code, parameter) of the rest with work, but DIV16
     div16: Callable[[list[Any]], Any] | None  # the ints assumed divisible by 16, OR-ed together
     tensor: type  # torch.Tensor
     checks: bool
-    pack: Callable[..., None]  # pack(buffer, 0, *values): the runtime parameters into the buffer
+    pack: Callable[..., None]  # pack(buffer, 0, *positional values): the runtime parameters into the buffer
     launch: Callable[..., Any] | None  # cuLaunchKernel; None: Slow.launch (global scratch, cuLaunchKernelEx)
     function: Any
     block: int
@@ -280,21 +281,21 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
     return Plan(
         context, get_context, npos, loaded.device.max_grid[0] // slow.cluster[0], slow.device,
         _stream.bind_torch() or _stream.default_stream,  # the latter sees torch imported later
-        slow.storage, tuple((i, p, _pointers.torch_dtype(p) if checks else None, 15 if checks and p.divisibility == 16 else 0)
+        slow.storage, tuple((i + 2, p, _pointers.torch_dtype(p) if checks else None, 15 if checks and p.divisibility == 16 else 0)
                             for i, code, p in work if code == PTR),
-        tuple(w for w in work if w[1] not in (PTR, DIV16)), _bitwise_or(slow.div16),
+        tuple((i + 2, code, p) for i, code, p in work if code not in (PTR, DIV16)), _bitwise_or([i + 2 for i, _, _ in slow.div16]),
         torch.Tensor if torch is not None else _NoTorch, checks,
         head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
         None if slow.scratch or slow.use_ex else slow.drv.cuLaunchKernel, slow.function, slow.block, slow.shared, slow,
     )
 
 
-def _bitwise_or(work: list[tuple[int, int, Parameter]]) -> Callable[[list[Any]], Any] | None:
-    """``values -> values[i] | values[j] | ...`` of the positions in ``work``; in C for one, the
+def _bitwise_or(where: list[int]) -> Callable[[list[Any]], Any] | None:
+    """``values -> values[i] | values[j] | ...`` for ``where = [i, j, ...]``; in C for one, the
     common case."""
-    if len(work) < 2:
-        return operator.itemgetter(work[0][0]) if work else None
-    get = operator.itemgetter(*[i for i, _, _ in work])
+    if len(where) < 2:
+        return operator.itemgetter(where[0]) if where else None
+    get = operator.itemgetter(*where)
     return lambda values: functools.reduce(operator.or_, get(values))
 
 
@@ -322,7 +323,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
         buf, kp, config = slow.new_slot()
     if npos:
         try:
-            values = list(args)
+            values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
             for i, p, dtype, mask in pointers:
                 a = values[i]
                 if type(a) is tensor and (not checks or a.get_device() == device and (a.dtype is dtype or dtype is None)):
@@ -336,7 +337,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
                     values[i] = convert(code, p, values[i], device, checks)
             if div16 is not None and div16(values) & 15:
                 raise slow.error(args, None, slow.div16)
-            pack(buf, 0, *values)
+            pack(*values)
         except TmlrError:
             raise
         except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct
