@@ -44,10 +44,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 H200 = _driver.DeviceInfo(
     ordinal=0, name="NVIDIA H200 (fake)", major=9, minor=0, max_threads_per_block=1024, max_shared_optin=232448,
-    max_grid=(2**31 - 1, 65535, 65535), cluster_launch=True, cooperative_launch=True, sm_count=132,
+    max_grid=(2**31 - 1, 65535, 65535), cluster_launch=True, cooperative_launch=True,
 )
 A100 = dataclasses.replace(H200, name="NVIDIA A100 (fake)", major=8, minor=0, max_shared_optin=166912,
-                           cluster_launch=False, sm_count=108)
+                           cluster_launch=False)
 
 _OK, _INVALID_VALUE, _INVALID_IMAGE, _NOT_FOUND = 0, 1, 200, 500
 _CONTEXT = 0xC0C0
