@@ -20,11 +20,11 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Callable, NamedTuple
 
-from . import _driver, _grid, _pointers, _scratch, _stream
+from . import _driver, _grid, _pointers, _scratch, _stream, _tma
 from ._errors import ArgumentCountError, ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
 from ._metadata import Parameter, Variant
 from ._modules import LoadedFunction
-from ._packing import SCALAR_CODES, TMA_DESC_SIZE, ArgBuffer, Layout, bf16_bits, diagnose_scalar
+from ._packing import SCALAR_CODES, ArgBuffer, Layout, bf16_bits, diagnose_scalar
 
 _MISSING = object()
 _POINTER = struct.Struct("<Q")
@@ -53,36 +53,13 @@ def check_constexpr(p: Parameter, value: Any) -> None:
         )
 
 
-def tma_bytes(p: Parameter, value: Any) -> bytes:
-    """The 128 bytes of a ``CUtensorMap`` given as bytes-like, a cuda-python CUtensorMap or a
-    :class:`tmlr_runtime.TensorMap`."""
-    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
-    try:
-        data = getattr(value, "tensor_map_bytes", None)
-        if data is None and getattr(value, "opaque", None) is not None:
-            data = struct.pack("<16Q", *[int(x) for x in value.opaque])
-        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
-            data = value
-        elif data is None:
-            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
-        data = bytes(data)
-    except TmlrError:
-        raise
-    except Exception as e:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
-                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
-    if len(data) != TMA_DESC_SIZE:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
-    return data
-
-
 def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
     """What parameter ``p`` (of per-argument ``code``) passes to the cubin for ``value``, or its
     typed error; constexprs and ints specialized to 1 are only checked."""
     if code == PTR:
         return _pointers.any_pointer(p, value, device, checks)
     if code == TMA:
-        return tma_bytes(p, value)
+        return _tma.tma_bytes(p, value)
     if code == BF16:
         try:
             return bf16_bits(value)

@@ -10,6 +10,7 @@ import ctypes
 import sys
 from typing import Any
 
+from . import _driver
 from ._errors import PointerArgumentError, TmlrError, short_repr
 from ._metadata import Parameter
 
@@ -88,12 +89,8 @@ def _fail(param: Parameter, what: str, fix: str) -> PointerArgumentError:
 
 def _check_address(param: Parameter, address: int, checks: bool) -> int:
     if checks and param.divisibility == 16 and address % 16:
-        raise _fail(
-            param,
-            f"address 0x{address:x} is not 16-byte aligned, but the kernel was built assuming it is "
-            "(tt.divisibility=16) and would compute wrong results",
-            "pass an aligned buffer (e.g. .clone() of the slice) or rebuild without ':16' for this pointer",
-        )
+        raise _fail(param, f"address 0x{address:x} is not 16-byte aligned, but the kernel was built assuming it is (tt.divisibility=16) "
+                    "and would compute wrong results", "pass an aligned buffer (e.g. .clone() of the slice) or rebuild without ':16' for this pointer")
     return address
 
 
@@ -105,31 +102,22 @@ def tensor_pointer(param: Parameter, t: Any, device: int, checks: bool) -> int:
         # checked even with checks off: data_ptr() of a sparse tensor raises torch's own RuntimeError
         raise _fail(param, f"got a {layout} tensor, but the kernel reads dense memory through this pointer",
                     "convert it with .to_dense() (a strided tensor) before launching")
-    if checks:
-        d = t.get_device()
-        if d != device:
-            kind = getattr(getattr(t, "device", None), "type", "cpu")
-            where = f"a tensor on cuda:{d}" if d >= 0 else "a CPU tensor" if kind == "cpu" else f"a tensor on {kind}"
-            raise _fail(
-                param,
-                f"got {where}, but the launch runs on cuda:{device}",
-                f"move it with .to('cuda:{device}') or make cuda:{d if d >= 0 else device} current before launching",
-            )
-        want = torch_dtype(param)
-        if want is not None and t.dtype != want:
-            raise _fail(
-                param,
-                f"got a {t.dtype} tensor, the kernel was built for {want}",
-                f"convert it with .to({want}) (or .view({want}) to reinterpret the bits), or rebuild with a matching --signature",
-            )
+    d = t.get_device() if checks else device
+    if d != device:
+        kind = getattr(getattr(t, "device", None), "type", "cpu")
+        where = f"a tensor on cuda:{d}" if d >= 0 else "a CPU tensor" if kind == "cpu" else f"a tensor on {kind}"
+        raise _fail(param, f"got {where}, but the launch runs on cuda:{device}",
+                    f"move it with .to('cuda:{device}') or make cuda:{d if d >= 0 else device} current before launching")
+    want = torch_dtype(param) if checks else None
+    if want is not None and t.dtype != want:
+        raise _fail(param, f"got a {t.dtype} tensor, the kernel was built for {want}",
+                    f"convert it with .to({want}) (or .view({want}) to reinterpret the bits), or rebuild with a matching --signature")
     return _check_address(param, t.data_ptr(), checks)
 
 
 def _host_or_device(address: int, device: int) -> int | None:
     """Device ordinal owning ``address`` per the driver, -1 for host memory, None if unknown."""
-    from ._driver import api
-
-    drv = api()
+    drv = _driver.api()
     A = drv.CUpointer_attribute
     err, mem_type = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
     if int(err) != 0:
