@@ -32,23 +32,17 @@ def _stamp(paths: list[str], known: dict[str, os.stat_result] | None = None) -> 
 class Kernel:
     """A tmlr artifact (cubin + metadata.json written by tmlr-build), launched without Triton.
 
-    Workflow:
-
-    1. ``Kernel.load(dir)`` reads ``metadata.json`` and validates it against the schema.
-    2. It initialises the driver and takes the current context (device 0's primary context, the
-       one torch uses, when none is current), picks the variant for that device's compute
-       capability and refuses what the device cannot run (shared memory, clusters, threads).
-    3. It checks the cubin's size and sha256, loads it with ``cuModuleLoadData`` (once per context:
-       modules are cached by context and sha256) and opts into large shared memory once.
-    4. It builds the launcher for that variant: argument types, the packing layout and the
-       ``void**`` are fixed now, per thread buffers are made on first use.
+    1. ``Kernel.load(dir)`` reads and validates ``metadata.json``.
+    2. It takes the current context (device 0's primary context, the one torch uses, when none
+       is), picks the variant for that device and refuses what the device cannot run.
+    3. It checks the cubin's size and sha256 and loads it (once per context and sha256).
+    4. It plans the launch of that variant (see ``_launcher``).
     5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
-       arguments by the recorded signature and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for
-       clusters, cooperative and PDL launches). A launch while another device's context is current
-       repeats steps 2-4 once for that context.
+       arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
+       PDL launches). A launch while another context is current repeats steps 2-4 once for it.
 
     ``checks=False`` skips the per-call argument checks (device, dtype, alignment, divisibility,
-    specialized values) for the fastest path; argument count and scalar ranges are still enforced.
+    specialized values); argument count and scalar ranges are still enforced.
     """
 
     def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True) -> None:
@@ -58,7 +52,7 @@ class Kernel:
         self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, _launcher.Plan]] = {}
         self._bind_lock = threading.Lock()
         self._read_stats: dict[str, os.stat_result] = {}  # cubin path -> fstat when it was read
-        self._plan: tuple[Any, ...] = ()  # the plan of the context bound last: what a launch checks first
+        self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
         self._bind_current()
 
     # -- loading ---------------------------------------------------------------------------------
@@ -94,30 +88,25 @@ class Kernel:
         files += [os.path.join(self.directory, v.cubin_file) for v in self.metadata.variants]
         return files
 
-    def _bind_current(self) -> _launcher.Plan:
-        """The plan of the current context, loading the module and planning the first time."""
+    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, _launcher.Plan]:
+        """What serves the current context; the module is loaded and the launch planned the first time."""
         handle, _ctx = _driver.current_context()
-        bound = self._contexts.get(handle)
-        if bound is None:
-            with self._bind_lock:
-                bound = self._contexts.get(handle) or self._bind(handle)
+        with self._bind_lock:
+            bound = self._contexts.get(handle)
+            if bound is None:
+                ordinal = int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
+                dev = _driver.device_info(ordinal)
+                variant = self.metadata.select_variant(dev.major, dev.minor)
+                loaded = _modules.get_function(handle, ordinal, self.name, variant, lambda: self._read(variant))
+                plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
+                bound = self._contexts[handle] = (variant, loaded, plan)
         self._plan = tuple(bound[2])  # as a plain tuple: a launch unpacks it (3x faster than a NamedTuple)
-        return bound[2]
-
-    def _bind(self, handle: int) -> tuple[Variant, _modules.LoadedFunction, _launcher.Plan]:
-        ordinal = int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
-        dev = _driver.device_info(ordinal)
-        variant = self.metadata.select_variant(dev.major, dev.minor)
-
-        def read() -> bytes:
-            data, st = read_cubin_stat(self.directory, variant)
-            self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
-            return data
-
-        loaded = _modules.get_function(handle, ordinal, self.metadata.name, variant, read)
-        plan = _launcher.plan(self.metadata.name, self.metadata.signature, variant, loaded, self.checks)
-        bound = self._contexts[handle] = (variant, loaded, plan)
         return bound
+
+    def _read(self, variant: Variant) -> bytes:
+        data, st = read_cubin_stat(self.directory, variant)
+        self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
+        return data
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
@@ -140,14 +129,12 @@ class Kernel:
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""
-        self._bind_current()
-        return self._contexts[_driver.current_context()[0]][0]
+        return self._bind_current()[0]
 
     @property
     def function(self) -> _modules.LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
-        self._bind_current()
-        return self._contexts[_driver.current_context()[0]][1]
+        return self._bind_current()[1]
 
     def __repr__(self) -> str:
         archs = ",".join(v.arch for v in self.metadata.variants)

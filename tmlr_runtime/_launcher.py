@@ -46,11 +46,8 @@ def _equals(value: Any, expected: Any) -> bool:
 
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not (_equals(value, p.value) and isinstance(value, bool) == isinstance(p.value, bool)):
-        raise ConstexprMismatchError(
-            f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} (or omit it), "
-            f"or rebuild with --constexpr {p.name}={short_repr(value)}",
-            p.name,
-        )
+        raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
+                                     f"(or omit it), or rebuild with --constexpr {p.name}={short_repr(value)}", p.name)
 
 
 def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
@@ -72,24 +69,21 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
                                   f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature", p.name)
     elif code == BOOL:
         if value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1))):
-            return 1 if value is True or _equals(value, 1) else 0
-        if checks:
-            raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
+            return 1 if _equals(value, 1) else 0
         try:
-            return 1 if value else 0
+            if not checks:
+                return 1 if value else 0
         except Exception:  # no truth value (a numpy array)
-            raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name) from None
+            pass
+        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
     elif code == DIV16:
         err = diagnose_scalar(p, value)
         if err is not None:
             raise err
-        if value.__index__() % 16:
-            raise ScalarArgumentError(
-                f"parameter {p.name!r} ({p.type}) = {value.__index__()} is not divisible by 16, but the kernel was built "
-                "assuming it is (':16' in --signature) and would compute wrong results; pad the size to a multiple "
-                "of 16 or rebuild without ':16' for it",
-                p.name,
-            )
+        if operator.index(value) % 16:
+            raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) = {operator.index(value)} is not divisible by 16, but the kernel "
+                                      "was built assuming it is (':16' in --signature) and would compute wrong results; pad the size "
+                                      "to a multiple of 16 or rebuild without ':16' for it", p.name)
     return value
 
 
@@ -214,9 +208,6 @@ class Slow:
             if self.scratch is not None:
                 self.free(raw, stream)
 
-    def driver_error(self, code: Any) -> Exception:
-        return _driver.DriverError(_driver.error_message(int(code), self.what), _driver.error_name(int(code)))
-
 
 class Plan(NamedTuple):
     """What a launch reads, fixed at load for one variant in one context. A kernel keeps it as a
@@ -324,7 +315,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
     else:
         r = launch_fn(function, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
     if r[0]:
-        raise slow.driver_error(r[0])
+        _driver.check(r, slow.what)  # raises
 
 
 def _launch_config(drv: Any, variant: Variant) -> Any:
