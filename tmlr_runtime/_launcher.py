@@ -103,12 +103,29 @@ def _code(p: Parameter, checks: bool) -> int | None:
     return None
 
 
-class Binder:
-    """Maps ``(args, kwargs)`` onto the signature, for calls with keywords or another count."""
+class Slow:
+    """What a launch reads only off its common path: keywords, other grids, global scratch,
+    ``cuLaunchKernelEx``, a thread's first launch, errors."""
 
-    def __init__(self, name: str, signature: tuple[Parameter, ...], npos: int) -> None:
-        self.name, self.signature, self.npos = name, signature, npos
+    def __init__(self, name: str, signature: tuple[Parameter, ...], npos: int, variant: Variant, loaded: LoadedFunction,
+                 work: list[tuple[int, int, Parameter]], checks: bool) -> None:
+        self.name, self.signature, self.npos, self.work, self.checks = name, signature, npos, work, checks
         self.index = {p.name: i for i, p in enumerate(signature)}
+        self.div16 = [w for w in work if w[1] == DIV16]
+        self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
+        self.function, self.block, self.shared = loaded.function, variant.threads_per_block, variant.shared
+        self.layout = Layout.build(tuple(p for p in signature if p.kind == "runtime"), variant.hidden_params)
+        self.drv, self.variant, self.what = _driver.api(), variant, f"launching {name}"
+        self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
+        self.scratch = None
+        if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
+            self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
+                            self.layout.offsets[self.layout.names.index("global_scratch")])
+        self.alloc, self.free = _scratch.alloc, _scratch.free
+        # storage per thread where a call writes into it, else one made now for all
+        self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
+        if isinstance(self.storage, SimpleNamespace):
+            self.new_slot()
 
     def usage(self) -> str:
         def one(p: Parameter) -> str:
@@ -118,7 +135,8 @@ class Binder:
 
         return f"{self.name}[grid]({', '.join(map(one, self.signature))})"
 
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], checks: bool) -> tuple[Any, ...]:
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The positional values of a call with keywords, or another count of arguments."""
         sig, name = self.signature, self.name
         if len(args) > len(sig):
             raise ArgumentCountError(f"{name}: takes {self.npos} positional arguments (up to {len(sig)} with constexprs), got {len(args)}; call it as {self.usage()}")
@@ -137,39 +155,13 @@ class Binder:
         for i, p in enumerate(sig):
             if p.kind == "constexpr" and values[i] is _MISSING:
                 values[i] = p.value
-            elif p.kind == "constexpr" and checks:
+            elif p.kind == "constexpr" and self.checks:
                 check_constexpr(p, values[i])
         return tuple(values[: self.npos])
 
     def meta(self, values: tuple[Any, ...]) -> dict[str, Any]:
         """The dict a callable grid receives: every argument and constexpr by name."""
-        out = {p.name: p.value for p in self.signature if p.kind == "constexpr"}
-        out.update({p.name: v for p, v in zip(self.signature, values)})
-        return out
-
-
-class Slow:
-    """What a launch reads only off its common path: keywords, other grids, global scratch,
-    ``cuLaunchKernelEx``, a thread's first launch, errors."""
-
-    def __init__(self, name: str, signature: tuple[Parameter, ...], npos: int, variant: Variant, loaded: LoadedFunction,
-                 work: list[tuple[int, int, Parameter]], checks: bool) -> None:
-        self.binder, self.work, self.checks = Binder(name, signature, npos), work, checks
-        self.div16 = [w for w in work if w[1] == DIV16]
-        self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
-        self.function, self.block, self.shared = loaded.function, variant.threads_per_block, variant.shared
-        self.layout = Layout.build(tuple(p for p in signature if p.kind == "runtime"), variant.hidden_params)
-        self.drv, self.variant, self.what = _driver.api(), variant, f"launching {name}"
-        self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
-        self.scratch = None
-        if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
-            self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
-                            self.layout.offsets[self.layout.names.index("global_scratch")])
-        self.alloc, self.free = _scratch.alloc, _scratch.free
-        # storage per thread where a call writes into it, else one made now for all
-        self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
-        if isinstance(self.storage, SimpleNamespace):
-            self.new_slot()
+        return {**{p.name: p.value for p in self.signature if p.kind == "constexpr"}, **dict(zip(self.index, values))}
 
     def new_slot(self) -> tuple[memoryview, int, Any]:
         buf = ArgBuffer(self.layout)
@@ -184,11 +176,11 @@ class Slow:
                 convert(code, p, args[i], self.device, self.checks)
             except TmlrError as err:
                 return err
-        for p, v in zip(self.binder.signature, args):
+        for p, v in zip(self.signature, args):
             err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_CODES else None
             if err is not None:
                 return err
-        return ArgumentError(f"{self.binder.name}: arguments could not be packed ({exc}); call it as {self.binder.usage()}")
+        return ArgumentError(f"{self.name}: arguments could not be packed ({exc}); call it as {self.usage()}")
 
     def launch(self, buf: Any, kp: int, config: Any, gx: int, gy: int, gz: int, stream: int) -> Any:
         """A launch with global scratch (allocated for the grid, freed whatever the launch does) or
@@ -275,12 +267,12 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
         kernel._bind_current()
         return launch(kernel, grid, *args, stream=stream, **kwargs)
     if kwargs or len(args) != npos:
-        args = slow.binder.bind(args, kwargs, checks)
+        args = slow.bind(args, kwargs)
     if type(grid) is int and 0 < grid <= max_x:
         gx = grid
         gy = gz = 1
     else:
-        gx, gy, gz = _grid.normalize(grid, slow.max_grid, slow.cluster, slow.binder.meta, args)
+        gx, gy, gz = _grid.normalize(grid, slow.max_grid, slow.cluster, slow.meta, args)
     if stream is None:
         stream = current_stream(device)
     elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
