@@ -75,6 +75,7 @@ class FakeDriver:
         self.scratch: list[tuple[str, int, int]] = []  # ("alloc", bytes, stream) and ("free", address, stream)
         self.host_addresses: set[int] = set()
         self.unknown_addresses: set[int] = set()
+        self.context = _CONTEXT  # the current context's handle: a test may make another current
         self.param_sizes: tuple[int, ...] | None = None  # set: each launch records its parameters' bytes
         self.result = _OK  # the CUresult each launch returns
         self.error: BaseException | None = None  # raised by each launch instead, after recording it
@@ -87,7 +88,7 @@ class FakeDriver:
         return (_OK,)
 
     def cuCtxGetCurrent(self) -> tuple[int, int]:
-        return _OK, _CONTEXT
+        return _OK, self.context
 
     def cuCtxGetDevice(self) -> tuple[int, int]:
         return _OK, self.device.ordinal

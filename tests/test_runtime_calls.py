@@ -2,6 +2,7 @@
 driver, which records each launch (no GPU)."""
 from __future__ import annotations
 
+import os
 import struct
 import threading
 
@@ -12,6 +13,8 @@ from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, para
 from tmlr_runtime import _stream
 from tmlr_runtime._pointers import tensor_pointer
 from tmlr_runtime._metadata import Parameter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SIG = [param("x", "*fp32", 16), param("n", "i32", 16), param("a", "fp32"), equal_to_1("one"), constexpr("BLOCK", 128)]
 
@@ -199,6 +202,44 @@ def test_cpu_torch_tensor_rejected(kernel):
     with pytest.raises(tr.PointerArgumentError) as e:
         call(launch, torch.zeros(4), 32, 1.0, 1)
     assert "CPU tensor" in str(e.value)
+
+
+def test_launch_while_another_context_is_current_plans_for_it_once():
+    """A launch finding another context current loads the module there and launches there; its
+    plan serves the next launches in that context, and the first context's plan is kept."""
+    import fake_driver
+
+    with fake_driver.installed() as fake:
+        k = tr.Kernel.load(os.path.join(ROOT, "examples", "artifacts", "add"))
+        k(1, 0x1000, 0x2000, 0x3000, 0)  # n = 0: the fake add kernel touches no memory
+        fake.context = 0xC0C1
+        k(2, 0x1000, 0x2000, 0x3000, 0)
+        k(3, 0x1000, 0x2000, 0x3000, 0)
+        fake.context = 0xC0C0
+        k(4, 0x1000, 0x2000, 0x3000, 0)
+        assert sorted(k._contexts) == [0xC0C0, 0xC0C1]
+    assert len(fake.loaded) == 2  # one module per context
+    assert [launch["grid"][0] for launch in fake.launches] == [1, 2, 3, 4]
+
+
+def test_context_handles_without_value_equality_are_compared_as_ints(monkeypatch):
+    """Bindings whose context handles compare by identity (a new object per cuCtxGetCurrent) must
+    not make every launch look like one in another context."""
+    import fake_driver
+
+    class Handle:
+        def __init__(self, value):
+            self.value = value
+
+        def __int__(self):
+            return self.value
+
+    with fake_driver.installed() as fake:
+        monkeypatch.setattr(fake, "cuCtxGetCurrent", lambda: (0, Handle(fake.context)))
+        k = tr.Kernel.load(os.path.join(ROOT, "examples", "artifacts", "add"))
+        for grid in (1, 2):
+            k(grid, 0x1000, 0x2000, 0x3000, 0)
+        assert list(k._contexts) == [fake.context] and len(fake.launches) == 2
 
 
 def test_threads_get_their_own_buffers():
