@@ -160,48 +160,47 @@ def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
     """Device address for any accepted pointer argument; raises :class:`PointerArgumentError`,
     also when reading the object's own protocol (``__cuda_array_interface__``, DLPack, ...) fails."""
     try:
-        return _any_pointer(param, value, device, checks)
+        if value is None:
+            return 0
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Tensor):
+            return tensor_pointer(param, value, device, checks)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < 2**64:
+                raise _fail(param, f"address {short_repr(value)} is not a 64-bit unsigned value", "pass a device pointer")
+            return _check_address(param, value, checks)
+        cai = getattr(value, "__cuda_array_interface__", None)
+        if cai is not None:
+            return _cai_pointer(param, cai, device, checks)
+        if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+            return _dlpack_pointer(param, value, device, checks)
+        if hasattr(value, "data_ptr") and hasattr(value, "device"):  # a torch-like tensor seen before torch was imported
+            return tensor_pointer(param, value, device, checks)
     except TmlrError:
         raise
     except Exception as e:
         raise _fail(param, f"reading {type(value).__name__} as a device buffer raised {type(e).__name__}: {e}", _ACCEPTED) from None
-
-
-def _any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
-    if value is None:
-        return 0
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return tensor_pointer(param, value, device, checks)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value < 2**64:
-            raise _fail(param, f"address {short_repr(value)} is not a 64-bit unsigned value", "pass a device pointer")
-        return _check_address(param, value, checks)
-    cai = getattr(value, "__cuda_array_interface__", None)
-    if cai is not None:
-        try:
-            address = int(cai["data"][0])
-        except (KeyError, IndexError, TypeError, ValueError) as e:
-            raise _fail(param, f"its __cuda_array_interface__ has no usable 'data' (address, read_only) entry ({type(e).__name__}: {e})",
-                        "pass an object whose __cuda_array_interface__ follows the protocol (version 3)") from None
-        if not 0 <= address < 2**64:
-            raise _fail(param, f"its __cuda_array_interface__ address {short_repr(address)} is not a 64-bit unsigned value", "pass a device buffer")
-        if checks:
-            typestr = str(cai.get("typestr", ""))[1:]
-            want = pointee(param)
-            if want in TYPESTRS and typestr not in TYPESTRS[want]:
-                raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
-            owner = _host_or_device(address, device) if address else device
-            if owner is None:  # as Triton's launcher does: memory CUDA does not know is no device buffer
-                raise _fail(param, f"its __cuda_array_interface__ address 0x{address:x} is not memory the CUDA driver knows "
-                            "(pageable host memory such as a CPU tensor or numpy array, or freed memory)",
-                            f"move the array to cuda:{device}, or pass the address as an int if you know the device can read it")
-            if owner != device:
-                where = "host memory" if owner < 0 else f"cuda:{owner}"
-                raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
-        return _check_address(param, address, checks)
-    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
-        return _dlpack_pointer(param, value, device, checks)
-    if hasattr(value, "data_ptr") and hasattr(value, "device"):  # a torch-like tensor seen before torch was imported
-        return tensor_pointer(param, value, device, checks)
     raise _fail(param, f"got {type(value).__name__}, which is not a device buffer", _ACCEPTED)
+
+
+def _cai_pointer(param: Parameter, cai: Any, device: int, checks: bool) -> int:
+    try:
+        address = int(cai["data"][0])
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise _fail(param, f"its __cuda_array_interface__ has no usable 'data' (address, read_only) entry ({type(e).__name__}: {e})",
+                    "pass an object whose __cuda_array_interface__ follows the protocol (version 3)") from None
+    if not 0 <= address < 2**64:
+        raise _fail(param, f"its __cuda_array_interface__ address {short_repr(address)} is not a 64-bit unsigned value", "pass a device buffer")
+    if checks:
+        want = pointee(param)
+        if want in TYPESTRS and str(cai.get("typestr", ""))[1:] not in TYPESTRS[want]:
+            raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
+        owner = _host_or_device(address, device) if address else device
+        if owner is None:  # as Triton's launcher does: memory CUDA does not know is no device buffer
+            raise _fail(param, f"its __cuda_array_interface__ address 0x{address:x} is not memory the CUDA driver knows "
+                        "(pageable host memory such as a CPU tensor or numpy array, or freed memory)",
+                        f"move the array to cuda:{device}, or pass the address as an int if you know the device can read it")
+        if owner != device:
+            where = "host memory" if owner < 0 else f"cuda:{owner}"
+            raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
+    return _check_address(param, address, checks)
