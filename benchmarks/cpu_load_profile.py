@@ -54,7 +54,8 @@ call
 ``tmlr_runtime`` package, e.g. ``git archive HEAD~3 tmlr_runtime | tar -x -C /tmp/before``) in one
 run: ``--passes`` rounds, each running every checkout once in a child process (``--copies`` and
 ``--rounds`` per pass), interleaved so that load on a shared machine hits all alike; the samples of
-all passes are pooled and their medians reported side by side. ``--repo DIR`` runs one checkout.
+all passes are pooled and their medians reported side by side (``--json`` also keeps each pass's
+medians, under ``passes``). ``--repo DIR`` runs one checkout.
 """
 from __future__ import annotations
 
@@ -627,14 +628,17 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.compare:
         pooled: dict[str, dict[str, Any]] = {d: {} for d in a.compare}
+        passes: dict[str, list[Any]] = {d: [] for d in a.compare}  # each pass's medians, for the spread
         with tempfile.TemporaryDirectory(prefix="tmlr-compare-") as tmp:
             for p in range(a.passes):
                 for i, d in enumerate(a.compare):
                     out = os.path.join(tmp, f"{p}-{i}.json")
                     run_child(os.path.abspath(d), a, out)
                     with open(out) as f:
-                        merge(pooled[d], json.load(f))
-        results = {d: medians(s) for d, s in pooled.items()}
+                        samples = json.load(f)
+                    merge(pooled[d], samples)
+                    passes[d].append(medians(samples))
+        results = {d: {**medians(s), "passes": passes[d]} for d, s in pooled.items()}
     else:
         sys.path.insert(0, os.path.abspath(a.repo) if a.repo else ROOT)
         import tmlr_runtime
