@@ -14,23 +14,9 @@ from typing import Any
 
 from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError
 from ._schema import SCHEMA_VERSION, first_error
+from .abi import Parameter
 
 METADATA_FILE = "metadata.json"
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One parameter of the Python kernel, in declaration order."""
-
-    name: str
-    kind: str  # "runtime" | "constexpr" | "equal_to_1"
-    type: str | None  # Triton type ("*fp16", "i32", "nvTmaDesc"); None for constexprs
-    divisibility: int = 1  # 16 when the build assumed divisibility by 16
-    value: Any = None  # the compiled value of a constexpr (1 for equal_to_1)
-
-    @property
-    def is_pointer(self) -> bool:
-        return self.type is not None and self.type.startswith("*")
 
 
 @dataclass(frozen=True)
