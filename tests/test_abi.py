@@ -56,8 +56,8 @@ def test_dtype_names_and_arch_names_agree_with_triton() -> None:
 def test_param_types() -> None:
     good = ["i32", "fp16", "nvTmaDesc", "*fp16", "*kfp16", "*fp8e4nv", "*i1"]
     bad = ["", "*", "*k", "fp8e4nv", "*nvTmaDesc", "*fp17", "int", "i32\n", "*kkfp16"]
-    assert [abi.is_param_type(t) for t in good] == [True] * len(good)
-    assert [abi.is_param_type(t) for t in bad] == [False] * len(bad)
+    assert [t in abi.PARAM_TYPES for t in good] == [True] * len(good)
+    assert [t in abi.PARAM_TYPES for t in bad] == [False] * len(bad)
     assert abi.pointee("*kbf16") == "bf16" and abi.pointee("bf16") is None
 
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from tmlr_runtime.abi import (SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature, is_param_type,
+from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature,
                                split_top_level)
 
 from .errors import SignatureError
@@ -68,7 +68,7 @@ def parse_entry(text: str) -> SigEntry:
         raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
     head, sep, hint = word.partition(":")
     head = head.strip()
-    if not is_param_type(head):
+    if head not in PARAM_TYPES:
         if sep and head[:1] not in "'\"":
             raise SignatureError(f"unknown type {head!r} in signature entry {word!r}; known types are "
                                  f"{', '.join(SCALAR_TYPES)}, {TMA_DESC} and pointers like *fp16")

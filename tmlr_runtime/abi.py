@@ -1,13 +1,7 @@
-"""Triton's kernel ABI vocabulary, shared by tmlr_build and tmlr_runtime.
+"""Triton's kernel ABI vocabulary, shared by tmlr_build and tmlr_runtime (no torch, numpy or Triton here).
 
-- :data:`TYPES`: one :class:`TritonType` per Triton type, with every name it has elsewhere
-  (struct code, torch dtype, ``__cuda_array_interface__`` typestr, DLPack code, MLIR type);
-- :class:`Parameter`: one kernel parameter as metadata.json records it;
-- :func:`format_signature`: a signature in the AOT syntax (``"*fp32:16, i32, 1024"``);
-- :func:`split_top_level`: the comma splitter for that syntax and for MLIR attribute lists;
-- :class:`Target`: a compute capability and the ptxas arch name it compiles for.
-
-Imports neither torch, numpy nor Triton.
+:data:`TYPES` (every name each Triton type has elsewhere), the signature record :class:`Parameter`
+and its text form (:func:`format_signature`, :func:`split_top_level`), and the compile :class:`Target`.
 """
 from __future__ import annotations
 
@@ -69,19 +63,13 @@ MLIR_TYPES = {t.mlir: n for n, t in TYPES.items() if t.mlir}  # MLIR element typ
 DTYPE_NAMES = {name: n for n, t in reversed(TYPES.items()) for name in (t.torch, *t.aliases) if name}
 
 
+# every type a runtime parameter may have: a scalar, a pointer ("*fp16", "*kfp16": constant) or a TMA descriptor
+PARAM_TYPES = frozenset([*SCALAR_TYPES, TMA_DESC, *(f"*{k}{t}" for t in POINTEE_TYPES for k in ("", "k"))])
+
+
 def pointee(type_: str) -> str | None:
     """``"*fp16"`` and ``"*kfp16"`` (a constant pointer) -> ``"fp16"``; None for any other text."""
-    if type_[:1] != "*":
-        return None
-    name = type_[2:] if type_[1:2] == "k" else type_[1:]
-    t = TYPES.get(name)
-    return name if t is not None and t.pointee else None
-
-
-def is_param_type(type_: str) -> bool:
-    """Whether a runtime parameter may have this type: a scalar, a pointer or a TMA descriptor."""
-    t = TYPES.get(type_)
-    return (t.scalar or type_ == TMA_DESC) if t is not None else pointee(type_) is not None
+    return type_[1:].removeprefix("k") if type_[:1] == "*" and type_ in PARAM_TYPES else None
 
 
 @dataclass(frozen=True)
@@ -129,10 +117,7 @@ def format_signature(params: Iterable[Parameter]) -> str:
 
 
 def split_top_level(text: str, brackets: str = "([{", quotes: str = "'\"") -> list[str]:
-    """``text`` cut at the commas outside brackets and quotes, each part stripped.
-
-    ``brackets`` are the opening ones; each pairs with its closing one (``<`` with ``>``).
-    """
+    """``text`` cut at the commas outside quotes and ``brackets`` (opening ones), each part stripped."""
     closing = brackets.translate(str.maketrans("([{<", ")]}>"))
     parts, depth, quote, cur = [], 0, "", []
     for ch in text:
@@ -176,16 +161,12 @@ class Target:
         return cls.from_capability(int(digits))
 
     @property
-    def arch_specific(self) -> bool:
-        """Whether the cubin runs only on its own capability (``sm_90a``)."""
+    def arch_specific(self) -> bool:  # sm_90a: runs on exactly its own capability
         return self.arch.endswith("a")
 
     def runs_on(self, major: int, minor: int) -> bool:
-        """Whether a cubin for this target can run on a device of compute capability major.minor.
-
-        SASS is forward compatible only within one major version, and arch-specific targets run on
-        exactly their own capability.
-        """
+        """Whether its cubin runs on a device of compute capability major.minor: SASS is forward
+        compatible within one major version only, an arch-specific one on its own capability only."""
         c_major, c_minor = divmod(self.capability, 10)
         if self.arch_specific:
             return (c_major, c_minor) == (major, minor)
