@@ -165,9 +165,9 @@ def _str(obj: Any, key: str, path: str, pattern: re.Pattern[str] | None = None, 
     return value
 
 
-def _enum(obj: Any, key: str | int, path: str, choices: tuple[Any, ...]) -> Any:
+def _enum(obj: Any, key: str, path: str, choices: tuple[str, ...]) -> str:
     value = obj[key]
-    if isinstance(value, bool) is not isinstance(choices[0], bool) or value not in choices:  # JSON: true is not 1
+    if value not in choices:
         raise _not(obj, key, path, f"one of {list(choices)}")
     return value
 
@@ -191,8 +191,10 @@ _ARCH = re.compile(r"sm_[0-9]+a?")
 _PARAM_KEYS = {"runtime": ("name", "kind", "type", "divisibility"), "constexpr": ("name", "kind", "value"),
                "equal_to_1": ("name", "kind", "type")}
 _VARIANT = ("target", "entry", "cubin", "launch", "scratch", "provenance")
+_VARIANT_KEYS = frozenset(_VARIANT + ("resources",))
 _LAUNCH = ("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl")
 _PROVENANCE = ("triton_version", "ptxas_version", "source_stage", "source_sha256", "options")
+_PROVENANCE_KEYS = frozenset(_PROVENANCE + ("source_name", "tmlr_version"))
 _RESOURCES = frozenset(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"))
 
 
@@ -235,17 +237,18 @@ def _parameter(p: Any, path: str) -> Parameter:
 
 
 def _variant(v: Any, path: str) -> Variant:
-    _object(v, path, _VARIANT, frozenset(_VARIANT + ("resources",)))
+    _object(v, path, _VARIANT, _VARIANT_KEYS)
     t = _object(v["target"], tp := path + ".target", ("backend", "capability", "arch", "warp_size"))
-    for key, const in (("backend", "cuda"), ("warp_size", 32)):
-        if t[key] != const:  # as JSON Schema's const: 32.0 is 32 too
-            raise _not(t, key, tp, repr(const))
+    if t["backend"] != "cuda":
+        raise _not(t, "backend", tp, "'cuda'")
+    if t["warp_size"] != 32:  # as JSON Schema's const: 32.0 is 32 too
+        raise _not(t, "warp_size", tp, "32")
     c = _object(v["cubin"], cp := path + ".cubin", ("file", "sha256", "size"))
     launch = _object(v["launch"], lp := path + ".launch", _LAUNCH)
     dims = _array(launch, "cluster_dims", lp, 3, exactly=True)
-    for key in ("launch_cooperative_grid", "launch_pdl"):
-        if type(launch[key]) is not bool:
-            raise _not(launch, key, lp, "a boolean")
+    if type(launch["launch_cooperative_grid"]) is not bool or type(launch["launch_pdl"]) is not bool:
+        key = "launch_pdl" if type(launch["launch_cooperative_grid"]) is bool else "launch_cooperative_grid"
+        raise _not(launch, key, lp, "a boolean")
     scratch = _object(v["scratch"], sp := path + ".scratch", ("global_scratch_size", "global_scratch_align", "hidden_params"))
     hidden = _array(scratch, "hidden_params", sp)
     for i, name in enumerate(hidden):
@@ -261,7 +264,8 @@ def _variant(v: Any, path: str) -> Variant:
         "cubin_size": _int(c, "size", cp, 1),
         "num_warps": _int(launch, "num_warps", lp, 1, 32),
         "num_ctas": _int(launch, "num_ctas", lp, 1),
-        "cluster_dims": tuple([_int(dims, i, lp + ".cluster_dims", 1) for i in range(3)]),
+        "cluster_dims": tuple([d if type(d) is int and d >= 1 else _int(dims, i, lp + ".cluster_dims", 1)
+                               for i, d in enumerate(dims)]),
         "shared": _int(launch, "shared", lp),
         "tmem_size": _int(launch, "tmem_size", lp),
         "cooperative": launch["launch_cooperative_grid"],
@@ -275,11 +279,11 @@ def _variant(v: Any, path: str) -> Variant:
 
 
 def _resources(r: Any, path: str) -> dict[str, int]:
-    return {key: _int(r, key, path) for key in _object(r, path, (), _RESOURCES)}
+    return {k: n if type(n) is int and n >= 0 else _int(r, k, path) for k, n in _object(r, path, (), _RESOURCES).items()}
 
 
 def _provenance(p: Any, path: str) -> dict[str, Any]:
-    _object(p, path, _PROVENANCE, frozenset(_PROVENANCE + ("source_name", "tmlr_version")))
+    _object(p, path, _PROVENANCE, _PROVENANCE_KEYS)
     for key in ("triton_version", "ptxas_version", "source_name", "tmlr_version"):
         if key in p and not isinstance(p[key], str):
             raise _not(p, key, path, "a string")
