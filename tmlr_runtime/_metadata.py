@@ -214,10 +214,10 @@ def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]
 def _parameter(p: Any, path: str) -> Parameter:
     kind = p.get("kind") if isinstance(p, dict) else None
     keys = _PARAM_KEYS.get(kind) if isinstance(kind, str) else None
-    if keys is None:  # not an object, no kind, or an unknown one: say which
+    if keys is None:  # not an object, no kind, or an unknown one
         if isinstance(p, dict) and "kind" in p:
             raise _not(p, "kind", path, f"one of {list(_PARAM_KEYS)}")
-        _object(p, path, ("name", "kind"), frozenset(p) if isinstance(p, dict) else None)
+        raise _Invalid(path, "'kind' is a required property" if isinstance(p, dict) else f"{short_repr(p)} is not an object")
     _object(p, path, keys)
     fields = {"name": _str(p, "name", path, _IDENT, _IDENT_TEXT), "kind": kind, "type": None, "divisibility": 1, "value": None}
     if kind == "runtime":
@@ -246,9 +246,9 @@ def _variant(v: Any, path: str) -> Variant:
     c = _object(v["cubin"], cp := path + ".cubin", ("file", "sha256", "size"))
     launch = _object(v["launch"], lp := path + ".launch", _LAUNCH)
     dims = _array(launch, "cluster_dims", lp, 3, exactly=True)
-    if type(launch["launch_cooperative_grid"]) is not bool or type(launch["launch_pdl"]) is not bool:
-        key = "launch_pdl" if type(launch["launch_cooperative_grid"]) is bool else "launch_cooperative_grid"
-        raise _not(launch, key, lp, "a boolean")
+    for key in ("launch_cooperative_grid", "launch_pdl"):
+        if type(launch[key]) is not bool:
+            raise _not(launch, key, lp, "a boolean")
     scratch = _object(v["scratch"], sp := path + ".scratch", ("global_scratch_size", "global_scratch_align", "hidden_params"))
     hidden = _array(scratch, "hidden_params", sp)
     for i, name in enumerate(hidden):
