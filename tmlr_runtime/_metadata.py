@@ -83,7 +83,8 @@ class ArtifactMetadata:
                               f"reads version {SCHEMA_VERSION}); rebuild the artifact with a matching tmlr-build or upgrade "
                               "tmlr_runtime", path, "$.schema_version")
         try:
-            return cls(*_document(doc), path)
+            name, signature, variants = _document(doc)
+            return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path})
         except _Invalid as e:
             json_path, problem = e.args
             raise SchemaError(f"{where}: {json_path}: {problem}; not a tmlr metadata.json (schema v{SCHEMA_VERSION}) "
@@ -257,7 +258,8 @@ def _variant(v: Any, path: str) -> Variant:
     if len(set(hidden)) != len(hidden):
         raise _not(scratch, "hidden_params", sp, "a list without repeats")
     return _record(Variant, {
-        "target": Target(_int(t, "capability", tp, 50), _str(t, "arch", tp, _ARCH, "an arch like sm_90a")),
+        "target": _record(Target, {"capability": _int(t, "capability", tp, 50),
+                                   "arch": _str(t, "arch", tp, _ARCH, "an arch like sm_90a")}),
         "entry": _str(v, "entry", path, _IDENT, _IDENT_TEXT),
         "cubin_file": _str(c, "file", cp, _CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"),
         "cubin_sha256": _str(c, "sha256", cp, _SHA256, _SHA256_TEXT),

@@ -59,7 +59,8 @@ SCALAR_TYPES = tuple(n for n, t in TYPES.items() if t.scalar)
 POINTEE_TYPES = tuple(n for n, t in TYPES.items() if t.pointee)
 MLIR_TYPES = {t.mlir: n for n, t in TYPES.items() if t.mlir}  # MLIR element type -> Triton type
 # dtype name (the last dotted word of str(dtype), torch's or Triton's) -> Triton type, as
-# triton.runtime.jit.type_canonicalisation_dict (3.3.1) maps it; "bool" is i1
+# triton.runtime.jit.type_canonicalisation_dict (3.3.1) maps it; reversed, so that of two types with
+# one name the first wins ("bool" is i1)
 DTYPE_NAMES = {name: n for n, t in reversed(TYPES.items()) for name in (t.torch, *t.aliases) if name}
 
 
