@@ -1,10 +1,8 @@
 """``tmlr``: look at and check artifacts where they are deployed (no Triton needed).
 
     tmlr inspect DIR [--json] [--no-device]   the call signature, variants, launch data, resources, provenance
-    tmlr verify DIR [--json] [--no-device]    the fields (and with jsonschema installed, the schema file itself),
-                                              hashes, the entry symbol in each cubin, and with a GPU that this
-                                              device can load and run it ("skipped" without); exit 1 on a failure
-    tmlr --version
+    tmlr verify DIR [--json] [--no-device]    fields (and the schema file itself, with jsonschema installed), hashes,
+                                              entry symbols, and with a GPU that this device can load it; exit 1 on a failure
 
 Errors become messages and exit codes in one place. A reader that closes the pipe early
 (``tmlr inspect DIR | head``) ends it with status 141, as SIGPIPE ends other commands, and no traceback.
@@ -199,7 +197,3 @@ def main(argv: list[str] | None = None) -> int:
         # command ended by SIGPIPE (128 + 13), as `cat` would give.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-
-
-if __name__ == "__main__":
-    sys.exit(main())
