@@ -28,8 +28,8 @@ load
     generated for its signature (the compile), with no such converter cached yet.
 
   Then a breakdown by stage, each stage timed alone on the same inputs: read + ``json.loads``,
-  schema validation (``_schema.first_error``), records (``ArtifactMetadata.read`` minus the two
-  before it), variant selection, cubin read + size + sha256 (``read_cubin``), sha256 alone, the
+  the reader (``ArtifactMetadata.read`` minus read + ``json.loads``: every field checked, the
+  records built), variant selection, cubin read + size + sha256 (``read_cubin``), sha256 alone, the
   module cache with the fake driver (``_modules.get_function``), the launch plan (``_launcher.plan``;
   for checkouts before it, ``_launcher.generate``) with code caches cleared and again, a whole cold
   ``Kernel.load``, and what that has beyond the stages (``rest``: stamps, context, bookkeeping;
@@ -260,14 +260,14 @@ def make_launcher(meta: Any, variant: Any, loaded: Any) -> Any:
     return _launcher.generate(meta.name, meta.signature, variant, target, True)
 
 
-STAGES = ("read+json", "schema validation", "records", "variant selection", "cubin read+size+sha256",
+STAGES = ("read+json", "reader (checks+records)", "variant selection", "cubin read+size+sha256",
           "sha256 alone", "module cache (fake driver)", "launch plan, cold", "launch plan, warm",
           "Kernel.load total, cold")
 
 
 def stage_samples(dirs: list[str]) -> dict[str, list[float]]:
     """Each load stage run alone on the same inputs (see the module docstring)."""
-    from tmlr_runtime import _driver, _kernel, _launcher, _modules, _schema
+    from tmlr_runtime import _driver, _kernel, _launcher, _modules
     from tmlr_runtime._metadata import ArtifactMetadata, read_cubin
 
     drv = _driver.api()
@@ -282,8 +282,6 @@ def stage_samples(dirs: list[str]) -> dict[str, list[float]]:
             raw = f.read()
         doc = json.loads(raw)
         t1 = pc()
-        _schema.first_error(doc)
-        t2 = pc()
         meta = ArtifactMetadata.read(d)
         t3 = pc()
         variant = meta.select_variant(dev.major, dev.minor)
@@ -307,7 +305,7 @@ def stage_samples(dirs: list[str]) -> dict[str, list[float]]:
         t12 = pc()
         _kernel.Kernel.load(d)
         t13 = pc()
-        for key, t in zip(STAGES, (t1 - t0, t2 - t1, max(0.0, (t3 - t2) - (t2 - t0)), t4 - t3, t5 - t4, t6 - t5,
+        for key, t in zip(STAGES, (t1 - t0, max(0.0, (t3 - t1) - (t1 - t0)), t4 - t3, t5 - t4, t6 - t5,
                                    t8 - t7, t10 - t9, t11 - t10, t13 - t12)):
             s[key].append(t)
     return s
@@ -385,7 +383,7 @@ def load_samples(a: argparse.Namespace, tmp: str) -> dict[str, dict[str, list[fl
     doc: dict[str, dict[str, list[float]]] = {}
     for name in LOAD_WORKLOADS:
         dirs = copies(tmp, name, a.copies)
-        k = tr.Kernel.load(dirs[0])  # compile the schema predicates, device info, imports
+        k = tr.Kernel.load(dirs[0])  # device info, imports
         nargs = nargs_of(k)
         zeros = [0] * nargs
         gc.collect()
@@ -553,7 +551,7 @@ def merge(into: dict[str, Any], part: dict[str, Any]) -> None:
                 into.setdefault(section, {}).setdefault(w, {}).setdefault(k, []).extend(v)
 
 
-_PARTS = ("read+json", "schema validation", "records", "variant selection", "cubin read+size+sha256",
+_PARTS = ("read+json", "reader (checks+records)", "variant selection", "cubin read+size+sha256",
           "module cache (fake driver)", "launch plan, cold")
 
 

@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from . import _driver, _launcher, _modules
 from ._errors import ArgumentError, short_repr
-from ._metadata import ArtifactMetadata, Parameter, Variant, read_cubin_stat, read_metadata
+from ._metadata import ArtifactMetadata, Variant, read_cubin_stat, read_metadata
+from .abi import Parameter
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[tuple[Any, ...], "Kernel"]] = {}

@@ -22,9 +22,10 @@ from typing import Any, Callable, NamedTuple
 
 from . import _driver, _grid, _pointers, _scratch, _stream, _tma
 from ._errors import ArgumentCountError, ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
-from ._metadata import Parameter, Variant
+from ._metadata import Variant
 from ._modules import LoadedFunction
 from ._packing import SCALAR_CODES, ArgBuffer, Layout, bf16_bits, diagnose_scalar
+from .abi import Parameter
 
 _MISSING = object()
 _POINTER = struct.Struct("<Q")

@@ -16,28 +16,13 @@ import struct
 from dataclasses import dataclass
 
 from ._errors import ScalarArgumentError, short_repr
-from ._metadata import Parameter
+from .abi import TMA_DESC, TYPES, Parameter
 
 # Triton scalar type -> (struct code, size, integer range or None)
-SCALAR_CODES: dict[str, tuple[str, int, tuple[int, int] | None]] = {
-    "i1": ("B", 1, (0, 1)),
-    "u1": ("B", 1, (0, 1)),
-    "i8": ("b", 1, (-(2**7), 2**7 - 1)),
-    "u8": ("B", 1, (0, 2**8 - 1)),
-    "i16": ("h", 2, (-(2**15), 2**15 - 1)),
-    "u16": ("H", 2, (0, 2**16 - 1)),
-    "i32": ("i", 4, (-(2**31), 2**31 - 1)),
-    "u32": ("I", 4, (0, 2**32 - 1)),
-    "i64": ("q", 8, (-(2**63), 2**63 - 1)),
-    "u64": ("Q", 8, (0, 2**64 - 1)),
-    "fp16": ("e", 2, None),
-    "bf16": ("H", 2, None),  # bits computed by bf16_bits()
-    "fp32": ("f", 4, None),
-    "fp64": ("d", 8, None),
-}
+SCALAR_CODES = {t.name: (t.code, t.size, t.range) for t in TYPES.values() if t.scalar}
 POINTER_CODE = ("Q", 8)
-TMA_DESC_SIZE = 128
-TMA_DESC_ALIGN = 64
+TMA_DESC_SIZE = TYPES[TMA_DESC].size
+TMA_DESC_ALIGN = TYPES[TMA_DESC].align
 
 _F32 = struct.Struct("<f")
 _U32 = struct.Struct("<I")
@@ -84,8 +69,7 @@ class Layout:
 
 # type -> (struct code, size, alignment)
 _POINTER = (POINTER_CODE[0], POINTER_CODE[1], POINTER_CODE[1])
-_SPECS = {t: (code, size, size) for t, (code, size, _) in SCALAR_CODES.items()}
-_SPECS["nvTmaDesc"] = (f"{TMA_DESC_SIZE}s", TMA_DESC_SIZE, TMA_DESC_ALIGN)
+_SPECS = {t.name: (t.code, t.size, t.align) for t in TYPES.values() if t.code}
 
 
 _struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once

@@ -1,8 +1,8 @@
 """Turning a pointer argument (torch tensor, CuPy array, ``__cuda_array_interface__``, DLPack
 producer, int address, None) into a device address, with the checks the signature implies.
 
-torch tensors take the fast path in the generated launcher; everything else, and every failed
-check, comes here. Nothing here imports torch or numpy: types are recognised by attributes.
+torch tensors on the launch device are read inline by the launcher; everything else, and every
+failed check, comes here. Nothing here imports torch or numpy: types are recognised by attributes.
 """
 from __future__ import annotations
 
@@ -10,64 +10,21 @@ import ctypes
 import sys
 from typing import Any
 
-from . import _driver
+from . import _driver, abi
 from ._errors import PointerArgumentError, TmlrError, short_repr
-from ._metadata import Parameter
+from .abi import TYPES, Parameter
 
-# Triton pointee type -> torch dtype attribute name
-TORCH_DTYPES: dict[str, str] = {
-    "i1": "bool",
-    "u1": "bool",
-    "i8": "int8",
-    "u8": "uint8",
-    "i16": "int16",
-    "u16": "uint16",
-    "i32": "int32",
-    "u32": "uint32",
-    "i64": "int64",
-    "u64": "uint64",
-    "fp16": "float16",
-    "bf16": "bfloat16",
-    "fp32": "float32",
-    "fp64": "float64",
-    "fp8e4nv": "float8_e4m3fn",
-    "fp8e5": "float8_e5m2",
-    "fp8e4b8": "float8_e4m3fnuz",
-    "fp8e5b16": "float8_e5m2fnuz",
-}
-
-# Triton pointee type -> accepted __cuda_array_interface__ typestr (byte order ignored)
-TYPESTRS: dict[str, tuple[str, ...]] = {
-    "i1": ("b1", "u1"),
-    "u1": ("b1", "u1"),
-    "i8": ("i1",),
-    "u8": ("u1",),
-    "i16": ("i2",),
-    "u16": ("u2",),
-    "i32": ("i4",),
-    "u32": ("u4",),
-    "i64": ("i8",),
-    "u64": ("u8",),
-    "fp16": ("f2",),
-    "bf16": ("V2", "u2"),
-    "fp32": ("f4",),
-    "fp64": ("f8",),
-}
-
+# Triton pointee type -> torch dtype attribute name; -> accepted __cuda_array_interface__ typestrs;
 # DLPack (code, bits) -> Triton pointee type
-_DL_TYPES: dict[tuple[int, int], str] = {
-    (0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64",
-    (1, 8): "u8", (1, 16): "u16", (1, 32): "u32", (1, 64): "u64",
-    (2, 16): "fp16", (2, 32): "fp32", (2, 64): "fp64",
-    (4, 16): "bf16", (6, 8): "i1",
-}
+TORCH_DTYPES = {t.name: t.torch for t in TYPES.values() if t.torch}
+TYPESTRS = {t.name: t.typestrs for t in TYPES.values() if t.typestrs}
+_DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}
 _DL_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
 def pointee(param: Parameter) -> str:
     """``*fp16`` -> ``fp16`` (``*kfp16``, a constant pointer, too)."""
-    t = (param.type or "*")[1:]
-    return t[1:] if t.startswith("k") else t
+    return abi.pointee(param.type or "") or ""
 
 
 def torch_dtype(param: Parameter) -> Any:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from . import _driver
 from ._errors import ArgumentError, TmlrError, short_repr
-from ._metadata import Parameter
+from .abi import Parameter
 
 
 @dataclass(frozen=True)
