@@ -204,8 +204,7 @@ class Slow:
 
 class Plan(NamedTuple):
     """What a launch reads, fixed at load for one variant in one context. A kernel keeps it as a
-    plain tuple, which a launch unpacks in one step (CPython unpacks an exact tuple much faster
-    than a NamedTuple: docs/performance.md)."""
+    plain tuple, which a launch unpacks in one step (CPython's fast unpacking is for exact tuples)."""
 
     context: Any  # the CUcontext it was made for, compared by value with the current one
     get_context: Callable[[], Any]  # cuCtxGetCurrent
