@@ -28,11 +28,12 @@ load
     generated for its signature (the compile), with no such converter cached yet.
 
   Then a breakdown by stage, each stage timed alone on the same inputs: read + ``json.loads``,
-  schema validation (``_schema.first_error``), records (``ArtifactMetadata.read`` minus the two
-  before it), variant selection, cubin read + size + sha256 (``read_cubin``), sha256 alone, the
-  module cache with the fake driver (``_modules.get_function``), the launcher (``_launcher.generate``)
-  with its code caches cleared and again, a whole cold ``Kernel.load``, and what that has beyond
-  the stages (``rest``: stamps, context, bookkeeping; from the medians).
+  the reader (``ArtifactMetadata.read`` minus read + ``json.loads``: every field checked, the
+  records built), variant selection, cubin read + size + sha256 (``read_cubin``), sha256 alone, the
+  module cache with the fake driver (``_modules.get_function``), the launch plan (``_launcher.plan``;
+  for checkouts before it, ``_launcher.generate``) with code caches cleared and again, a whole cold
+  ``Kernel.load``, and what that has beyond the stages (``rest``: stamps, context, bookkeeping;
+  from the medians).
 
 call
   ``kernel(grid, *args)`` per call for nop (0 args), nop_args (5 tensors, 9 ints, 5 constexprs
@@ -53,7 +54,8 @@ call
 ``tmlr_runtime`` package, e.g. ``git archive HEAD~3 tmlr_runtime | tar -x -C /tmp/before``) in one
 run: ``--passes`` rounds, each running every checkout once in a child process (``--copies`` and
 ``--rounds`` per pass), interleaved so that load on a shared machine hits all alike; the samples of
-all passes are pooled and their medians reported side by side. ``--repo DIR`` runs one checkout.
+all passes are pooled and their medians reported side by side (``--json`` also keeps each pass's
+medians, under ``passes``). ``--repo DIR`` runs one checkout.
 """
 from __future__ import annotations
 
@@ -238,14 +240,34 @@ def time_loads(dirs: list[str], cold: bool, call: Any = None) -> list[float]:
     return out
 
 
-STAGES = ("read+json", "schema validation", "records", "variant selection", "cubin read+size+sha256",
-          "sha256 alone", "module cache (fake driver)", "launcher build, cold", "launcher build, warm",
+def get_function(handle: int, name: str, variant: Any, data: bytes) -> Any:
+    from tmlr_runtime import _modules
+
+    if "cubin" in _modules.get_function.__code__.co_varnames:  # checkouts before the launch plan
+        return _modules.get_function(handle, 0, name, variant, data, None)
+    return _modules.get_function(handle, 0, name, variant, lambda: data)
+
+
+def make_launcher(meta: Any, variant: Any, loaded: Any) -> Any:
+    """The launch plan of this checkout (or, before it, the generated launcher)."""
+    from tmlr_runtime import _driver, _kernel, _launcher
+
+    if hasattr(_launcher, "plan"):
+        return _launcher.plan(meta.name, meta.signature, variant, loaded, True)
+    drv, dev = _driver.api(), _driver.device_info(0)
+    target = _launcher.LaunchTarget(device=0, max_grid=dev.max_grid, function=loaded.function, launch=drv.cuLaunchKernel,
+                                    launch_ex=drv.cuLaunchKernelEx, make_config=None, on_error=_kernel._launch_error)
+    return _launcher.generate(meta.name, meta.signature, variant, target, True)
+
+
+STAGES = ("read+json", "reader (checks+records)", "variant selection", "cubin read+size+sha256",
+          "sha256 alone", "module cache (fake driver)", "launch plan, cold", "launch plan, warm",
           "Kernel.load total, cold")
 
 
 def stage_samples(dirs: list[str]) -> dict[str, list[float]]:
     """Each load stage run alone on the same inputs (see the module docstring)."""
-    from tmlr_runtime import _driver, _kernel, _launcher, _modules, _schema
+    from tmlr_runtime import _driver, _kernel, _launcher, _modules
     from tmlr_runtime._metadata import ArtifactMetadata, read_cubin
 
     drv = _driver.api()
@@ -260,8 +282,6 @@ def stage_samples(dirs: list[str]) -> dict[str, list[float]]:
             raw = f.read()
         doc = json.loads(raw)
         t1 = pc()
-        _schema.first_error(doc)
-        t2 = pc()
         meta = ArtifactMetadata.read(d)
         t3 = pc()
         variant = meta.select_variant(dev.major, dev.minor)
@@ -272,23 +292,20 @@ def stage_samples(dirs: list[str]) -> dict[str, list[float]]:
         t6 = pc()
         _modules.clear()
         t7 = pc()
-        loaded = _modules.get_function(handle, 0, meta.name, variant, data, None)
+        loaded = get_function(handle, meta.name, variant, data)
         t8 = pc()
-        target = _launcher.LaunchTarget(device=0, max_grid=dev.max_grid, function=loaded.function,
-                                        launch=drv.cuLaunchKernel, launch_ex=drv.cuLaunchKernelEx,
-                                        make_config=None, on_error=_kernel._launch_error)
         clear_code_caches()
         t9 = pc()
-        _launcher.generate(meta.name, meta.signature, variant, target, True)
+        make_launcher(meta, variant, loaded)
         t10 = pc()
-        _launcher.generate(meta.name, meta.signature, variant, target, True)
+        make_launcher(meta, variant, loaded)
         t11 = pc()
         clear_load_caches()
         clear_code_caches()
         t12 = pc()
         _kernel.Kernel.load(d)
         t13 = pc()
-        for key, t in zip(STAGES, (t1 - t0, t2 - t1, max(0.0, (t3 - t2) - (t2 - t0)), t4 - t3, t5 - t4, t6 - t5,
+        for key, t in zip(STAGES, (t1 - t0, max(0.0, (t3 - t1) - (t1 - t0)), t4 - t3, t5 - t4, t6 - t5,
                                    t8 - t7, t10 - t9, t11 - t10, t13 - t12)):
             s[key].append(t)
     return s
@@ -366,7 +383,7 @@ def load_samples(a: argparse.Namespace, tmp: str) -> dict[str, dict[str, list[fl
     doc: dict[str, dict[str, list[float]]] = {}
     for name in LOAD_WORKLOADS:
         dirs = copies(tmp, name, a.copies)
-        k = tr.Kernel.load(dirs[0])  # compile the schema predicates, device info, imports
+        k = tr.Kernel.load(dirs[0])  # device info, imports
         nargs = nargs_of(k)
         zeros = [0] * nargs
         gc.collect()
@@ -534,8 +551,8 @@ def merge(into: dict[str, Any], part: dict[str, Any]) -> None:
                 into.setdefault(section, {}).setdefault(w, {}).setdefault(k, []).extend(v)
 
 
-_PARTS = ("read+json", "schema validation", "records", "variant selection", "cubin read+size+sha256",
-          "module cache (fake driver)", "launcher build, cold")
+_PARTS = ("read+json", "reader (checks+records)", "variant selection", "cubin read+size+sha256",
+          "module cache (fake driver)", "launch plan, cold")
 
 
 def medians(samples: dict[str, Any]) -> dict[str, Any]:
@@ -609,14 +626,17 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.compare:
         pooled: dict[str, dict[str, Any]] = {d: {} for d in a.compare}
+        passes: dict[str, list[Any]] = {d: [] for d in a.compare}  # each pass's medians, for the spread
         with tempfile.TemporaryDirectory(prefix="tmlr-compare-") as tmp:
             for p in range(a.passes):
                 for i, d in enumerate(a.compare):
                     out = os.path.join(tmp, f"{p}-{i}.json")
                     run_child(os.path.abspath(d), a, out)
                     with open(out) as f:
-                        merge(pooled[d], json.load(f))
-        results = {d: medians(s) for d, s in pooled.items()}
+                        samples = json.load(f)
+                    merge(pooled[d], samples)
+                    passes[d].append(medians(samples))
+        results = {d: {**medians(s), "passes": passes[d]} for d, s in pooled.items()}
     else:
         sys.path.insert(0, os.path.abspath(a.repo) if a.repo else ROOT)
         import tmlr_runtime

@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": torch.cuda.get_device_name(),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "cuda_bindings": tmlr_runtime._driver.bindings_version(),
+        "cuda_bindings": __import__("cuda.bindings").bindings.__version__,
         "triton": getattr(triton, "__version__", None),
         "date": time.strftime("%Y-%m-%d"),
         "burst": BURST,

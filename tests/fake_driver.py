@@ -1,4 +1,5 @@
-"""A stand-in for cuda-python's driver module, so ``Kernel.load`` and launches run on a CPU.
+"""The one fake-driver seam of the CPU tests: a stand-in for cuda-python's driver module, so
+``Kernel.load`` and launches run on a CPU, and the metadata documents to load with it.
 
 :func:`installed` swaps it in for ``tmlr_runtime._driver``'s bindings, with one device described
 by a :class:`tmlr_runtime._driver.DeviceInfo` (see :data:`H200`) and empty module/kernel caches,
@@ -12,9 +13,14 @@ where tmlr depends on it:
 - ``cuPointerGetAttribute`` calls every address device memory of its device, except those put in
   ``host_addresses`` (pinned host memory) or ``unknown_addresses`` (memory CUDA does not know);
 - ``cuMemAllocAsync`` / ``cuMemFreeAsync`` (global scratch) are recorded in ``scratch``;
-- ``cuLaunchKernel`` / ``cuLaunchKernelEx`` record each launch, and for the ``add`` kernel of
-  ``examples/kernels/vector_add.py`` (BLOCK 1024) also *run* it on host memory, so a test can pass
-  CPU tensors that pose as CUDA tensors (:class:`FakeCudaTensor`) and check ``out == x + y``.
+- ``cuLaunchKernel`` / ``cuLaunchKernelEx`` record each launch (with the bytes of each parameter
+  when ``param_sizes`` is set; they return ``result`` or raise ``error`` when those are set), and
+  for the ``add`` kernel of ``examples/kernels/vector_add.py`` (BLOCK 1024) also *run* it on host
+  memory, so a test can pass CPU tensors that pose as CUDA tensors (:class:`FakeCudaTensor`) and
+  check ``out == x + y``.
+
+:func:`fake_launcher` loads a metadata document (:func:`metadata_doc`) as a :class:`Kernel` on a
+fake driver of its own, which the kernel keeps using after it returns.
 """
 from __future__ import annotations
 
@@ -22,18 +28,26 @@ import contextlib
 import ctypes
 import dataclasses
 import functools
-from typing import Any, Iterator
+import hashlib
+import json
+import os
+import tempfile
+from typing import Any, Callable, Iterator
 
+import tmlr_runtime as tr
 from tmlr_runtime import _driver, _kernel, _modules
 from tmlr_runtime._elf import functions
 from tmlr_runtime._errors import IntegrityError
+from tmlr_runtime._packing import Layout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 H200 = _driver.DeviceInfo(
     ordinal=0, name="NVIDIA H200 (fake)", major=9, minor=0, max_threads_per_block=1024, max_shared_optin=232448,
-    max_grid=(2**31 - 1, 65535, 65535), cluster_launch=True, cooperative_launch=True, sm_count=132,
+    max_grid=(2**31 - 1, 65535, 65535), cluster_launch=True, cooperative_launch=True,
 )
 A100 = dataclasses.replace(H200, name="NVIDIA A100 (fake)", major=8, minor=0, max_shared_optin=166912,
-                           cluster_launch=False, sm_count=108)
+                           cluster_launch=False)
 
 _OK, _INVALID_VALUE, _INVALID_IMAGE, _NOT_FOUND = 0, 1, 200, 500
 _CONTEXT = 0xC0C0
@@ -61,6 +75,10 @@ class FakeDriver:
         self.scratch: list[tuple[str, int, int]] = []  # ("alloc", bytes, stream) and ("free", address, stream)
         self.host_addresses: set[int] = set()
         self.unknown_addresses: set[int] = set()
+        self.context = _CONTEXT  # the current context's handle: a test may make another current
+        self.param_sizes: tuple[int, ...] | None = None  # set: each launch records its parameters' bytes
+        self.result = _OK  # the CUresult each launch returns
+        self.error: BaseException | None = None  # raised by each launch instead, after recording it
 
     def __getattr__(self, name: str) -> Any:  # enums and structs come from the real bindings
         return getattr(self._real, name)
@@ -70,7 +88,7 @@ class FakeDriver:
         return (_OK,)
 
     def cuCtxGetCurrent(self) -> tuple[int, int]:
-        return _OK, _CONTEXT
+        return _OK, self.context
 
     def cuCtxGetDevice(self) -> tuple[int, int]:
         return _OK, self.device.ordinal
@@ -123,17 +141,24 @@ class FakeDriver:
         return (_OK,)
 
     # -- launches -----------------------------------------------------------------------------
+    def _record(self, launch: dict[str, Any], params: int) -> tuple[int]:
+        if self.param_sizes is not None:
+            slots = (ctypes.c_void_p * max(len(self.param_sizes), 1)).from_address(params)
+            launch["params"] = [ctypes.string_at(slots[i], size) for i, size in enumerate(self.param_sizes)]
+        self.launches.append(launch)
+        if self.error is not None:
+            raise self.error
+        return (self.result,)
+
     def cuLaunchKernel(self, f: _Function, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int,
                        stream: int, params: int, extra: int) -> tuple[int]:
-        self.launches.append({"kernel": f.name, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream})
         if f.name == "add":
             _run_add(params, gx)
-        return (_OK,)
+        return self._record({"kernel": f.name, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream}, params)
 
     def cuLaunchKernelEx(self, config: Any, f: _Function, params: int, extra: int) -> tuple[int]:
-        self.launches.append({"kernel": f.name, "grid": (config.gridDimX, config.gridDimY, config.gridDimZ),
-                              "stream": config.hStream})
-        return (_OK,)
+        return self._record({"kernel": f.name, "grid": (config.gridDimX, config.gridDimY, config.gridDimZ),
+                             "stream": int(config.hStream), "config": config}, params)
 
 
 def _run_add(params: int, programs: int, block: int = 1024) -> None:
@@ -190,3 +215,78 @@ def fake_cuda_tensor_type(device: int) -> type:
 
     FakeCudaTensor.__name__ = FakeCudaTensor.__qualname__ = f"FakeCudaTensor{device}"
     return FakeCudaTensor
+
+
+# -- metadata documents, and kernels loaded from them ------------------------------------------------
+FAKE_CUBIN = b"\x7fELF fake cubin for tests"
+
+
+def param(name: str, type_: str, div: int = 1) -> dict[str, Any]:
+    return {"name": name, "kind": "runtime", "type": type_, "divisibility": div}
+
+
+def constexpr(name: str, value: Any) -> dict[str, Any]:
+    return {"name": name, "kind": "constexpr", "value": value}
+
+
+def equal_to_1(name: str, type_: str = "i32") -> dict[str, Any]:
+    return {"name": name, "kind": "equal_to_1", "type": type_}
+
+
+def variant_doc(arch: str = "sm_90a", cubin: bytes = FAKE_CUBIN, name: str = "k", **launch: Any) -> dict[str, Any]:
+    capability = int(arch[3:].rstrip("a"))
+    scratch = launch.pop("scratch", (0, 1))
+    doc = {
+        "target": {"backend": "cuda", "capability": capability, "arch": arch, "warp_size": 32},
+        "entry": name,
+        "cubin": {"file": f"{name}.{arch}.cubin", "sha256": hashlib.sha256(cubin).hexdigest(), "size": len(cubin)},
+        "launch": {"num_warps": 4, "num_ctas": 1, "cluster_dims": [1, 1, 1], "shared": 0, "tmem_size": 0,
+                   "launch_cooperative_grid": False, "launch_pdl": False},
+        "scratch": {"global_scratch_size": scratch[0], "global_scratch_align": scratch[1], "hidden_params": ["global_scratch"]},
+        "provenance": {"triton_version": "3.3.1", "ptxas_version": "12.4.99", "source_stage": "python",
+                       "source_sha256": "0" * 64, "options": {}},
+    }
+    doc["launch"].update(launch)
+    return doc
+
+
+def metadata_doc(signature: list[dict[str, Any]], name: str = "k", archs: tuple[str, ...] = ("sm_90a",), **launch: Any) -> dict[str, Any]:
+    return {"schema_version": 1, "name": name, "signature": signature,
+            "variants": [variant_doc(a, name=name, **dict(launch)) for a in archs]}
+
+
+def write_artifact(directory: str, doc: dict[str, Any], cubin: bytes = FAKE_CUBIN) -> str:
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "metadata.json"), "w") as f:
+        json.dump(doc, f)
+    for v in doc["variants"]:
+        with open(os.path.join(directory, v["cubin"]["file"]), "wb") as f:
+            f.write(cubin)
+    return directory
+
+
+Launch = Callable[[Any, tuple, dict, Any], None]
+
+
+def fake_launcher(doc: dict[str, Any], checks: bool = True, device: int = 0,
+                  max_grid: tuple[int, int, int] = H200.max_grid) -> tuple[Launch, FakeDriver]:
+    """``(launch, fake)``: ``launch(grid, args, kwargs, stream)`` calls a :class:`Kernel` of ``doc``
+    loaded on a fake device of ordinal ``device`` (that of the first variant's capability), whose
+    driver ``fake`` records each launch with its parameters' bytes. Every variant's cubin is the nop
+    example's (the fake driver needs a real ELF with the entry symbol), the rest of ``doc`` is kept."""
+    with open(os.path.join(ROOT, "examples", "artifacts", "nop", "nop.sm_90a.cubin"), "rb") as f:
+        cubin = f.read()
+    doc = json.loads(json.dumps(doc))
+    for v in doc["variants"]:
+        v["entry"] = "nop"
+        v["cubin"].update(sha256=hashlib.sha256(cubin).hexdigest(), size=len(cubin))
+    major, minor = divmod(int(doc["variants"][0]["target"]["capability"]), 10)
+    dev = dataclasses.replace(H200, ordinal=device, major=major, minor=minor, max_grid=max_grid)
+    with tempfile.TemporaryDirectory() as d, installed(dev) as fake:
+        kernel = tr.Kernel.load(write_artifact(d, doc, cubin), checks=checks)
+        fake.param_sizes = Layout.build(kernel.metadata.runtime_params, kernel.variant.hidden_params).sizes
+
+    def launch(grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
+        kernel(grid, *args, stream=stream, **kwargs)
+
+    return launch, fake

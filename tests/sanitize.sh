@@ -20,9 +20,10 @@
 # the time budget (SANITIZE_BUDGET_S, default 180 s) is reported NOT RUN. One line per (tool, target), then a
 # total. Full logs: $OUT/sanitizer/ when OUT is set, else ./sanitizer-logs.
 # Exit: 0 all clean; 1 sanitizer errors, a target that failed, or no sanitizer summary; 2 only NOT RUN ones.
-# One known false report is not counted: initcheck's "Uninitialized __global__ memory read" in the tma_scale
-# kernel (Triton writes its TMA descriptors into global scratch with tensormap.cp_fenceproxy, which initcheck
-# does not see as a write). tests/sanitizer_log.py reads the logs and says exactly what it discounts; every
+# Two known false reports are not counted: initcheck's "Uninitialized __global__ memory read" in the kernels
+# that build TMA descriptors on the device, tma_scale and fp8_matmul (Triton writes the descriptors into
+# global scratch with tensormap.cp_fenceproxy, which initcheck does not see as a write), and memcheck's
+# CUDA_ERROR_INVALID_VALUE from cuGetProcAddress (cuda-bindings probing for driver entry points). tests/sanitizer_log.py reads the logs and says exactly what it discounts; every
 # other report stays an error. initcheck runs print every report (--print-limit 0) so each one is seen.
 #
 # Options: --tools memcheck,racecheck  --jobs N  --budget SECONDS  --dry-run (print the jobs, run nothing)
@@ -158,11 +159,15 @@ EOF
 J_TOOL=(); J_TARGET=(); J_LABEL=(); J_TMO=()
 add_job() { J_TOOL+=("$1"); J_TARGET+=("$2"); J_LABEL+=("$3"); J_TMO+=("$4"); }
 PYTEST_RT="pytest test_runtime_gpu.py"
+# initcheck leaves out the graph test that launches tma_scale 100 times: each launch repeats the known false
+# report (see above) some 700 times, millions of log lines that outlast the time limit; the non-graph job
+# runs tma_scale under initcheck, and memcheck/racecheck/synccheck run this test too.
+graph_filter() { [ "$1" = initcheck ] && echo "graph and not scratch_kernel" || echo "graph"; }
 for tool in "${TOOL_LIST[@]}"; do  # the long ones first
   case "$tool" in
     memcheck|initcheck)
       add_job "$tool" rt_uncached "$PYTEST_RT -k 'not graph' (uncached allocator)" "$T_PYTEST"
-      add_job "$tool" rt_graph "$PYTEST_RT -k graph" "$T_PYTEST" ;;
+      add_job "$tool" rt_graph "$PYTEST_RT -k '$(graph_filter "$tool")'" "$T_PYTEST" ;;
     *) add_job "$tool" rt_all "$PYTEST_RT" "$T_PYTEST" ;;
   esac
 done
@@ -186,7 +191,7 @@ job_argv() {
   local pytest=("$PY" -m pytest -q -rs -p no:cacheprovider -m gpu)
   case "$target" in
     rt_uncached) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${pytest[@]}" tests/test_runtime_gpu.py -k "not graph") ;;
-    rt_graph) ARGV=(env "${pytest[@]}" tests/test_runtime_gpu.py -k graph) ;;
+    rt_graph) ARGV=(env "${pytest[@]}" tests/test_runtime_gpu.py -k "$(graph_filter "$tool")") ;;
     rt_all) ARGV=(env "${pytest[@]}" tests/test_runtime_gpu.py) ;;
     bad_inputs) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${pytest[@]}" tests/test_bad_inputs.py) ;;
     stress) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 TMLR_STRESS_LAUNCHES="$STRESS_LAUNCHES" TMLR_STRESS_TIMEOUT_S=$((T_STRESS - 20)) "${pytest[@]}" tests/test_stress_gpu.py) ;;
@@ -198,13 +203,9 @@ job_argv() {
 }
 san_opts() {  # tool, slot, target
   SOPTS=(--tool "$1" --target-processes all)
-  # initcheck: the exit status stays the target's own (its errors are counted from the log, less the known
-  # report, see the header), and every report is printed so that none is discounted unseen.
-  if [ "$1" = initcheck ]; then
-    [ "$LIMIT_OPT" = 1 ] && SOPTS+=(--print-limit 0)
-  else
-    SOPTS+=(--error-exitcode 1)
-  fi
+  # No --error-exitcode: the exit status stays the target's own, and errors are counted from the log, less
+  # the known false reports (see the header); every report is printed so that none is discounted unseen.
+  [ "$LIMIT_OPT" = 1 ] && SOPTS+=(--print-limit 0)
   if [ "$PORT_OPTS" = 1 ]; then SOPTS+=(--port $((49152 + 64 * $2)) --max-connections 32); fi
   # Bad-input cases may make the driver refuse something on purpose (a cubin for another arch, an address
   # CUDA does not know): not a memory error. Device-side checks stay on.
@@ -327,7 +328,7 @@ SUMMARY="$LOGDIR/summary.txt"
     [ -n "$res" ] && detail="$res; "
     detail="${detail}${J_SECS[i]}s"
     wtxt=""; [ "$warn" -gt 0 ] && wtxt=" ($warn racecheck warnings)"
-    [ "$known" -gt 0 ] && wtxt="$wtxt ($known known tma_scale descriptor reads not counted, see tests/sanitizer_log.py)"
+    [ "$known" -gt 0 ] && wtxt="$wtxt ($known known false reports not counted, see tests/sanitizer_log.py)"
     if [ "$n_sum" -eq 0 ]; then
       echo "$tool $label: NO SANITIZER SUMMARY (exit $rc) [$detail] - see $(basename "$log")"; n_fail=$((n_fail + 1))
     elif [ "$errs" -gt 0 ]; then

@@ -11,6 +11,7 @@ import pytest
 
 from tmlr_build import BuildConfig, BuildError, InputError, build, jit, parse_arch_list, request
 from tmlr_build.builder.jit_specialize import specialize
+from tmlr_build.common.errors import UnsupportedArchError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples" / "kernels"))
@@ -117,6 +118,12 @@ def test_python_source_without_a_dir(cache: Path) -> None:
 def test_missing_file_names_it(cache: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"add\.ttgir: no such file"):
         jit(vector_add.add).build_only(*_args(), BLOCK=1024, arch=90, ttgir_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "70", "9.0"])
+def test_bad_arch_is_a_typed_error(cache: Path, arch: str) -> None:
+    with pytest.raises(UnsupportedArchError, match=r"80,86,89,90,100"):
+        jit(vector_add.add).build_only(*_args(), BLOCK=1024, arch=arch)
 
 
 def test_ir_that_does_not_match_the_call(stage_dir: Path, cache: Path) -> None:

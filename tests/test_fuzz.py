@@ -2,14 +2,13 @@
 subclasses come out — never another exception, never a crash.
 
 - Metadata: the committed example metadata.json files mutated at random JSON paths (drop, retype,
-  replace with random JSON, rename keys, integral floats, NaN), through ``ArtifactMetadata.from_dict``,
-  the schema validators, ``ArtifactMetadata.read`` (also of cut and spliced JSON text) and
-  ``tmlr verify --no-device``. A document the runtime accepts must also build a launcher that
-  launches (fake driver) with typed launch data.
+  replace with random JSON, rename keys, integral floats, NaN), through ``ArtifactMetadata.from_dict``
+  (which must agree with ``jsonschema``), ``ArtifactMetadata.read`` (also of cut and spliced JSON text) and
+  ``tmlr verify --no-device``. A document the runtime accepts must also load and launch (fake
+  driver) with typed launch data, or be refused with a typed error.
 - Arguments: random Python objects (ints of any size, floats, None, strings, bytes, lists, numpy
   arrays and scalars, tensors, objects whose protocols are broken) for every parameter type, the
-  grid, the stream and keywords, through the generated launcher with a recording driver, checks on
-  and off.
+  grid, the stream and keywords, through ``Kernel`` on the fake driver, checks on and off.
 """
 from __future__ import annotations
 
@@ -20,15 +19,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fake_driver
 import tmlr_runtime as tr
-from runtime_fakes import constexpr, equal_to_1, fake_launcher, metadata_doc, param
-from tmlr_runtime import _schema
+from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
+from schema_sample import JSONSCHEMA, expected_valid, json_paths, reader_verdict
 from tmlr_runtime.cli import verify_artifact
 
 np = pytest.importorskip("numpy")
@@ -37,7 +35,6 @@ torch = pytest.importorskip("torch")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "examples" / "artifacts"
 EXAMPLES = {name: json.loads((ARTIFACTS / name / "metadata.json").read_text())
             for name in ("add", "cluster_add", "tma_scale", "scalars")}
-JSONSCHEMA = jsonschema.Draft202012Validator(_schema.load_schema())
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -50,16 +47,6 @@ json_leaf = st.one_of(
 )
 json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
                           max_leaves=6)
-
-
-def json_paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path into ``node`` (the root excluded)."""
-    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    out = []
-    for key, child in children:
-        out.append(at + (key,))
-        out += json_paths(child, at + (key,))
-    return out
 
 
 def mutate(doc: Any, path: tuple[Any, ...], how: str, value: Any, key: str) -> None:
@@ -112,8 +99,9 @@ def good_value(p: tr.Parameter) -> Any:
     return 16 if t[0] in "iu" else 0.5
 
 
-def check_accepted(meta: tr.ArtifactMetadata) -> None:
-    """An accepted document is typed as the launcher needs it, and launches (fake driver)."""
+def check_accepted(meta: tr.ArtifactMetadata, doc: Any) -> None:
+    """An accepted document is typed as the launcher needs it, and loads and launches (fake driver)
+    or is refused with a typed error."""
     for p in meta.signature:
         assert type(p.divisibility) is int
     for v in meta.variants:
@@ -121,32 +109,15 @@ def check_accepted(meta: tr.ArtifactMetadata) -> None:
             assert type(getattr(v, field)) is int, (field, getattr(v, field))
         assert all(type(c) is int for c in v.cluster_dims) and len(v.cluster_dims) == 3
         assert type(v.cooperative) is bool and type(v.pdl) is bool
-    launch, rec = fake_launcher_for(meta)
     args = tuple(good_value(p) for p in meta.signature if p.kind != "constexpr")
     try:
+        launch, rec = fake_launcher(doc)
         with fake_driver.installed():  # global scratch is allocated through the driver
             launch(1, args, {}, 0)
     except tr.TmlrError:
         return  # e.g. a cluster too large for the grid limits: refused, typed
     block = rec.launches[-1].get("block")
     assert block is None or all(type(b) is int for b in block)
-
-
-def fake_launcher_for(meta: tr.ArtifactMetadata) -> Any:
-    from runtime_fakes import Recorder
-    from tmlr_runtime._launcher import LaunchTarget, generate
-    from tmlr_runtime._packing import Layout
-
-    variant = meta.variants[0]
-    rec = Recorder(Layout.build(meta.runtime_params, variant.hidden_params))
-    target = LaunchTarget(0, (2**31 - 1, 65535, 65535), "FN", rec.launch, rec.launch_ex, fake_driver_config)
-    return generate(meta.name, meta.signature, variant, target, True), rec
-
-
-def fake_driver_config() -> Any:
-    from runtime_fakes import FakeConfig
-
-    return FakeConfig()
 
 
 @FUZZ
@@ -160,18 +131,13 @@ def test_metadata_mutations_only_raise_schema_errors(doc: Any) -> None:
     except tr.TmlrError:
         return
     assert JSONSCHEMA.is_valid(doc)
-    check_accepted(meta)
+    check_accepted(meta, doc)
 
 
 @FUZZ
 @given(mutated_metadata())
-def test_validators_agree_on_mutated_examples(doc: Any) -> None:
-    valid = JSONSCHEMA.is_valid(doc)
-    assert _schema.is_valid(doc) == valid
-    errors = list(_schema.iter_errors(doc))
-    assert (errors == []) == valid
-    for json_path, message in errors:
-        assert json_path.startswith("$") and message
+def test_reader_agrees_with_jsonschema_on_mutated_examples(doc: Any) -> None:
+    assert (reader_verdict(doc) is None) == expected_valid(doc)
 
 
 @st.composite
@@ -341,19 +307,9 @@ def calls(draw: st.DrawFn) -> tuple[Any, tuple[Any, ...], dict[str, Any], Any]:
     return grid, tuple(args), kwargs, stream
 
 
-def make_launcher(monkeypatch: pytest.MonkeyPatch, checks: bool, tier: str) -> Any:
-    """The launcher of SIG; ``tier``: ``loop`` (the op loop of the first calls) or ``generated``
-    (the function generated for the signature, which takes over after many calls)."""
-    from tmlr_runtime import _launcher
-
-    monkeypatch.setattr(_launcher, "TIER_UP_CALLS", 0 if tier == "generated" else 10**9, raising=False)
-    return fake_launcher(metadata_doc(SIG), checks=checks)
-
-
-@pytest.mark.parametrize("tier", ["loop", "generated"])
 @pytest.mark.parametrize("checks", [True, False], ids=["checks", "no-checks"])
-def test_random_arguments_only_raise_tmlr_errors(monkeypatch: pytest.MonkeyPatch, checks: bool, tier: str) -> None:
-    launch, rec = make_launcher(monkeypatch, checks, tier)
+def test_random_arguments_only_raise_tmlr_errors(checks: bool) -> None:
+    launch, rec = fake_launcher(metadata_doc(SIG), checks=checks)
     launch(1, tuple(GOOD), {}, 0)
     assert rec.launches[-1]["grid"] == (1, 1, 1)
 

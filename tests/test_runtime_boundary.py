@@ -44,7 +44,7 @@ def test_runtime_works_with_triton_torch_numpy_blocked():
         import tmlr_runtime as tr
         assert not any(m.startswith("cuda") for m in sys.modules), "cuda-python imported at import time"
         meta = tr.ArtifactMetadata.read("examples/artifacts/add")
-        from runtime_fakes import fake_launcher
+        from fake_driver import fake_launcher
         import json
         launch, rec = fake_launcher(json.load(open("examples/artifacts/add/metadata.json")))
         launch(4, (0x1000, 0x2000, 0x3000, 4096), {}, 0)

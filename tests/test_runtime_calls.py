@@ -1,17 +1,20 @@
-"""Per-call checks, grids, streams, keyword handling and threads — through the generated launcher
-with a recording driver (no GPU)."""
+"""Per-call checks, grids, streams, keyword handling and threads — through ``Kernel`` on the fake
+driver, which records each launch (no GPU)."""
 from __future__ import annotations
 
+import os
 import struct
 import threading
 
 import pytest
 
 import tmlr_runtime as tr
-from runtime_fakes import constexpr, equal_to_1, fake_launcher, metadata_doc, param
+from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
 from tmlr_runtime import _stream
 from tmlr_runtime._pointers import tensor_pointer
 from tmlr_runtime._metadata import Parameter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SIG = [param("x", "*fp32", 16), param("n", "i32", 16), param("a", "fp32"), equal_to_1("one"), constexpr("BLOCK", 128)]
 
@@ -201,28 +204,46 @@ def test_cpu_torch_tensor_rejected(kernel):
     assert "CPU tensor" in str(e.value)
 
 
+def test_launch_while_another_context_is_current_plans_for_it_once():
+    """A launch finding another context current loads the module there and launches there; its
+    plan serves the next launches in that context, and the first context's plan is kept."""
+    import fake_driver
+
+    with fake_driver.installed() as fake:
+        k = tr.Kernel.load(os.path.join(ROOT, "examples", "artifacts", "add"))
+        k(1, 0x1000, 0x2000, 0x3000, 0)  # n = 0: the fake add kernel touches no memory
+        fake.context = 0xC0C1
+        k(2, 0x1000, 0x2000, 0x3000, 0)
+        k(3, 0x1000, 0x2000, 0x3000, 0)
+        fake.context = 0xC0C0
+        k(4, 0x1000, 0x2000, 0x3000, 0)
+        assert sorted(k._contexts) == [0xC0C0, 0xC0C1]
+    assert len(fake.loaded) == 2  # one module per context
+    assert [launch["grid"][0] for launch in fake.launches] == [1, 2, 3, 4]
+
+
+def test_context_handles_without_value_equality_are_compared_as_ints(monkeypatch):
+    """Bindings whose context handles compare by identity (a new object per cuCtxGetCurrent) must
+    not make every launch look like one in another context."""
+    import fake_driver
+
+    class Handle:
+        def __init__(self, value):
+            self.value = value
+
+        def __int__(self):
+            return self.value
+
+    with fake_driver.installed() as fake:
+        monkeypatch.setattr(fake, "cuCtxGetCurrent", lambda: (0, Handle(fake.context)))
+        k = tr.Kernel.load(os.path.join(ROOT, "examples", "artifacts", "add"))
+        for grid in (1, 2):
+            k(grid, 0x1000, 0x2000, 0x3000, 0)
+        assert list(k._contexts) == [fake.context] and len(fake.launches) == 2
+
+
 def test_threads_get_their_own_buffers():
-    from tmlr_runtime import ArtifactMetadata
-    from tmlr_runtime._launcher import LaunchTarget, generate
-    from tmlr_runtime._packing import Layout
-
-    meta = ArtifactMetadata.from_dict(metadata_doc([param("x", "*fp32"), param("n", "i64")]))
-    layout = Layout.build(meta.runtime_params, meta.variants[0].hidden_params)
-    lock = threading.Lock()
-    seen: list[tuple[int, int]] = []
-
-    def checking_launch(fn, gx, gy, gz, bx, by, bz, shm, stream, kp, extra):
-        import ctypes
-
-        ptrs = (ctypes.c_void_p * len(layout.slots)).from_address(kp)
-        x = ctypes.c_uint64.from_address(ptrs[0]).value
-        n = ctypes.c_int64.from_address(ptrs[1]).value
-        with lock:
-            seen.append((x, n))
-        return (0,)
-
-    target = LaunchTarget(0, (2**31 - 1, 65535, 65535), "FN", checking_launch)
-    launch = generate("k", meta.signature, meta.variants[0], target, True)
+    launch, rec = fake_launcher(metadata_doc([param("x", "*fp32"), param("n", "i64")]))
     errors = []
 
     def work(i):
@@ -238,6 +259,7 @@ def test_threads_get_their_own_buffers():
     for t in ts:
         t.join()
     assert not errors
+    seen = [(struct.unpack("<Q", r["params"][0])[0], struct.unpack("<q", r["params"][1])[0]) for r in rec.launches]
     assert len(seen) == 2400
     for ptr, n in seen:
         assert ptr == 0x1000 * (n // 1000 + 1)  # each launch saw its own thread's values

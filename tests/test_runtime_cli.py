@@ -49,6 +49,30 @@ def test_verify_ok_and_failures(tmp_path, capsys):
     assert "FAIL" in out and "sha256" in out
 
 
+def test_verify_applies_jsonschema_where_installed(monkeypatch, capsys):
+    assert main(["verify", "--no-device", ADD]) == 0
+    assert "ok       metadata.json validates with jsonschema  - schema/metadata.schema.json" in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # import jsonschema raises ImportError
+    assert main(["verify", "--json", "--no-device", ADD]) == 0
+    rows = {r["check"]: r for r in json.loads(capsys.readouterr().out)}
+    row = rows["metadata.json validates with jsonschema"]
+    assert (row["verdict"], row["detail"]) == ("skipped", "jsonschema not installed: schema check skipped, fields checked by the reader")
+    assert rows["metadata.json follows the schema"]["ok"] is True
+
+
+def test_verify_reports_what_jsonschema_finds(tmp_path, monkeypatch, capsys):
+    # a document the reader accepted but jsonschema would not (here: the reader is told to accept it)
+    bad = tmp_path / "add"
+    shutil.copytree(ADD, bad)
+    meta = json.loads((bad / "metadata.json").read_text())
+    meta["variants"][0]["launch"]["num_warps"] = 64
+    (bad / "metadata.json").write_text(json.dumps(meta))
+    monkeypatch.setattr("tmlr_runtime._metadata._int", lambda obj, key, path, minimum=0, maximum=None: int(obj[key]))
+    assert main(["verify", "--no-device", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL     metadata.json validates with jsonschema  - $.variants[0].launch.num_warps: 64 is greater than the maximum of 32" in out
+
+
 def test_verify_entry_symbol_missing(tmp_path, capsys):
     bad = tmp_path / "add"
     shutil.copytree(ADD, bad)

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 import tmlr_runtime as tr
-from runtime_fakes import fake_launcher, metadata_doc, param
+from fake_driver import fake_launcher, metadata_doc, param
 
 _NAME = ctypes.c_char_p(b"dltensor")
 

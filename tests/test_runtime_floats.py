@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tmlr_runtime as tr
-from runtime_fakes import fake_launcher, metadata_doc, param
+from fake_driver import fake_launcher, metadata_doc, param
 from tmlr_runtime._packing import bf16_bits
 
 torch = pytest.importorskip("torch")

@@ -18,9 +18,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import fake_driver  # noqa: E402
 import tmlr_runtime as tr  # noqa: E402
-from tmlr_runtime import _driver, _launcher  # noqa: E402
+from tmlr_runtime import _driver  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -141,17 +140,14 @@ def test_stream_given_through_cuda_stream_protocol(vectors) -> None:
     assert torch.equal(control, old_x + y)
 
 
-@pytest.mark.parametrize("tier", ["op loop", "generated"])
-def test_checks_false_launches_every_form(vectors, monkeypatch: pytest.MonkeyPatch, tier: str) -> None:
+def test_checks_false_launches_every_form(vectors) -> None:
     x, y, out = vectors
-    monkeypatch.setattr(_launcher, "TIER_UP_CALLS", 10**9 if tier == "op loop" else 0)
-    with fake_driver.fresh_caches():  # a new launcher under this TIER_UP_CALLS
-        k = tr.Kernel.load(ADD, checks=False)
-        assert k.checks is False and "checks off" in k.launcher_source()
-        launch_and_check(k, x, y, out, out, x + y)
-        for forms in [(ArrayInterface.of(x), DLPackOnly(y), out.data_ptr()), (x.data_ptr(), ArrayInterface.of(y), DLPackOnly(out))]:
-            launch_and_check(k, *forms, out, x + y)
-        launch_and_check(k, x, y, out, out, x + y, stream=StreamProtocol(torch.cuda.current_stream()))
+    k = tr.Kernel.load(ADD, checks=False)
+    assert k.checks is False
+    launch_and_check(k, x, y, out, out, x + y)
+    for forms in [(ArrayInterface.of(x), DLPackOnly(y), out.data_ptr()), (x.data_ptr(), ArrayInterface.of(y), DLPackOnly(out))]:
+        launch_and_check(k, *forms, out, x + y)
+    launch_and_check(k, x, y, out, out, x + y, stream=StreamProtocol(torch.cuda.current_stream()))
 
 
 def test_host_memory_is_refused_and_device_memory_accepted(vectors) -> None:
@@ -175,7 +171,9 @@ def test_host_memory_is_refused_and_device_memory_accepted(vectors) -> None:
 
 
 def test_runs_on_the_expected_cuda_python_bindings(vectors) -> None:
-    version = _driver.bindings_version()
+    import cuda.bindings
+
+    version = str(cuda.bindings.__version__)
     assert int(version.split(".")[0]) in (12, 13), version
     assert _driver.api().__name__ in ("cuda.bindings.driver", "cuda.cuda")
     expected = os.environ.get("TMLR_EXPECT_CUDA_BINDINGS")

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 
 import pytest
 
 import tmlr_runtime as tr
-from runtime_fakes import FAKE_CUBIN, constexpr, metadata_doc, param, write_artifact
+from fake_driver import FAKE_CUBIN, constexpr, equal_to_1, metadata_doc, param, write_artifact
 from tmlr_runtime._metadata import read_cubin
 
 GOOD = metadata_doc([param("x", "*fp32", 16), param("n", "i32"), constexpr("BLOCK", 128)], archs=("sm_80", "sm_90a"))
@@ -72,6 +73,14 @@ def test_repeated_names_and_archs():
     doc["variants"].append(copy.deepcopy(doc["variants"][0]))
     with pytest.raises(tr.SchemaError, match="same arch"):
         tr.ArtifactMetadata.from_dict(doc)
+
+
+def test_records_hold_exactly_their_fields():
+    # the reader makes records without their __init__: a field it forgot would fail only when read
+    meta = tr.ArtifactMetadata.from_dict(metadata_doc([param("x", "*fp32", 16), constexpr("B", 4), equal_to_1("one")]))
+    for record in (meta, *meta.signature, *meta.variants, *(v.target for v in meta.variants)):
+        assert list(vars(record)) == [f.name for f in dataclasses.fields(record)]
+    assert [p.value for p in meta.signature] == [None, 4, 1]
 
 
 def test_read_errors(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 
 import tmlr_runtime as tr
 from conftest import cuda_device_count
-from runtime_fakes import metadata_doc, param, write_artifact
+from fake_driver import metadata_doc, param, write_artifact
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

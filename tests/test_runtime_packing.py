@@ -7,7 +7,7 @@ import struct
 import pytest
 
 import tmlr_runtime as tr
-from runtime_fakes import equal_to_1, fake_launcher, metadata_doc, param
+from fake_driver import equal_to_1, fake_launcher, metadata_doc, param
 from tmlr_runtime._packing import Layout, bf16_bits
 from tmlr_runtime._metadata import Parameter
 
@@ -45,7 +45,7 @@ def test_scalar_bytes(typ, value, expected):
 def test_fp16_gets_two_bytes_not_a_float():
     # Triton 3.3's own launcher passes fp16 scalars as 4-byte floats: a kernel given 1.5 saw 0.0.
     layout = Layout.build((Parameter("a", "runtime", "fp16"), Parameter("b", "runtime", "i32")), ())
-    assert [(s.offset, s.size) for s in layout.slots] == [(0, 2), (4, 4)]
+    assert list(zip(layout.offsets, layout.sizes)) == [(0, 2), (4, 4)]
 
 
 @pytest.mark.parametrize("value", [0.0, -0.0, 1.0, 3.140625, 1e-40, 65504.0, 1e38, 3.3895e38, -7.75, 1 / 3, 2.0**-133,
@@ -68,7 +68,7 @@ def test_layout_alignment_and_tma_slot():
         Parameter("n", "runtime", "i32"),
     )
     layout = Layout.build(params, ("global_scratch", "profile_scratch"))
-    offsets = {s.name: (s.offset, s.size) for s in layout.slots}
+    offsets = dict(zip(layout.names, zip(layout.offsets, layout.sizes)))
     assert offsets["a"] == (0, 1)
     assert offsets["p"] == (8, 8)
     assert offsets["h"] == (16, 2)

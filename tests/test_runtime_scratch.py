@@ -10,7 +10,7 @@ import pytest
 
 import fake_driver
 import tmlr_runtime as tr
-from runtime_fakes import fake_launcher, metadata_doc, param
+from fake_driver import fake_launcher, metadata_doc, param
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,8 +60,8 @@ def test_scratch_freed_when_the_launch_raises(scratch, cooperative):
 
 def test_scratch_freed_when_the_driver_refuses_the_launch(scratch):
     launch, rec = fake_launcher(metadata_doc([param("n", "i32")], scratch=(256, 128)))
-    rec.result = 701  # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
-    with pytest.raises(RuntimeError, match="701"):
+    rec.result = 701
+    with pytest.raises(tr.DriverError, match="CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"):
         launch(2, (5,), {}, 0)
     assert scratch == [("alloc", 2 * 256, 128, 0), ("free", 0x90000, 0)]
 

@@ -8,7 +8,7 @@ import types
 import pytest
 
 import tmlr_runtime as tr
-from runtime_fakes import fake_launcher, metadata_doc, param
+from fake_driver import fake_launcher, metadata_doc, param
 from tmlr_runtime import _stream
 
 

@@ -10,7 +10,7 @@ the same two streams.
   masked tail, which must keep its sentinel) before reusing the pool: all 80,000 launches are checked.
   Threads 0, 2, 4, 6 use stream A and 1, 3, 5, 7 stream B; the stream is passed as a torch stream or as
   its int handle, the grid as an int or a tuple, and the output as a tensor or an int address, so the
-  generated launcher's fast and slow argument paths all run concurrently.
+  launcher's inline and converted argument paths all run concurrently.
 - 4 "scratch" threads (2 per stream, compute capability 9.0 only: the artifact is sm_90a) launch
   ``examples/artifacts/tma_scale`` (``dst = 2 * src``; 256 B of stream-ordered global scratch per
   program) on fresh random inputs of several shapes, and check every result, until the add threads

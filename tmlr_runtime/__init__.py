@@ -4,53 +4,19 @@ No Triton, ever; torch and numpy are used only when the caller already imported 
 """
 from __future__ import annotations
 
-from ._errors import (
-    ArgumentCountError,
-    ArgumentError,
-    ArtifactError,
-    ConstexprMismatchError,
-    CudaUnavailableError,
-    DeviceLimitError,
-    DriverError,
-    GridError,
-    IntegrityError,
-    NoCompatibleVariantError,
-    PointerArgumentError,
-    ScalarArgumentError,
-    SchemaError,
-    StreamError,
-    TmlrError,
-)
+from ._errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
+                      DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
+                      PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError)
 from ._kernel import Kernel
-from ._metadata import METADATA_FILE, ArtifactMetadata, Parameter, Variant
-from ._schema import SCHEMA_PATH, SCHEMA_VERSION
+from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
 from ._tma import TensorMap, make_tensor_map
+from .abi import Parameter
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentCountError",
-    "ArgumentError",
-    "ArtifactError",
-    "ArtifactMetadata",
-    "ConstexprMismatchError",
-    "CudaUnavailableError",
-    "DeviceLimitError",
-    "DriverError",
-    "GridError",
-    "IntegrityError",
-    "Kernel",
-    "METADATA_FILE",
-    "NoCompatibleVariantError",
-    "Parameter",
-    "PointerArgumentError",
-    "SCHEMA_PATH",
-    "SCHEMA_VERSION",
-    "ScalarArgumentError",
-    "SchemaError",
-    "StreamError",
-    "TensorMap",
-    "TmlrError",
-    "Variant",
-    "make_tensor_map",
+    "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
+    "CudaUnavailableError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "METADATA_FILE",
+    "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "SCHEMA_PATH", "SCHEMA_VERSION",
+    "ScalarArgumentError", "SchemaError", "StreamError", "TensorMap", "TmlrError", "Variant", "make_tensor_map",
 ]

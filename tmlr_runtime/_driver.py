@@ -48,28 +48,14 @@ def api() -> Any:
     global _api
     if _api is None:
         try:
-            from cuda.bindings import driver as mod
+            from cuda.bindings import driver as _api
         except ImportError:
             try:
-                from cuda import cuda as mod  # cuda-python < 12.6
+                from cuda import cuda as _api  # cuda-python < 12.6
             except ImportError as e:
-                raise CudaUnavailableError(
-                    "cuda-python is not installed; `pip install cuda-python` (12.x for CUDA 12 drivers, 13.x for CUDA 13)"
-                ) from e
-        _api = mod
+                raise CudaUnavailableError("cuda-python is not installed; `pip install cuda-python` (12.x for CUDA 12 "
+                                           "drivers, 13.x for CUDA 13)") from e
     return _api
-
-
-def bindings_version() -> str:
-    """The cuda-python bindings version string, e.g. ``13.3.0``."""
-    try:
-        import cuda.bindings
-
-        return str(cuda.bindings.__version__)
-    except (ImportError, AttributeError):
-        import cuda  # type: ignore[import-not-found]
-
-        return str(getattr(cuda, "__version__", "unknown"))
 
 
 def error_name(code: int) -> str:
@@ -81,48 +67,32 @@ def error_name(code: int) -> str:
 
 def error_message(code: int, what: str) -> str:
     name = error_name(code)
-    meaning = _MEANINGS.get(name, "see the CUDA driver API documentation for this code")
-    return f"{name}: {meaning} (in {what})"
+    return f"{name}: {_MEANINGS.get(name, 'see the CUDA driver API documentation for this code')} (in {what})"
 
 
 def check(result: Any, what: str) -> Any:
-    """Unwrap a cuda-python ``(CUresult, *values)`` tuple; raise :class:`DriverError` on failure.
-
-    Returns None, the single value, or the tuple of values.
-    """
-    if isinstance(result, tuple):
-        err, values = result[0], result[1:]
-    else:
-        err, values = result, ()
-    code = int(err)
-    if code != 0:
-        raise DriverError(error_message(code, what), error_name(code))
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else values
+    """Unwrap a cuda-python ``(CUresult, *values)`` tuple: None, the one value or the values;
+    raise :class:`DriverError` on failure."""
+    err, values = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+    if int(err):
+        raise DriverError(error_message(int(err), what), error_name(int(err)))
+    return values[0] if len(values) == 1 else (values or None)
 
 
 def init() -> Any:
-    """Initialise the driver once per process and return the bindings module.
-
-    A machine without libcuda gets :class:`CudaUnavailableError` instead of cuda-bindings' own
-    loader exception.
-    """
+    """Initialise the driver once per process and return the bindings module; a machine without
+    libcuda gets :class:`CudaUnavailableError`, not cuda-bindings' own loader exception."""
     global _initialised
     drv = api()
-    if _initialised:
-        return drv
     with _lock:
         if not _initialised:
             try:
                 result = drv.cuInit(0)
             except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
-                raise CudaUnavailableError(
-                    f"the NVIDIA driver library (libcuda) could not be loaded: {e}; tmlr_runtime needs a "
-                    "machine with an NVIDIA GPU and driver"
-                ) from None
+                raise CudaUnavailableError(f"the NVIDIA driver library (libcuda) could not be loaded: {e}; tmlr_runtime "
+                                           "needs a machine with an NVIDIA GPU and driver") from None
             code = int(result[0] if isinstance(result, tuple) else result)
-            if code != 0:
+            if code:
                 raise CudaUnavailableError(error_message(code, "cuInit"), error_name(code))
             _initialised = True
     return drv
@@ -141,7 +111,6 @@ class DeviceInfo:
     max_grid: tuple[int, int, int]
     cluster_launch: bool
     cooperative_launch: bool
-    sm_count: int
 
     @property
     def capability(self) -> int:
@@ -154,33 +123,20 @@ _devices: dict[int, DeviceInfo] = {}
 def device_info(ordinal: int) -> DeviceInfo:
     """Cached :class:`DeviceInfo` of device ``ordinal``."""
     info = _devices.get(ordinal)
-    if info is not None:
-        return info
-    drv = init()
-    dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
-    A = drv.CUdevice_attribute
+    if info is None:
+        drv = init()
+        dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
 
-    def attr(a: Any) -> int:
-        return int(check(drv.cuDeviceGetAttribute(a, dev), f"cuDeviceGetAttribute({a.name})"))
+        def attr(name: str) -> int:
+            a = getattr(drv.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name)
+            return int(check(drv.cuDeviceGetAttribute(a, dev), f"cuDeviceGetAttribute({a.name})"))
 
-    raw_name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
-    info = DeviceInfo(
-        ordinal=ordinal,
-        name=raw_name.split(b"\0", 1)[0].decode(errors="replace"),
-        major=attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
-        minor=attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
-        max_threads_per_block=attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
-        max_shared_optin=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
-        max_grid=(
-            attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
-            attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
-            attr(A.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z),
-        ),
-        cluster_launch=bool(attr(A.CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)),
-        cooperative_launch=bool(attr(A.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)),
-        sm_count=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
-    )
-    _devices[ordinal] = info
+        name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0", 1)[0].decode(errors="replace")
+        info = _devices[ordinal] = DeviceInfo(
+            ordinal, name, attr("COMPUTE_CAPABILITY_MAJOR"), attr("COMPUTE_CAPABILITY_MINOR"), attr("MAX_THREADS_PER_BLOCK"),
+            attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"), (attr("MAX_GRID_DIM_X"), attr("MAX_GRID_DIM_Y"), attr("MAX_GRID_DIM_Z")),
+            bool(attr("CLUSTER_LAUNCH")), bool(attr("COOPERATIVE_LAUNCH")),
+        )
     return info
 
 
@@ -189,16 +145,7 @@ def current_context() -> tuple[int, Any]:
     context current when none is (the context torch uses, so torch pointers work)."""
     drv = init()
     ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    handle = int(ctx)
-    if handle == 0:
-        dev = check(drv.cuDeviceGet(0), "cuDeviceGet")
-        ctx = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    if not int(ctx):
+        ctx = check(drv.cuDevicePrimaryCtxRetain(check(drv.cuDeviceGet(0), "cuDeviceGet")), "cuDevicePrimaryCtxRetain")
         check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-        handle = int(ctx)
-    return handle, ctx
-
-
-def context_device(ctx: Any) -> int:
-    """The device ordinal of context ``ctx`` (made current by the caller)."""
-    drv = api()
-    return int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
+    return int(ctx), ctx

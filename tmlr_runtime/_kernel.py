@@ -2,16 +2,14 @@
 from __future__ import annotations
 
 import functools
-import operator
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from . import _driver, _launcher, _modules
 from ._errors import ArgumentError, short_repr
-from ._metadata import ArtifactMetadata, Parameter, Variant, read_cubin_stat, read_metadata
-
-Launch = Callable[..., None]  # launch(grid, *args, stream=None, **kwargs)
+from ._metadata import ArtifactMetadata, Variant, read_cubin_stat, read_metadata
+from .abi import Parameter
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[tuple[Any, ...], "Kernel"]] = {}
@@ -35,38 +33,28 @@ def _stamp(paths: list[str], known: dict[str, os.stat_result] | None = None) -> 
 class Kernel:
     """A tmlr artifact (cubin + metadata.json written by tmlr-build), launched without Triton.
 
-    Workflow:
-
-    1. ``Kernel.load(dir)`` reads ``metadata.json`` and validates it against the schema.
-    2. It initialises the driver and takes the current context (device 0's primary context, the
-       one torch uses, when none is current), picks the variant for that device's compute
-       capability and refuses what the device cannot run (shared memory, clusters, threads).
-    3. It checks the cubin's size and sha256, loads it with ``cuModuleLoadData`` (once per context:
-       modules are cached by context and sha256) and opts into large shared memory once.
-    4. It builds the launcher for that variant: argument types, the packing layout and the
-       ``void**`` are fixed now, per thread buffers are made on first use.
+    1. ``Kernel.load(dir)`` reads and validates ``metadata.json``.
+    2. It takes the current context (device 0's primary context, the one torch uses, when none
+       is), picks the variant for that device and refuses what the device cannot run.
+    3. It checks the cubin's size and sha256 and loads it (once per context and sha256).
+    4. It plans the launch of that variant (see ``_launcher``).
     5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
-       arguments by the recorded signature and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for
-       clusters, cooperative and PDL launches). A launch while another device's context is current
-       repeats steps 2-4 once for that context.
+       arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
+       PDL launches). A launch while another context is current repeats steps 2-4 once for it.
 
     ``checks=False`` skips the per-call argument checks (device, dtype, alignment, divisibility,
-    specialized values) for the fastest path; argument count and scalar ranges are still enforced.
+    specialized values); argument count and scalar ranges are still enforced.
     """
 
     def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True) -> None:
         self.metadata = metadata
         self.directory = directory
         self.checks = checks
-        self._launchers: dict[int, Launch] = {}
-        self._variants: dict[int, Variant] = {}
-        self._functions: dict[int, _modules.LoadedFunction] = {}
+        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, _launcher.Plan]] = {}
         self._bind_lock = threading.Lock()
         self._read_stats: dict[str, os.stat_result] = {}  # cubin path -> fstat when it was read
-        self._get_context = _driver.init().cuCtxGetCurrent
-        # What ``kernel(...)`` runs: the launcher of the context bound last. Each launcher checks
-        # that its context is current and hands the call to _other_context otherwise.
-        self._call: Launch = self._bind_current()
+        self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
+        self._bind_current()
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -101,63 +89,30 @@ class Kernel:
         files += [os.path.join(self.directory, v.cubin_file) for v in self.metadata.variants]
         return files
 
-    def _bind_current(self) -> Launch:
-        """Load into the current context and generate its launcher (once per context)."""
+    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, _launcher.Plan]:
+        """What serves the current context; the module is loaded and the launch planned the first time."""
         handle, _ctx = _driver.current_context()
-        launch = self._launchers.get(handle)
-        if launch is not None:
-            return launch
         with self._bind_lock:
-            launch = self._launchers.get(handle)
-            if launch is not None:
-                return launch
-            drv = _driver.api()
-            ordinal = int(_driver.check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
-            dev = _driver.device_info(ordinal)
-            variant = self.metadata.select_variant(dev.major, dev.minor)
+            bound = self._contexts.get(handle)
+            if bound is None:
+                ordinal = int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
+                dev = _driver.device_info(ordinal)
+                variant = self.metadata.select_variant(dev.major, dev.minor)
+                loaded = _modules.get_function(handle, ordinal, self.name, variant, lambda: self._read(variant))
+                plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
+                bound = self._contexts[handle] = (variant, loaded, plan)
+        self._plan = tuple(bound[2])  # a plain tuple: see _launcher.Plan
+        return bound
 
-            def read() -> bytes:
-                data, st = read_cubin_stat(self.directory, variant)
-                self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
-                return data
-
-            loaded = _modules.get_function(handle, ordinal, self.metadata.name, variant, None, read)
-            target = _launcher.LaunchTarget(
-                device=ordinal,
-                max_grid=dev.max_grid,
-                function=loaded.function,
-                launch=drv.cuLaunchKernel,
-                launch_ex=drv.cuLaunchKernelEx,
-                make_config=functools.partial(_launch_config, drv, variant),
-                on_error=_launch_error,
-            )
-            context = (handle, self._get_context, self._other_context)
-            launch = _launcher.build(self.metadata.name, self.metadata.signature, variant, target, self.checks, context)
-            self._variants[handle] = variant
-            self._functions[handle] = loaded
-            self._launchers[handle] = launch
-            return launch
+    def _read(self, variant: Variant) -> bytes:
+        data, st = read_cubin_stat(self.directory, variant)
+        self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
+        return data
 
     # -- launching -------------------------------------------------------------------------------
-    if TYPE_CHECKING:
-
-        def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None: ...
-
-    else:
-        # ``kernel(grid, *args, stream=None, **kwargs)`` calls the current launcher directly: the
-        # property hands it over from C, so a launch runs one Python frame, not a method that
-        # forwards to the launcher.
-        __call__ = property(
-            operator.attrgetter("_call"),
-            doc="""Launch on ``grid`` (int, tuple of up to 3 ints, or ``lambda meta: ...``) with ``args``
-        in signature order; constexprs may be omitted or passed by keyword.""",
-        )
-
-    def _other_context(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
-        """A launch found another context current than its launcher's: bind that one and launch."""
-        launch = self._bind_current()
-        self._call = launch
-        launch(grid, *args, stream=stream, **kwargs)
+    # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
+    # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword
+    __call__ = _launcher.launch
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
@@ -175,58 +130,13 @@ class Kernel:
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""
-        handle, _ = _driver.current_context()
-        self._bind_current()
-        return self._variants[handle]
+        return self._bind_current()[0]
 
     @property
     def function(self) -> _modules.LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
-        handle, _ = _driver.current_context()
-        self._bind_current()
-        return self._functions[handle]
-
-    def launcher_source(self) -> str:
-        """What the launcher of the current context does per parameter, for debugging."""
-        return _launcher.describe(self._bind_current())
+        return self._bind_current()[1]
 
     def __repr__(self) -> str:
         archs = ",".join(v.arch for v in self.metadata.variants)
         return f"Kernel({self.name!r}, archs={archs}, dir={self.directory!r}, checks={self.checks})"
-
-
-def _launch_error(code: Any, what: str) -> Exception:
-    c = int(code)
-    return _driver.DriverError(_driver.error_message(c, what), _driver.error_name(c))
-
-
-def _launch_config(drv: Any, variant: Variant) -> Any:
-    """A ``CUlaunchConfig`` with the variant's fixed parts and attributes; grid and stream are set
-    per launch (one config per thread, so concurrent launches never share it)."""
-    config = drv.CUlaunchConfig()
-    config.blockDimX, config.blockDimY, config.blockDimZ = variant.threads_per_block, 1, 1
-    config.sharedMemBytes = variant.shared
-    A = drv.CUlaunchAttributeID
-    attrs = []
-    if variant.is_cluster_launch:
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = variant.cluster_dims
-        attrs.append(a)
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
-        a.value.clusterSchedulingPolicyPreference = drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD
-        attrs.append(a)
-    if variant.cooperative:
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-        a.value.cooperative = 1
-        attrs.append(a)
-    if variant.pdl:
-        a = drv.CUlaunchAttribute()
-        a.id = A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        a.value.programmaticStreamSerializationAllowed = 1
-        attrs.append(a)
-    config.attrs = attrs
-    config.numAttrs = len(attrs)
-    return config

@@ -1,124 +1,43 @@
-"""The per-variant launch function, built once at load time from code compiled with this module.
+"""Launching a kernel variant: a plan made once at load, one short function per call.
 
-The hot path is a closure over everything fixed at load: the device, function handle, launch
-entry point, block, shared memory and grid limits, the packing ``struct`` and, per parameter that
-needs work, one entry of a small op list (a torch tensor's device/dtype/alignment checks, a
-divisibility check, a conversion such as bf16 bits). Plain scalars pass straight to one
-``struct.pack_into`` into a per-thread buffer prepared on first use, and the driver gets the
-address of its prepared ``void**``. Nothing is parsed or compiled at load (``compile()`` of a
-generated launcher cost more than everything else in ``Kernel.load`` together), and nothing on the
-hot path allocates except the argument tuple and the scratch memory a kernel asks for. A kernel
-without parameters (only constexprs) gets a launcher with a constant parameter buffer: no packing
-and no per-thread state. Anything unusual (keywords, a callable grid, a non-torch pointer, a failed
-check) leaves the fast path for a helper that explains the problem.
+:func:`plan` gives each positional parameter a code for the work its type needs per call (as
+Inductor's static launcher does): a pointer, an int assumed divisible by 16, an i1, a bf16, a TMA
+descriptor, a constexpr or an int specialized to 1 passed positionally. Plain scalars get none: the
+packing ``struct`` converts and range-checks them. The plan also fixes the packed layout; the
+storage and the ``void**`` into it are made once per thread and only rewritten per call (as in
+tinygrad's ops_cuda). :func:`launch` reads torch tensors on the launch device inline and sends
+every other argument through the one conversion routine, :func:`convert`, which also makes the
+typed errors.
 """
 from __future__ import annotations
 
+import functools
+import math
+import operator
 import struct
 import sys
 import threading
-from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Any, Callable
+from types import SimpleNamespace
+from typing import Any, Callable, NamedTuple
 
-from . import _grid, _pointers, _scratch, _stream
-from ._errors import (
-    ArgumentCountError,
-    ArgumentError,
-    ConstexprMismatchError,
-    GridError,
-    ScalarArgumentError,
-    TmlrError,
-    short_repr,
-)
-from ._metadata import Parameter, Variant
-from ._packing import SCALAR_CODES, TMA_DESC_SIZE, ArgBuffer, Layout, bf16_bits, diagnose_scalar
+from . import _driver, _grid, _pointers, _scratch, _stream, _tma
+from ._errors import ArgumentCountError, ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
+from ._metadata import Variant
+from ._modules import LoadedFunction
+from ._packing import SCALAR_CODES, ArgBuffer, Layout, bf16_bits, diagnose_scalar
+from .abi import Parameter
 
 _MISSING = object()
+_POINTER = struct.Struct("<Q")
+PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE = range(7)  # per-argument codes
 
 
-@dataclass
-class LaunchTarget:
-    """What a generated launcher needs to know about the device, function and driver entry points.
-
-    ``launch`` is ``cuLaunchKernel``-shaped, ``launch_ex`` ``cuLaunchKernelEx``-shaped; tests
-    pass recorders instead of the driver's.
-    """
-
-    device: int
-    max_grid: tuple[int, int, int]
-    function: Any
-    launch: Callable[..., Any]
-    launch_ex: Callable[..., Any] | None = None
-    make_config: Callable[[], Any] | None = None  # a per-thread CUlaunchConfig with attributes set
-    on_error: Callable[[Any, str], Exception] = field(default=lambda code, what: RuntimeError(f"{what}: {code}"))
-
-
-def _positional_count(signature: tuple[Parameter, ...]) -> int:
-    """Parameters up to the last non-constexpr one: what a plain positional call passes."""
-    last = -1
-    for i, p in enumerate(signature):
-        if p.kind != "constexpr":
-            last = i
-    return last + 1
-
-
-class ArgumentBinder:
-    """Maps ``(args, kwargs)`` onto the signature for calls that leave the fast path."""
-
-    def __init__(self, name: str, signature: tuple[Parameter, ...], npos: int) -> None:
-        self.name = name
-        self.signature = signature
-        self.npos = npos
-        self._index = {p.name: i for i, p in enumerate(signature)}
-
-    def usage(self) -> str:
-        parts = []
-        for p in self.signature:
-            if p.kind == "constexpr":
-                parts.append(f"{p.name}={p.value!r}")
-            elif p.kind == "equal_to_1":
-                parts.append(f"{p.name}: {p.type} (must be 1)")
-            else:
-                parts.append(f"{p.name}: {p.type}")
-        return f"{self.name}[grid]({', '.join(parts)})"
-
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], checks: bool) -> tuple[Any, ...]:
-        sig = self.signature
-        if len(args) > len(sig):
-            raise ArgumentCountError(f"{self.name}: takes {self.npos} positional arguments (up to {len(sig)} with constexprs), got {len(args)}; call it as {self.usage()}")
-        values: list[Any] = list(args) + [_MISSING] * (len(sig) - len(args))
-        for key, value in kwargs.items():
-            i = self._index.get(key)
-            if i is None:
-                raise ArgumentCountError(f"{self.name}: unknown argument {key!r}; call it as {self.usage()}", key)
-            if values[i] is not _MISSING:
-                raise ArgumentCountError(f"{self.name}: argument {key!r} given twice (by position and by keyword); pass it once", key)
-            values[i] = value
-        missing = [p.name for p, v in zip(sig, values) if v is _MISSING and p.kind != "constexpr"]
-        if missing:
-            raise ArgumentCountError(
-                f"{self.name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
-                f"(got {len(args)} positional); call it as {self.usage()}",
-                missing[0],
-            )
-        for i, p in enumerate(sig):
-            if p.kind == "constexpr":
-                if values[i] is _MISSING:
-                    values[i] = p.value
-                elif checks:
-                    check_constexpr(p, values[i])
-        return tuple(values[: self.npos])
-
-    def meta(self, values: tuple[Any, ...]) -> dict[str, Any]:
-        """The dict a callable grid receives: every argument and constexpr by name."""
-        out = {p.name: p.value for p in self.signature if p.kind == "constexpr"}
-        out.update({p.name: v for p, v in zip(self.signature, values)})
-        return out
+class _NoTorch:
+    """Stands in for ``torch.Tensor`` when torch is not imported: no value has this type."""
 
 
 def _equals(value: Any, expected: Any) -> bool:
-    """``value == expected`` as a plain bool; False when the comparison raises or is not a truth
+    """``value == expected`` as a plain bool; False when the comparison raises or gives no truth
     value (a numpy array compares element-wise)."""
     try:
         return bool(value == expected)
@@ -127,485 +46,294 @@ def _equals(value: Any, expected: Any) -> bool:
 
 
 def check_constexpr(p: Parameter, value: Any) -> None:
-    same = _equals(value, p.value) and isinstance(value, bool) == isinstance(p.value, bool)
-    if not same:
-        raise ConstexprMismatchError(
-            f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} (or omit it), "
-            f"or rebuild with --constexpr {p.name}={short_repr(value)}",
-            p.name,
-        )
+    if not (_equals(value, p.value) and isinstance(value, bool) == isinstance(p.value, bool)):
+        raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
+                                     f"(or omit it), or rebuild with --constexpr {p.name}={short_repr(value)}", p.name)
 
 
-def check_equal_to_1(p: Parameter, value: Any) -> None:
-    if not (_equals(value, 1) and not isinstance(value, float)):
-        raise ScalarArgumentError(
-            f"parameter {p.name!r} ({p.type}) was specialized to 1 at build time (removed from the cubin), "
-            f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature",
-            p.name,
-        )
-
-
-def check_divisible(p: Parameter, value: Any) -> None:
-    err = diagnose_scalar(p, value)
-    if err is not None:
-        raise err
-    v = value.__index__()
-    if v % 16:
-        raise ScalarArgumentError(
-            f"parameter {p.name!r} ({p.type}) = {v} is not divisible by 16, but the kernel was built "
-            "assuming it is (':16' in --signature) and would compute wrong results; pad the size to a multiple "
-            "of 16 or rebuild without ':16' for it",
-            p.name,
-        )
-
-
-def check_bool(p: Parameter, value: Any) -> None:
-    if not (value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1)))):
-        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
-
-
-def tma_bytes(p: Parameter, value: Any) -> bytes:
-    """The 128 bytes of a ``CUtensorMap`` given as bytes-like, a cuda-python CUtensorMap or a
-    :class:`tmlr_runtime.TensorMap`."""
-    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
-    try:
-        data = getattr(value, "tensor_map_bytes", None)
-        if data is None:
-            opaque = getattr(value, "opaque", None)
-            if opaque is not None:
-                data = struct.pack("<16Q", *[int(x) for x in opaque])
-            elif isinstance(value, (bytes, bytearray, memoryview)):
-                data = bytes(value)
-            else:
-                raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
-        data = bytes(data)
-    except TmlrError:
-        raise
-    except Exception as e:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
-                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
-    if len(data) != TMA_DESC_SIZE:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
-    return data
-
-
-def diagnose(binder: ArgumentBinder, values: tuple[Any, ...], exc: BaseException) -> Exception:
-    """Turn a failed ``pack_into`` into an error that names the parameter."""
-    for p, v in zip(binder.signature, values):
-        if p.kind == "runtime" and p.type in SCALAR_CODES:
-            err = diagnose_scalar(p, v)
-            if err is not None:
-                return err
-    return ArgumentError(f"{binder.name}: arguments could not be packed ({exc}); call it as {binder.usage()}")
-
-
-# kinds of per-parameter work on the hot path (entries of the op list)
-_PTR, _PTR_NOCHECK, _DIV16, _CONVERT, _CHECK = range(5)
-
-# A launcher converts arguments with a loop over its op list until it has been called this many
-# times, then with a function generated for its signature (see _specialize). Compiling that takes
-# 0.1-0.5 ms on a CPU machine, about what the loop loses (~0.1 us per pointer argument) in this
-# many launches: only kernels launched that often pay for it, and loading never does (compiling a
-# whole generated launcher at load was most of the first load). 0 or less: generate at once (for
-# tests of that path).
-TIER_UP_CALLS = 1000
-
-
-def _convert_bool(p: Parameter, value: Any) -> int:
-    try:
-        return 1 if value else 0
-    except Exception:  # no truth value (a numpy array): say so as the checked path would
-        check_bool(p, value)
-        return 1 if _equals(value, 1) else 0
-
-
-def _convert_bool_checked(p: Parameter, value: Any) -> int:
-    if value is not True and value is not False:
-        check_bool(p, value)
-    return 1 if value else 0
-
-
-def _convert_bf16(p: Parameter, value: Any) -> int:
-    try:
-        return bf16_bits(value)
-    except Exception as e:
-        raise diagnose_scalar(p, value) or ScalarArgumentError(f"parameter {p.name!r} (bf16): {e}", p.name) from None
-
-
-def _check_constexpr(p: Parameter, value: Any) -> None:
-    # type() first: == on an arbitrary object may raise or give no truth value (a numpy array)
-    if value is not p.value and (type(value) is not type(p.value) or value != p.value):
-        check_constexpr(p, value)
-
-
-def _check_equal_to_1(p: Parameter, value: Any) -> None:
-    if value is not True and (type(value) is not int or value != 1):
-        check_equal_to_1(p, value)
-
-
-_Op = tuple[int, int, Parameter, Any]  # (position, kind, parameter, torch dtype or function)
-
-
-def _plan(signature: tuple[Parameter, ...], npos: int, checks: bool) -> tuple[tuple[_Op, ...], tuple[int, ...]]:
-    """``(ops, kept)`` for the positional parameters: the work each needs per call, and the
-    positions whose values the cubin takes (constexprs and ints specialized to 1 are dropped)."""
-    ops: list[_Op] = []
-    kept: list[int] = []
-    for i, p in enumerate(signature[:npos]):
-        kind = p.kind
-        if kind == "constexpr":
-            if checks:
-                ops.append((i, _CHECK, p, _check_constexpr))
-            continue
-        if kind == "equal_to_1":
-            if checks:
-                ops.append((i, _CHECK, p, _check_equal_to_1))
-            continue
-        kept.append(i)
-        t = p.type or ""
-        if t[:1] == "*":
-            ops.append((i, _PTR, p, _pointers.torch_dtype(p)) if checks else (i, _PTR_NOCHECK, p, None))
-        elif t == "nvTmaDesc":
-            ops.append((i, _CONVERT, p, tma_bytes))
-        elif t == "i1" or t == "u1":
-            ops.append((i, _CONVERT, p, _convert_bool_checked if checks else _convert_bool))
-        elif t == "bf16":
-            ops.append((i, _CONVERT, p, _convert_bf16))
-        elif checks and p.divisibility == 16 and SCALAR_CODES[t][2] is not None:
-            ops.append((i, _DIV16, p, None))
-        # else: a plain scalar, packed as is (the struct converts and range-checks it)
-    return tuple(ops), tuple(kept)
-
-
-def _keeper(kept: tuple[int, ...], npos: int) -> Callable[[Any], Any] | None:
-    """Picks the packed values out of the positional ones; None when all are packed."""
-    if len(kept) == npos:
-        return None
-    if len(kept) > 1:
-        return itemgetter(*kept)
-    if kept:  # itemgetter of one index gives the value, not a 1-tuple
-        k = kept[0]
-        return lambda values: (values[k],)
-    return lambda values: ()
-
-
-_STRUCT_ERRORS = Exception  # struct's own errors, and whatever a value's __index__/__float__ raises
-_SCRATCH_POINTER = struct.Struct("<Q")
-_SPECIALIZED: dict[tuple[Any, ...], tuple[Callable[..., Any], str]] = {}  # shape -> (factory, source)
-
-
-def _specialize(
-    ops: tuple[_Op, ...], kept: tuple[int, ...], npos: int, device: int, tensor: type, pack: Callable[..., None], fail: Callable[..., None]
-) -> Callable[[tuple[Any, ...], Any], None]:
-    """``convert(args, buf)``: what the op loop does, written out for this signature: checks and
-    converts ``args`` and packs the values into ``buf`` (``fail(args, error)`` when that fails).
-
-    Compiled once per process for each shape (positions and kinds of work, not names or values),
-    which the constants of one kernel are then bound into.
-    """
-    shape = (npos, kept, tuple((i, kind, kind == _PTR and extra is not None, kind == _PTR and p.divisibility == 16)
-                               for i, kind, p, extra in ops))
-    hit = _SPECIALIZED.get(shape)
-    if hit is None:
-        consts, lines = ["T", "dev", "anyp", "cdiv", "pack", "fail", "E"], []
-        out = {i: f"a{i}" for i in kept}
-        for i, kind, p, extra in ops:
-            a, v = f"a{i}", f"v{i}"
-            consts.append(f"P{i}")
-            if kind == _PTR:
-                cond = f"type({a}) is T and {a}.get_device() == dev"
-                if extra is not None:
-                    consts.append(f"D{i}")
-                    cond += f" and {a}.dtype is D{i}"
-                lines.append(f"{v} = {a}.data_ptr() if {cond} else anyp(P{i}, {a}, dev, True)")
-                if p.divisibility == 16:
-                    lines.append(f"if {v} & 15: anyp(P{i}, {a}, dev, True)")
-                out[i] = v
-            elif kind == _PTR_NOCHECK:
-                lines.append(f"{v} = {a}.data_ptr() if type({a}) is T else anyp(P{i}, {a}, dev, False)")
-                out[i] = v
-            elif kind == _DIV16:
-                lines.append(f"if type({a}) is not int or {a} & 15: cdiv(P{i}, {a})")
-            else:
-                consts.append(f"F{i}")
-                lines.append(f"{v} = F{i}(P{i}, {a})" if kind == _CONVERT else f"F{i}(P{i}, {a})")
-                if kind == _CONVERT:
-                    out[i] = v
-        names = [f"a{i}" for i in range(npos)]
-        packed = "".join(", " + out[i] for i in kept)
-        body = [f"{', '.join(names)}, = args", *lines, "try:", f"    pack(buf, 0{packed})", "except E as e:", "    fail(args, e)"]
-        source = f"def factory({', '.join(consts)}):\n    def convert(args, buf):\n" + "".join(f"        {line}\n" for line in body) + "    return convert\n"
-        ns: dict[str, Any] = {}
-        exec(compile(source, f"<tmlr converter {npos} args>", "exec"), ns)
-        hit = _SPECIALIZED[shape] = (ns["factory"], source)
-    factory, source = hit
-    values: list[Any] = [tensor, device, _pointers.any_pointer, check_divisible, pack, fail, _STRUCT_ERRORS]
-    for _, kind, p, extra in ops:
-        values.append(p)
-        if extra is not None:
-            values.append(extra)
-    convert = factory(*values)
-    convert.__tmlr_source__ = source
-    return convert
-
-
-def build(
-    name: str,
-    signature: tuple[Parameter, ...],
-    variant: Variant,
-    target: LaunchTarget,
-    checks: bool,
-    context: tuple[int, Callable[[], Any], Callable[..., Any]] | None = None,
-) -> Callable[..., None]:
-    """``call(grid, *args, stream=None, **kwargs)`` for one variant on one device.
-
-    ``context``: ``(handle, cuCtxGetCurrent, other)``: every call first checks that the context
-    ``handle`` is current and otherwise hands ``(grid, args, kwargs, stream)`` to ``other``
-    (the :class:`Kernel` binds the current context there); None skips that check.
-    """
-    npos = _positional_count(signature)
-    runtime = tuple(p for p in signature if p.kind == "runtime")
-    layout = Layout.build(runtime, variant.hidden_params)
-    device = target.device
-    cx, cy, cz = cluster = variant.cluster_dims
-    max_grid = target.max_grid
-    mx, my, mz = max_grid[0] // cx, max_grid[1] // cy, max_grid[2] // cz
-    use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
-    scratch = variant.scratch_size > 0 and "global_scratch" in variant.hidden_params
-    block, shared = variant.threads_per_block, variant.shared
-    fn, launch, on_error = target.function, target.launch, target.on_error
-    what = f"launching {name}"
-    torch = sys.modules.get("torch")
-    tensor = torch.Tensor if torch is not None else _NoTorch
-    raw_stream = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-    current_stream = raw_stream if raw_stream is not None else _stream.default_stream
-    stream_handle = _stream.stream_handle
-    has_ctx = context is not None
-    handle, get_context, other = context if context is not None else (0, None, None)
-    binders: list[ArgumentBinder] = []
-
-    def binder() -> ArgumentBinder:
-        if not binders:
-            binders.append(ArgumentBinder(name, signature, npos))
-        return binders[0]
-
-    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        return binder().bind(args, kwargs, checks)
-
-    def grid3(grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:
-        """Any grid form but a positive int within the limits (that one is handled inline)."""
-        if type(grid) is tuple and 0 < len(grid) <= 3:
-            gx, gy, gz = grid + (1, 1)[: 3 - len(grid)]
-            if type(gx) is int and type(gy) is int and type(gz) is int and 0 < gx <= mx and 0 < gy <= my and 0 < gz <= mz:
-                return gx, gy, gz
-        gx, gy, gz = _grid.normalize(grid, lambda: binder().meta(args))
-        if not (0 < gx <= mx and 0 < gy <= my and 0 < gz <= mz):
-            _grid.check_limits(gx, gy, gz, max_grid, cluster)
-        return gx, gy, gz
-
-    if npos == 0 and not scratch and not use_ex:
-        # Nothing varies per call but grid and stream: one constant parameter buffer (the hidden
-        # pointers' zeros) serves every thread.
-        const_buf = ArgBuffer(layout)
-        kp = const_buf.address
-
-        # (its first lines are call's below, written out again: a shared helper would be one
-        # more Python call per launch, which is what this launcher exists to save)
-        def call_const(grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
-            if has_ctx and int(get_context()[1]) != handle:
-                return other(grid, args, kwargs, stream)
-            if kwargs or args:
-                args = bind(args, kwargs)
-            if type(grid) is int and 0 < grid <= mx:
-                gx = grid
-                gy = gz = 1
-            else:
-                gx, gy, gz = grid3(grid, args)
-            if stream is None:
-                stream = current_stream(device)
-            elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
-                stream = stream_handle(stream)
-            r = launch(fn, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
-            if r[0]:
-                raise on_error(r[0], what)
-
-        call_const.__tmlr_launcher__ = (name, variant, signature, (), (), checks, const_buf)  # type: ignore[attr-defined]
-        return call_const
-
-    ops, kept = _plan(signature, npos, checks)
-    keep = _keeper(kept, npos)
-    pack = layout.head.pack_into  # hidden pointers: zeros, or the scratch below
-
-    def fail(args: tuple[Any, ...], error: BaseException) -> None:
-        raise diagnose(binder(), args, error) from None
-
-    calls = 0
-
-    def loop_convert(args: tuple[Any, ...], buf: Any) -> None:
-        """Check, convert and pack ``args`` by the op list (until TIER_UP_CALLS)."""
-        nonlocal calls, convert
-        calls += 1
-        if calls == TIER_UP_CALLS:
-            try:
-                convert = _specialize(ops, kept, npos, device, tensor, pack, fail)
-            except Exception:  # never fail a launch over a speed-up: keep converting with this loop
-                pass
-        values = list(args)
-        for i, kind, p, extra in ops:
-            a = values[i]
-            if kind == 0:  # _PTR
-                if type(a) is tensor and a.get_device() == device and (a.dtype is extra or extra is None):
-                    v = a.data_ptr()
-                    if v & 15 and p.divisibility == 16:
-                        _pointers.any_pointer(p, a, device, True)
-                    values[i] = v
-                else:
-                    values[i] = _pointers.any_pointer(p, a, device, True)
-            elif kind == 1:  # _PTR_NOCHECK
-                values[i] = a.data_ptr() if type(a) is tensor else _pointers.any_pointer(p, a, device, False)
-            elif kind == 2:  # _DIV16
-                if type(a) is not int or a & 15:
-                    check_divisible(p, a)
-            elif kind == 3:  # _CONVERT
-                values[i] = extra(p, a)
-            else:  # _CHECK
-                extra(p, a)
+def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
+    """What parameter ``p`` (of per-argument ``code``) passes to the cubin for ``value``, or its
+    typed error; constexprs and ints specialized to 1 are only checked."""
+    if code == PTR:
+        return _pointers.any_pointer(p, value, device, checks)
+    if code == TMA:
+        return _tma.tma_bytes(p, value)
+    if code == BF16:
         try:
-            pack(buf, 0, *(values if keep is None else keep(values)))
-        except _STRUCT_ERRORS as e:
-            fail(args, e)
+            return bf16_bits(value)
+        except Exception as e:
+            raise diagnose_scalar(p, value) or ScalarArgumentError(f"parameter {p.name!r} (bf16): {e}", p.name) from None
+    if code == CONSTEXPR:
+        check_constexpr(p, value)
+    elif code == ONE and not (_equals(value, 1) and not isinstance(value, float)):
+        raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) was specialized to 1 at build time (removed from the cubin), "
+                                  f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature", p.name)
+    elif code == BOOL:
+        if value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1))):
+            return 1 if _equals(value, 1) else 0
+        try:
+            if not checks:
+                return 1 if value else 0
+        except Exception:  # no truth value (a numpy array)
+            pass
+        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
+    elif code == DIV16:
+        err = diagnose_scalar(p, value)
+        if err is not None:
+            raise err
+        if operator.index(value) % 16:
+            raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) = {operator.index(value)} is not divisible by 16, but the kernel "
+                                      "was built assuming it is (':16' in --signature) and would compute wrong results; pad the size "
+                                      "to a multiple of 16 or rebuild without ':16' for it", p.name)
+    return value
 
-    convert: Callable[[tuple[Any, ...], Any], None] = loop_convert
-    if TIER_UP_CALLS <= 0:
-        convert = _specialize(ops, kept, npos, device, tensor, pack, fail)
-    tls = threading.local()
-    make_config = target.make_config if use_ex else None
-    launch_ex = target.launch_ex
-    per_program = variant.scratch_size * max(variant.num_ctas, cx * cy * cz)
-    scratch_align = variant.scratch_align
-    scratch_alloc, scratch_free = _scratch.alloc, _scratch.free
-    put_scratch = _SCRATCH_POINTER.pack_into
-    scratch_offset = layout.offsets[len(runtime) + variant.hidden_params.index("global_scratch")] if scratch else 0
 
-    pointer_ops = tuple(op for op in ops if op[1] in (_PTR, _PTR_NOCHECK))
+def _code(p: Parameter, checks: bool) -> int | None:
+    """The per-argument code of ``p``; None when its value goes to the struct as it is."""
+    t = p.type or ""
+    if p.kind != "runtime":
+        return (CONSTEXPR if p.kind == "constexpr" else ONE) if checks else None
+    if t[:1] == "*":
+        return PTR
+    if t in ("i1", "u1"):
+        return BOOL
+    if t == "bf16" or t == "nvTmaDesc":
+        return BF16 if t == "bf16" else TMA
+    if checks and p.divisibility == 16 and SCALAR_CODES[t][2] is not None:
+        return DIV16
+    return None
 
-    def explain(args: tuple[Any, ...], exc: Exception) -> Exception:
-        """The typed error of the pointer argument that made conversion raise ``exc``, else ``exc``."""
-        for i, _kind, p, _extra in pointer_ops:
+
+class Slow:
+    """What a launch reads only off its common path: keywords, other grids, global scratch,
+    ``cuLaunchKernelEx``, a thread's first launch, errors."""
+
+    def __init__(self, name: str, signature: tuple[Parameter, ...], npos: int, variant: Variant, loaded: LoadedFunction,
+                 work: list[tuple[int, int, Parameter]], checks: bool) -> None:
+        self.name, self.signature, self.npos, self.work, self.checks = name, signature, npos, work, checks
+        self.index = {p.name: i for i, p in enumerate(signature)}
+        self.div16 = [w for w in work if w[1] == DIV16]
+        self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
+        self.function, self.block, self.shared = loaded.function, variant.threads_per_block, variant.shared
+        self.layout = Layout.build(tuple(p for p in signature if p.kind == "runtime"), variant.hidden_params)
+        self.drv, self.variant, self.what = _driver.api(), variant, f"launching {name}"
+        self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
+        self.scratch = None
+        if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
+            self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
+                            self.layout.offsets[self.layout.names.index("global_scratch")])
+        self.alloc, self.free = _scratch.alloc, _scratch.free
+        # storage per thread where a call writes into it, else one made now for all
+        self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
+        if isinstance(self.storage, SimpleNamespace):
+            self.new_slot()
+
+    def usage(self) -> str:
+        def one(p: Parameter) -> str:
+            if p.kind == "constexpr":
+                return f"{p.name}={p.value!r}"
+            return f"{p.name}: {p.type}" + (" (must be 1)" if p.kind == "equal_to_1" else "")
+
+        return f"{self.name}[grid]({', '.join(map(one, self.signature))})"
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """The positional values of a call with keywords, or another count of arguments."""
+        sig, name = self.signature, self.name
+        if len(args) > len(sig):
+            raise ArgumentCountError(f"{name}: takes {self.npos} positional arguments (up to {len(sig)} with constexprs), got {len(args)}; call it as {self.usage()}")
+        values: list[Any] = list(args) + [_MISSING] * (len(sig) - len(args))
+        for key, value in kwargs.items():
+            i = self.index.get(key)
+            if i is None:
+                raise ArgumentCountError(f"{name}: unknown argument {key!r}; call it as {self.usage()}", key)
+            if values[i] is not _MISSING:
+                raise ArgumentCountError(f"{name}: argument {key!r} given twice (by position and by keyword); pass it once", key)
+            values[i] = value
+        missing = [p.name for p, v in zip(sig, values) if v is _MISSING and p.kind != "constexpr"]
+        if missing:
+            raise ArgumentCountError(f"{name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
+                                     f"(got {len(args)} positional); call it as {self.usage()}", missing[0])
+        for i, p in enumerate(sig):
+            if p.kind == "constexpr" and values[i] is _MISSING:
+                values[i] = p.value
+            elif p.kind == "constexpr" and self.checks:
+                check_constexpr(p, values[i])
+        return tuple(values[: self.npos])
+
+    def meta(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        """The dict a callable grid receives: every argument and constexpr by name."""
+        return {**{p.name: p.value for p in self.signature if p.kind == "constexpr"}, **dict(zip(self.index, values))}
+
+    def new_slot(self) -> tuple[memoryview, int, Any]:
+        buf = ArgBuffer(self.layout)
+        self.storage.buffer = buf  # its views hold the memory the void** points to
+        self.storage.slot = (buf.view, buf.address, _launch_config(self.drv, self.variant) if self.use_ex else None)
+        return self.storage.slot
+
+    def error(self, args: tuple[Any, ...], exc: Exception | None, work: list[tuple[int, int, Parameter]] | None = None) -> Exception:
+        """The typed error naming the argument that made conversion or packing fail (raise ``exc``)."""
+        for i, code, p in self.work if work is None else work:
             try:
-                _pointers.any_pointer(p, args[i], device, checks)
+                convert(code, p, args[i], self.device, self.checks)
             except TmlrError as err:
                 return err
-        return exc
+        for p, v in zip(self.signature, args):
+            err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_CODES else None
+            if err is not None:
+                return err
+        return ArgumentError(f"{self.name}: arguments could not be packed ({exc}); call it as {self.usage()}")
 
-    def new_slot() -> tuple[memoryview, int, Any, ArgBuffer]:
-        buf = ArgBuffer(layout)
-        slot = (buf.view, buf.address, make_config() if make_config is not None else None, buf)
-        tls.slot = slot
-        return slot
+    def launch(self, buf: Any, kp: int, config: Any, gx: int, gy: int, gz: int, stream: int) -> Any:
+        """A launch with global scratch (allocated for the grid, freed whatever the launch does) or
+        through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
+        if self.scratch is not None:
+            per_program, align, offset = self.scratch
+            address, raw = self.alloc(gx * gy * gz * per_program, align, stream)
+        try:
+            if self.scratch is not None:
+                _POINTER.pack_into(buf, offset, address)
+            if not self.use_ex:
+                return self.drv.cuLaunchKernel(self.function, gx, gy, gz, self.block, 1, 1, self.shared, stream, kp, 0)
+            cx, cy, cz = self.cluster
+            config.gridDimX, config.gridDimY, config.gridDimZ, config.hStream = gx * cx, gy * cy, gz * cz, stream
+            return self.drv.cuLaunchKernelEx(config, self.function, kp, 0)
+        finally:
+            if self.scratch is not None:
+                self.free(raw, stream)
 
-    def call(grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
-        if has_ctx and int(get_context()[1]) != handle:
-            return other(grid, args, kwargs, stream)
-        if kwargs or len(args) != npos:
-            args = bind(args, kwargs)
-        if type(grid) is int and 0 < grid <= mx:
-            gx = grid
-            gy = gz = 1
-        else:
-            gx, gy, gz = grid3(grid, args)
-        if stream is None:
-            stream = current_stream(device)
-        elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
-            stream = stream_handle(stream)
+
+class Plan(NamedTuple):
+    """What a launch reads, fixed at load for one variant in one context. A kernel keeps it as a
+    plain tuple, which a launch unpacks in one step (CPython's fast unpacking is for exact tuples)."""
+
+    context: Any  # the CUcontext it was made for, compared by value with the current one
+    get_context: Callable[[], Any]  # cuCtxGetCurrent
+    npos: int  # positional parameters: up to the last one that is not a constexpr
+    max_x: int  # an int grid up to this needs no other check
+    device: int
+    current_stream: Callable[[int], int]  # the stream of a launch given none
+    storage: Any  # .slot: (buffer, void** address, CUlaunchConfig)
+    # where a launch finds an argument: its position + 2 (see launch)
+    pointers: tuple[tuple[int, Parameter, Any, int], ...]  # (where, parameter, torch dtype or None, alignment mask)
+    others: tuple[tuple[int, int, Parameter], ...]  # (where, code, parameter) of the rest with work, but DIV16
+    div16: Callable[[list[Any]], Any] | None  # the ints assumed divisible by 16, OR-ed together
+    tensor: type  # torch.Tensor
+    checks: bool
+    pack: Callable[..., None]  # pack(buffer, 0, *positional values): the runtime parameters into the buffer
+    launch: Callable[..., Any] | None  # cuLaunchKernel; None: Slow.launch (global scratch, cuLaunchKernelEx)
+    function: Any
+    block: int
+    shared: int
+    slow: Slow
+
+
+def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> Plan:
+    """The :class:`Plan` of launching ``variant`` as ``loaded``, in the context current now."""
+    npos = max((i + 1 for i, p in enumerate(signature) if p.kind != "constexpr"), default=0)
+    work = [(i, code, p) for i, p in enumerate(signature[:npos]) for code in [_code(p, checks)] if code is not None]
+    slow = Slow(name, signature, npos, variant, loaded, work, checks)
+    kept = [i for i, p in enumerate(signature[:npos]) if p.kind == "runtime"]
+    head = slow.layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
+    get_context = slow.drv.cuCtxGetCurrent
+    context = get_context()[1]
+    if get_context()[1] != context:  # bindings whose handles compare by identity: compare ints
+        get_context, context = (lambda: (0, int(slow.drv.cuCtxGetCurrent()[1]))), int(context)
+    torch = sys.modules.get("torch")
+    return Plan(
+        context, get_context, npos, loaded.device.max_grid[0] // slow.cluster[0], slow.device,
+        _stream.bind_torch() or _stream.default_stream,  # the latter sees torch imported later
+        slow.storage, tuple((i + 2, p, _pointers.torch_dtype(p) if checks else None, 15 if checks and p.divisibility == 16 else 0)
+                            for i, code, p in work if code == PTR),
+        tuple((i + 2, code, p) for i, code, p in work if code not in (PTR, DIV16)), _bitwise_or([i + 2 for i, _, _ in slow.div16]),
+        torch.Tensor if torch is not None else _NoTorch, checks,
+        head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
+        None if slow.scratch or slow.use_ex else slow.drv.cuLaunchKernel, slow.function, slow.block, slow.shared, slow,
+    )
+
+
+def _bitwise_or(where: list[int]) -> Callable[[list[Any]], Any] | None:
+    """``values -> values[i] | values[j] | ...`` for ``where = [i, j, ...]``; in C for one, the
+    common case."""
+    if len(where) < 2:
+        return operator.itemgetter(where[0]) if where else None
+    get = operator.itemgetter(*where)
+    return lambda values: functools.reduce(operator.or_, get(values))
+
+
+def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+    """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
+    (context, get_context, npos, max_x, device, current_stream, storage, pointers, others, div16, tensor, checks,
+     pack, launch_fn, function, block, shared, slow) = kernel._plan
+    if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
+        kernel._bind_current()
+        return launch(kernel, grid, *args, stream=stream, **kwargs)
+    if kwargs or len(args) != npos:
+        args = slow.bind(args, kwargs)
+    if type(grid) is int and 0 < grid <= max_x:
+        gx = grid
+        gy = gz = 1
+    else:
+        gx, gy, gz = _grid.normalize(grid, slow.max_grid, slow.cluster, slow.meta, args)
+    if stream is None:
+        stream = current_stream(device)
+    elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
+        stream = _stream.stream_handle(stream)
+    try:
+        buf, kp, config = storage.slot
+    except AttributeError:
+        buf, kp, config = slow.new_slot()
+    if npos:
         try:
-            buf, kp, config, _ = tls.slot
-        except AttributeError:
-            buf, kp, config, _ = new_slot()
-        try:
-            convert(args, buf)
+            values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
+            for i, p, dtype, mask in pointers:
+                a = values[i]
+                if type(a) is tensor and (not checks or a.get_device() == device and (a.dtype is dtype or dtype is None)):
+                    values[i] = v = a.data_ptr()
+                    if mask and v & mask:
+                        convert(PTR, p, a, device, checks)  # raises: not aligned
+                else:
+                    values[i] = convert(PTR, p, a, device, checks)
+            if others:
+                for i, code, p in others:
+                    values[i] = convert(code, p, values[i], device, checks)
+            if div16 is not None and div16(values) & 15:
+                raise slow.error(args, None, slow.div16)
+            pack(*values)
         except TmlrError:
             raise
-        except Exception as e:  # e.g. data_ptr() of a sparse tensor on the fast path: name the argument
-            raise explain(args, e) from None
-        if scratch:
-            sp, raw = scratch_alloc(gx * gy * gz * per_program, scratch_align, stream)
-        try:  # (no cost in CPython 3.11+ unless something raises)
-            if scratch:
-                put_scratch(buf, scratch_offset, sp)
-            if use_ex:
-                config.gridDimX = gx * cx
-                config.gridDimY = gy * cy
-                config.gridDimZ = gz * cz
-                config.hStream = stream
-                r = launch_ex(config, fn, kp, 0)
-            else:
-                r = launch(fn, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
-        finally:  # the scratch is freed whatever the launch did, raising included
-            if scratch:
-                scratch_free(raw, stream)
-        if r[0]:
-            raise on_error(r[0], what)
-
-    call.__tmlr_launcher__ = (name, variant, signature, ops, kept, checks, lambda: convert)  # type: ignore[attr-defined]
-    return call
-
-
-class _NoTorch:
-    """Stands in for ``torch.Tensor`` when torch is not imported: no value has this type."""
-
-
-_KIND_TEXT = {
-    _PTR: "torch tensor: device, dtype{align} checked inline; anything else via _pointers.any_pointer",
-    _PTR_NOCHECK: "torch tensor inline, unchecked; anything else via _pointers.any_pointer",
-    _DIV16: "int, divisibility by 16 checked; range checked by the struct",
-    _CONVERT: "converted",
-    _CHECK: "checked, not packed",
-}
-
-
-def describe(launch: Callable[..., Any]) -> str:
-    """What a launcher from :func:`build` does per parameter, for debugging."""
-    info = getattr(launch, "__tmlr_launcher__", None)
-    if info is None:
-        return ""
-    name, variant, signature, ops, kept, checks, extra = info
-    how = "cuLaunchKernelEx" if (variant.is_cluster_launch or variant.cooperative or variant.pdl) else "cuLaunchKernel"
-    lines = [f"launcher of {name} ({variant.arch}): {how}, block {variant.threads_per_block}, shared {variant.shared}, checks {'on' if checks else 'off'}"]
-    by_pos = {i: (kind, p) for i, kind, p, _ in ops}
-    for i, p in enumerate(signature[: _positional_count(signature)]):
-        if i in by_pos:
-            kind, _ = by_pos[i]
-            text = _KIND_TEXT[kind].format(align=", 16-byte alignment" if p.divisibility == 16 else "")
-        else:
-            text = "packed as is (the struct converts and range-checks it)" if i in kept else "not packed, not checked"
-        lines.append(f"  {p.name}: {p.type if p.kind != 'constexpr' else 'constexpr ' + repr(p.value)} - {text}")
-    if not callable(extra):
-        lines.append("  no parameters: one constant parameter buffer, nothing packed per call")
+        except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct
+            raise slow.error(args, e) from None
+    if launch_fn is None:
+        r = slow.launch(buf, kp, config, gx, gy, gz, stream)
     else:
-        convert = extra()
-        source = getattr(convert, "__tmlr_source__", None)
-        if source:
-            lines.append(f"  arguments converted by the function generated after {TIER_UP_CALLS} calls:\n{source}")
-        elif convert is not None:
-            lines.append(f"  arguments converted by the op loop (a generated function takes over after {TIER_UP_CALLS} calls)")
-    lines.append(f"  hidden: {', '.join(variant.hidden_params) or 'none'}; global scratch {variant.scratch_size} bytes per program")
-    return "\n".join(lines) + "\n"
+        r = launch_fn(function, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
+    if r[0]:
+        _driver.check(r, slow.what)  # raises
 
 
-def generate(
-    name: str,
-    signature: tuple[Parameter, ...],
-    variant: Variant,
-    target: LaunchTarget,
-    checks: bool,
-) -> Callable[[Any, tuple[Any, ...], dict[str, Any], Any], None]:
-    """``launch(grid, args, kwargs, stream)`` for one variant on one device (no context check):
-    :func:`build`'s launcher with the arguments as a tuple and a dict."""
-    call = build(name, signature, variant, target, checks)
+def _launch_config(drv: Any, variant: Variant) -> Any:
+    """A ``CUlaunchConfig`` with the variant's block, shared memory and launch attributes (one per
+    thread: grid and stream are written per launch)."""
+    config = drv.CUlaunchConfig()
+    config.blockDimX, config.blockDimY, config.blockDimZ = variant.threads_per_block, 1, 1
+    config.sharedMemBytes = variant.shared
+    A, attrs = drv.CUlaunchAttributeID, []
 
-    def launch(grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
-        call(grid, *args, stream=stream, **kwargs)
+    def value(attr_id: Any) -> Any:
+        a = drv.CUlaunchAttribute()
+        a.id = attr_id
+        attrs.append(a)
+        return a.value
 
-    launch.__tmlr_launcher__ = call.__tmlr_launcher__  # type: ignore[attr-defined]
-    return launch
+    if variant.is_cluster_launch:
+        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        v.clusterDim.x, v.clusterDim.y, v.clusterDim.z = variant.cluster_dims
+        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
+        v.clusterSchedulingPolicyPreference = drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD
+    if variant.cooperative:
+        value(A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative = 1
+    if variant.pdl:
+        value(A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).programmaticStreamSerializationAllowed = 1
+    config.attrs = attrs
+    config.numAttrs = len(attrs)
+    return config

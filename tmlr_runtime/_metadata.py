@@ -1,44 +1,32 @@
-"""Reading an artifact directory: metadata.json (validated) into frozen records, cubins verified.
+"""Reading an artifact directory: metadata.json into frozen records, cubins verified against it.
 
-An artifact directory holds ``metadata.json`` and one ``.cubin`` per variant (target arch). The
-schema (``schema/metadata.schema.json``) is the contract with tmlr_build; this module turns a valid
-document into :class:`ArtifactMetadata` so nothing downstream indexes raw dicts.
+The schema file (:data:`SCHEMA_PATH`) is the contract with tmlr_build, which validates with
+``jsonschema`` before writing; the readers here check each field as the schema says while they build
+the records (tests show both accept and reject the same documents), naming a bad one by JSON path.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError
-from ._schema import SCHEMA_VERSION, first_error
+from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
+from .abi import PARAM_TYPES, SCALAR_TYPES, Parameter, Target
 
+SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
+SCHEMA_VERSION = 1
 METADATA_FILE = "metadata.json"
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One parameter of the Python kernel, in declaration order."""
-
-    name: str
-    kind: str  # "runtime" | "constexpr" | "equal_to_1"
-    type: str | None  # Triton type ("*fp16", "i32", "nvTmaDesc"); None for constexprs
-    divisibility: int = 1  # 16 when the build assumed divisibility by 16
-    value: Any = None  # the compiled value of a constexpr (1 for equal_to_1)
-
-    @property
-    def is_pointer(self) -> bool:
-        return self.type is not None and self.type.startswith("*")
 
 
 @dataclass(frozen=True)
 class Variant:
     """One compiled cubin of the kernel, for one target architecture."""
 
-    capability: int
-    arch: str
+    target: Target
     entry: str
     cubin_file: str
     cubin_sha256: str
@@ -57,6 +45,14 @@ class Variant:
     provenance: dict[str, Any]
 
     @property
+    def capability(self) -> int:
+        return self.target.capability
+
+    @property
+    def arch(self) -> str:
+        return self.target.arch
+
+    @property
     def threads_per_block(self) -> int:
         return 32 * self.num_warps
 
@@ -65,20 +61,12 @@ class Variant:
         return self.cluster_dims != (1, 1, 1)
 
     def runs_on(self, major: int, minor: int) -> bool:
-        """Whether this cubin's SASS can run on a device of compute capability major.minor.
-
-        SASS is forward compatible only within one major version, and arch-specific targets
-        (``sm_90a``) run on exactly their own capability.
-        """
-        c_major, c_minor = divmod(self.capability, 10)
-        if self.arch.endswith("a"):
-            return (c_major, c_minor) == (major, minor)
-        return c_major == major and c_minor <= minor
+        return self.target.runs_on(major, minor)
 
 
 @dataclass(frozen=True)
 class ArtifactMetadata:
-    """A parsed, schema-valid metadata.json."""
+    """A parsed, checked metadata.json."""
 
     name: str
     signature: tuple[Parameter, ...]
@@ -87,42 +75,24 @@ class ArtifactMetadata:
 
     @classmethod
     def from_dict(cls, doc: Any, path: str | None = None) -> "ArtifactMetadata":
-        """Validate ``doc`` against the schema and build the record; raises :class:`SchemaError`."""
+        """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
         where = path or "metadata"
-        if isinstance(doc, dict) and doc.get("schema_version") not in (SCHEMA_VERSION, None):
-            raise SchemaError(
-                f"{where}: schema_version {doc.get('schema_version')!r} is not supported by this "
-                f"tmlr_runtime (it reads version {SCHEMA_VERSION}); rebuild the artifact with a "
-                "matching tmlr-build or upgrade tmlr_runtime",
-                path,
-                "$.schema_version",
-            )
-        err = first_error(doc)
-        if err is not None:
-            json_path, message = err
-            raise SchemaError(
-                f"{where}: {json_path}: {message}; the file does not follow the tmlr metadata "
-                f"schema v{SCHEMA_VERSION} - rebuild it with tmlr-build",
-                path,
-                json_path,
-            )
-        signature = tuple([_parameter(p) for p in doc["signature"]])
-        if len({p.name for p in signature}) != len(signature):
-            names = [p.name for p in signature]
-            dup = sorted({n for n in names if names.count(n) > 1})
-            raise SchemaError(f"{where}: $.signature: parameter names repeat: {', '.join(dup)}; rebuild it with tmlr-build", path, "$.signature")
-        variants = tuple([_variant(v) for v in doc["variants"]])
-        for i, v in enumerate(variants):
-            if v.num_warps > 32:
-                raise SchemaError(f"{where}: $.variants[{i}].launch.num_warps: {v.num_warps} warps exceed 1024 threads per block", path, f"$.variants[{i}].launch.num_warps")
-        if len({v.arch for v in variants}) != len(variants):
-            archs = [v.arch for v in variants]
-            raise SchemaError(f"{where}: $.variants: two variants for the same arch ({', '.join(archs)}); rebuild it with tmlr-build", path, "$.variants")
-        return cls(doc["name"], signature, variants, path)
+        version = doc.get("schema_version", SCHEMA_VERSION) if isinstance(doc, dict) else SCHEMA_VERSION
+        if isinstance(version, bool) or version != SCHEMA_VERSION:
+            raise SchemaError(f"{where}: schema_version {short_repr(version)} is not supported by this tmlr_runtime (it "
+                              f"reads version {SCHEMA_VERSION}); rebuild the artifact with a matching tmlr-build or upgrade "
+                              "tmlr_runtime", path, "$.schema_version")
+        try:
+            name, signature, variants = _document(doc)
+            return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path})
+        except _Invalid as e:
+            json_path, problem = e.args
+            raise SchemaError(f"{where}: {json_path}: {problem}; not a tmlr metadata.json (schema v{SCHEMA_VERSION}) "
+                              "- rebuild it with tmlr-build", path, json_path) from None
 
     @classmethod
     def read(cls, directory: str | os.PathLike[str]) -> "ArtifactMetadata":
-        """Read and validate ``directory/metadata.json``."""
+        """Read and check ``directory/metadata.json``."""
         return read_metadata(directory)[0]
 
     @property
@@ -134,95 +104,211 @@ class ArtifactMetadata:
         return {p.name: p.value for p in self.signature if p.kind == "constexpr"}
 
     def select_variant(self, major: int, minor: int) -> Variant:
-        """The best variant for a device of compute capability major.minor.
-
-        An exact arch-specific match first, then the newest portable cubin of the same major.
-        """
+        """The best variant for a device of compute capability major.minor: an exact arch-specific
+        match first, then the newest portable cubin of the same major."""
         fits = [v for v in self.variants if v.runs_on(major, minor)]
         if not fits:
-            have = ", ".join(v.arch for v in self.variants)
+            clusters = major < 9 and all(v.is_cluster_launch for v in self.variants)
             raise NoCompatibleVariantError(
-                f"{self.name}: no variant runs on this device (compute capability {major}.{minor}, "
-                f"sm_{major}{minor}); the artifact has {have}. Rebuild with "
-                f"`tmlr-build ... --arch {major}{minor}` (add it to the existing --arch list)"
-                + (" and --num-ctas 1: thread-block clusters need sm_90 or newer"
-                   if major < 9 and all(v.is_cluster_launch for v in self.variants) else "")
-            )
-        return max(fits, key=lambda v: (v.arch.endswith("a"), v.capability))
+                f"{self.name}: no variant runs on this device (compute capability {major}.{minor}, sm_{major}{minor}); the "
+                f"artifact has {', '.join(v.arch for v in self.variants)}. Rebuild with `tmlr-build ... --arch {major}{minor}` "
+                "(add it to the existing --arch list)"
+                + (" and --num-ctas 1: thread-block clusters need sm_90 or newer" if clusters else ""))
+        return max(fits, key=lambda v: (v.target.arch_specific, v.capability))
 
 
-# Records of a validated document are made without their dataclass __init__ (a frozen
-# dataclass's sets each field through object.__setattr__, which made up most of building them);
-# the field lists are checked against the classes at import so the two cannot drift apart.
-_new = object.__new__
-_set = object.__setattr__
-_PARAMETER_FIELDS = ("name", "kind", "type", "divisibility", "value")
-_VARIANT_FIELDS = (
-    "capability", "arch", "entry", "cubin_file", "cubin_sha256", "cubin_size", "num_warps", "num_ctas", "cluster_dims",
-    "shared", "tmem_size", "cooperative", "pdl", "scratch_size", "scratch_align", "hidden_params", "resources", "provenance",
-)
-if tuple(f.name for f in fields(Parameter)) != _PARAMETER_FIELDS or tuple(f.name for f in fields(Variant)) != _VARIANT_FIELDS:
-    raise AssertionError("tmlr_runtime._metadata: the record fields changed; update _parameter/_variant")
+# --- typed field readers: each returns the field's value or raises _Invalid naming it ------------
+class _Invalid(Exception):
+    """``(json_path, problem)``: a field breaks the schema."""
 
 
-def _parameter(p: dict[str, Any]) -> Parameter:
-    kind = p["kind"]
-    record = _new(Parameter)
-    _set(record, "__dict__", {
-        "name": p["name"],
-        "kind": kind,
-        "type": p.get("type"),
-        "divisibility": int(p.get("divisibility", 1)),  # JSON Schema takes 16.0 as an integer
-        "value": 1 if kind == "equal_to_1" else p.get("value"),
-    })
+def _not(obj: Any, key: str | int, path: str, what: str) -> _Invalid:
+    """The error for ``obj[key]``, which is not ``what``."""
+    return _Invalid(f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}", f"{short_repr(obj[key])} is not {what}")
+
+
+def _object(value: Any, path: str, keys: tuple[str, ...], allowed: frozenset[str] | None = None) -> dict[str, Any]:
+    """``value``, an object holding every key of ``keys`` and no other key (outside ``allowed`` if given)."""
+    if not isinstance(value, dict):
+        raise _Invalid(path, f"{short_repr(value)} is not an object")
+    for key in keys:
+        if key not in value:
+            raise _Invalid(path, f"{key!r} is a required property")
+    if len(value) > len(keys) and (allowed is None or not value.keys() <= allowed):
+        extra = next(k for k in value if k not in (allowed or keys))
+        raise _Invalid(path, f"{short_repr(extra)} is not a property it may have ({', '.join(sorted(allowed or keys))})")
+    return value
+
+
+def _array(obj: Any, key: str, path: str, items: int = 0, exactly: bool = False) -> list[Any]:
+    value = obj[key]
+    if not isinstance(value, list) or len(value) < items or (exactly and len(value) > items):
+        raise _not(obj, key, path, f"an array of {'' if exactly else 'at least '}{items} items")
+    return value
+
+
+def _int(obj: Any, key: str | int, path: str, minimum: int = 0, maximum: int | None = None) -> int:
+    """``obj[key]`` as an int: JSON Schema takes 4.0 as an integer, but the driver wants Python ints."""
+    value = obj[key]
+    if type(value) is not int:
+        if isinstance(value, bool) or not (isinstance(value, int) or isinstance(value, float) and value.is_integer()):
+            raise _not(obj, key, path, "an integer")
+        value = int(value)
+    if value < minimum or (maximum is not None and value > maximum):
+        raise _not(obj, key, path, f"in [{minimum}, {maximum}]" if maximum else f">= {minimum}")
+    return value
+
+
+def _str(obj: Any, key: str, path: str, pattern: re.Pattern[str] | None = None, meaning: str = "a string") -> str:
+    value = obj[key]
+    if not isinstance(value, str) or (pattern is not None and pattern.fullmatch(value) is None):
+        raise _not(obj, key, path, meaning)
+    return value
+
+
+def _enum(obj: Any, key: str, path: str, choices: tuple[str, ...]) -> str:
+    value = obj[key]
+    if value not in choices:
+        raise _not(obj, key, path, f"one of {list(choices)}")
+    return value
+
+
+_new, _set = object.__new__, object.__setattr__
+
+
+def _record(cls: type, fields: dict[str, Any]) -> Any:
+    # made without the frozen dataclass's __init__, whose object.__setattr__ per field is most of
+    # the cost of a record; tests check the dicts name exactly the class's fields
+    record = _new(cls)
+    _set(record, "__dict__", fields)
     return record
 
 
-def _variant(v: dict[str, Any]) -> Variant:
-    # int(): JSON Schema takes 4.0 as an integer, but the driver wants Python ints
-    t, c, l, s = v["target"], v["cubin"], v["launch"], v["scratch"]
-    record = _new(Variant)
-    _set(record, "__dict__", {
-        "capability": int(t["capability"]),
-        "arch": t["arch"],
-        "entry": v["entry"],
-        "cubin_file": c["file"],
-        "cubin_sha256": c["sha256"],
-        "cubin_size": int(c["size"]),
-        "num_warps": int(l["num_warps"]),
-        "num_ctas": int(l["num_ctas"]),
-        "cluster_dims": tuple([int(d) for d in l["cluster_dims"]]),
-        "shared": int(l["shared"]),
-        "tmem_size": int(l["tmem_size"]),
-        "cooperative": l["launch_cooperative_grid"],
-        "pdl": l["launch_pdl"],
-        "scratch_size": int(s["global_scratch_size"]),
-        "scratch_align": int(s["global_scratch_align"]),
-        "hidden_params": tuple(s["hidden_params"]),
-        "resources": dict(v.get("resources", {})),
-        "provenance": dict(v["provenance"]),
+# --- the document, in the order of schema/metadata.schema.json -----------------------------------
+_IDENT, _IDENT_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*"), "an identifier"
+_SHA256, _SHA256_TEXT = re.compile(r"[0-9a-f]{64}"), "a sha256 in lowercase hex"
+_CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin")
+_ARCH = re.compile(r"sm_[0-9]+a?")
+_PARAM_KEYS = {"runtime": ("name", "kind", "type", "divisibility"), "constexpr": ("name", "kind", "value"),
+               "equal_to_1": ("name", "kind", "type")}
+_VARIANT = ("target", "entry", "cubin", "launch", "scratch", "provenance")
+_VARIANT_KEYS = frozenset(_VARIANT + ("resources",))
+_LAUNCH = ("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl")
+_PROVENANCE = ("triton_version", "ptxas_version", "source_stage", "source_sha256", "options")
+_PROVENANCE_KEYS = frozenset(_PROVENANCE + ("source_name", "tmlr_version"))
+_RESOURCES = frozenset(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"))
+
+
+def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]]:
+    _object(doc, "$", ("schema_version", "name", "signature", "variants"))
+    name = _str(doc, "name", "$", _IDENT, _IDENT_TEXT)
+    signature = tuple([_parameter(p, f"$.signature[{i}]") for i, p in enumerate(_array(doc, "signature", "$"))])
+    variants = tuple([_variant(v, f"$.variants[{i}]") for i, v in enumerate(_array(doc, "variants", "$", 1))])
+    names = [p.name for p in signature]
+    if len(set(names)) != len(names):
+        raise _Invalid("$.signature", f"parameter names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
+    if len({v.arch for v in variants}) != len(variants):
+        raise _Invalid("$.variants", f"two variants for the same arch ({', '.join(v.arch for v in variants)})")
+    return name, signature, variants
+
+
+def _parameter(p: Any, path: str) -> Parameter:
+    kind = p.get("kind") if isinstance(p, dict) else None
+    keys = _PARAM_KEYS.get(kind) if isinstance(kind, str) else None
+    if keys is None:  # not an object, no kind, or an unknown one
+        if isinstance(p, dict) and "kind" in p:
+            raise _not(p, "kind", path, f"one of {list(_PARAM_KEYS)}")
+        raise _Invalid(path, "'kind' is a required property" if isinstance(p, dict) else f"{short_repr(p)} is not an object")
+    _object(p, path, keys)
+    fields = {"name": _str(p, "name", path, _IDENT, _IDENT_TEXT), "kind": kind, "type": None, "divisibility": 1, "value": None}
+    if kind == "runtime":
+        fields["type"] = type_ = p["type"]
+        if not isinstance(type_, str) or type_ not in PARAM_TYPES:
+            raise _not(p, "type", path, "a Triton scalar, pointer or nvTmaDesc type")
+        if p["divisibility"] not in (1, 16) or isinstance(p["divisibility"], bool):
+            raise _not(p, "divisibility", path, "1 or 16")
+        fields["divisibility"] = int(p["divisibility"])
+    elif kind == "equal_to_1":
+        fields["type"], fields["value"] = _enum(p, "type", path, SCALAR_TYPES), 1
+    elif isinstance(p["value"], (list, dict)):
+        raise _not(p, "value", path, "a number, boolean, string or null")
+    else:
+        fields["value"] = p["value"]
+    return _record(Parameter, fields)
+
+
+def _variant(v: Any, path: str) -> Variant:
+    _object(v, path, _VARIANT, _VARIANT_KEYS)
+    t = _object(v["target"], tp := path + ".target", ("backend", "capability", "arch", "warp_size"))
+    if t["backend"] != "cuda":
+        raise _not(t, "backend", tp, "'cuda'")
+    if t["warp_size"] != 32:  # as JSON Schema's const: 32.0 is 32 too
+        raise _not(t, "warp_size", tp, "32")
+    c = _object(v["cubin"], cp := path + ".cubin", ("file", "sha256", "size"))
+    launch = _object(v["launch"], lp := path + ".launch", _LAUNCH)
+    dims = _array(launch, "cluster_dims", lp, 3, exactly=True)
+    for key in ("launch_cooperative_grid", "launch_pdl"):
+        if type(launch[key]) is not bool:
+            raise _not(launch, key, lp, "a boolean")
+    scratch = _object(v["scratch"], sp := path + ".scratch", ("global_scratch_size", "global_scratch_align", "hidden_params"))
+    hidden = _array(scratch, "hidden_params", sp)
+    for i, name in enumerate(hidden):
+        if name not in ("global_scratch", "profile_scratch"):
+            raise _not(hidden, i, sp + ".hidden_params", "global_scratch or profile_scratch")
+    if len(set(hidden)) != len(hidden):
+        raise _not(scratch, "hidden_params", sp, "a list without repeats")
+    return _record(Variant, {
+        "target": _record(Target, {"capability": _int(t, "capability", tp, 50),
+                                   "arch": _str(t, "arch", tp, _ARCH, "an arch like sm_90a")}),
+        "entry": _str(v, "entry", path, _IDENT, _IDENT_TEXT),
+        "cubin_file": _str(c, "file", cp, _CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"),
+        "cubin_sha256": _str(c, "sha256", cp, _SHA256, _SHA256_TEXT),
+        "cubin_size": _int(c, "size", cp, 1),
+        "num_warps": _int(launch, "num_warps", lp, 1, 32),
+        "num_ctas": _int(launch, "num_ctas", lp, 1),
+        "cluster_dims": tuple([d if type(d) is int and d >= 1 else _int(dims, i, lp + ".cluster_dims", 1)
+                               for i, d in enumerate(dims)]),
+        "shared": _int(launch, "shared", lp),
+        "tmem_size": _int(launch, "tmem_size", lp),
+        "cooperative": launch["launch_cooperative_grid"],
+        "pdl": launch["launch_pdl"],
+        "scratch_size": _int(scratch, "global_scratch_size", sp),
+        "scratch_align": _int(scratch, "global_scratch_align", sp, 1),
+        "hidden_params": tuple(hidden),
+        "resources": _resources(v["resources"], path + ".resources") if "resources" in v else {},
+        "provenance": _provenance(v["provenance"], path + ".provenance"),
     })
-    return record
 
 
+def _resources(r: Any, path: str) -> dict[str, int]:
+    return {k: n if type(n) is int and n >= 0 else _int(r, k, path) for k, n in _object(r, path, (), _RESOURCES).items()}
+
+
+def _provenance(p: Any, path: str) -> dict[str, Any]:
+    _object(p, path, _PROVENANCE, _PROVENANCE_KEYS)
+    for key in ("triton_version", "ptxas_version", "source_name", "tmlr_version"):
+        if key in p and not isinstance(p[key], str):
+            raise _not(p, key, path, "a string")
+    _enum(p, "source_stage", path, ("python", "ttir", "ttgir", "llir", "ptx", "cubin"))
+    _str(p, "source_sha256", path, _SHA256, _SHA256_TEXT)
+    if not isinstance(p["options"], dict):
+        raise _not(p, "options", path, "an object")
+    return dict(p)
+
+
+# --- files ---------------------------------------------------------------------------------------
 _O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def read_file(path: str) -> tuple[bytes, os.stat_result]:
-    """The bytes of ``path`` and the ``fstat`` of the file they were read from (one open; the
-    stat is what :class:`Kernel`'s load cache compares later, so it describes exactly these bytes)."""
+    """The bytes of ``path`` and the stat of the file they were read from (one open; the stat is what
+    :class:`Kernel`'s load cache compares later, so it is taken before the bytes are read)."""
     fd = os.open(path, _O_READ)
     try:
         st = os.fstat(fd)
         data = os.read(fd, st.st_size + 1)
         if len(data) > st.st_size:  # it grew since the fstat: read on to the end
-            chunks = [data]
-            while True:
-                more = os.read(fd, 1 << 20)
-                if not more:
-                    break
-                chunks.append(more)
-            data = b"".join(chunks)
+            data += b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
         return data, st
     finally:
         os.close(fd)
@@ -236,16 +322,11 @@ def read_metadata(directory: str | os.PathLike[str]) -> tuple[ArtifactMetadata, 
         raw, st = read_file(meta_path)
     except (FileNotFoundError, NotADirectoryError):
         if not os.path.isdir(directory):
-            raise ArtifactError(
-                f"{directory}: not an artifact directory (it does not exist or is a file); pass the "
-                "directory tmlr-build wrote, e.g. OUT/<kernel_name>",
-                directory,
-            ) from None
-        raise ArtifactError(
-            f"{meta_path}: missing; an artifact directory needs the metadata.json that tmlr-build "
-            "writes beside the cubins - copy the whole artifact directory, or rebuild it with tmlr-build",
-            meta_path,
-        ) from None
+            raise ArtifactError(f"{directory}: not an artifact directory (it does not exist or is a file); pass the "
+                                "directory tmlr-build wrote, e.g. OUT/<kernel_name>", directory) from None
+        raise ArtifactError(f"{meta_path}: missing; an artifact directory needs the metadata.json that tmlr-build writes "
+                            "beside the cubins - copy the whole artifact directory, or rebuild it with tmlr-build",
+                            meta_path) from None
     try:
         doc = json.loads(raw)
     except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
@@ -261,30 +342,23 @@ def read_cubin(directory: str | os.PathLike[str], variant: Variant) -> bytes:
 def read_cubin_stat(directory: str | os.PathLike[str], variant: Variant) -> tuple[bytes, os.stat_result]:
     """:func:`read_cubin`, and the stat of the file it read."""
     name = variant.cubin_file
-    if os.path.basename(name) != name or name in (".", "..") or "/" in name or "\\" in name:
-        # the schema pattern already forbids this; checked again because this is a file access
-        raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact directory", None, "$.variants[].cubin.file")
+    if _CUBIN_FILE.fullmatch(name) is None:  # the reader refuses it too; checked again before a file access
+        raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact "
+                          "directory", None, "$.variants[].cubin.file")
     path = os.path.join(os.fspath(directory), name)
     try:
         data, st = read_file(path)
     except FileNotFoundError:
-        raise ArtifactError(f"{path}: missing; metadata.json names it for {variant.arch} - copy the whole artifact directory", path) from None
+        raise ArtifactError(f"{path}: missing; metadata.json names it for {variant.arch} - copy the whole artifact "
+                            "directory", path) from None
     if len(data) != variant.cubin_size:
-        raise IntegrityError(
-            f"{path}: {len(data)} bytes, metadata.json records {variant.cubin_size}; the file is truncated or "
-            "replaced - copy the artifact directory again or rebuild it",
-            path,
-        )
+        raise IntegrityError(f"{path}: {len(data)} bytes, metadata.json records {variant.cubin_size}; the file is "
+                             "truncated or replaced - copy the artifact directory again or rebuild it", path)
     digest = hashlib.sha256(data).hexdigest()
     if digest != variant.cubin_sha256:
-        raise IntegrityError(
-            f"{path}: sha256 {digest} does not match metadata.json ({variant.cubin_sha256}); the cubin was "
-            "changed after the build - rebuild the artifact with tmlr-build",
-            path,
-        )
+        raise IntegrityError(f"{path}: sha256 {digest} does not match metadata.json ({variant.cubin_sha256}); the cubin "
+                             "was changed after the build - rebuild the artifact with tmlr-build", path)
     if data[:4] != b"\x7fELF":
-        raise IntegrityError(
-            f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; rebuild it with tmlr-build",
-            path,
-        )
+        raise IntegrityError(f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; "
+                             "rebuild it with tmlr-build", path)
     return data, st

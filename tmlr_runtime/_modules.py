@@ -1,13 +1,10 @@
-"""The process-wide module cache: one ``CUmodule`` per (CUDA context, cubin sha256).
-
-Loading an artifact that is already loaded in the current context does no driver work; a second
-context (another device) gets its own module the first time a kernel is launched there.
-"""
+"""The process-wide module cache: one ``CUmodule`` per (CUDA context, cubin sha256), so loading
+an artifact already loaded in the current context does no driver work."""
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from . import _driver
 from ._errors import DeviceLimitError, DriverError
@@ -31,7 +28,6 @@ class LoadedFunction:
 
 _lock = threading.Lock()
 _cache: dict[tuple[int, str, str], LoadedFunction] = {}
-stats = {"module_loads": 0}
 
 
 def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
@@ -54,77 +50,49 @@ def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
         raise DeviceLimitError(f"{name}: needs a cooperative launch, which {dev.name} does not support; rebuild without launch_cooperative_grid")
 
 
-def get_function(context: int, ordinal: int, name: str, variant: Variant, cubin: bytes | None, read_cubin: Any) -> LoadedFunction:
-    """The loaded function for ``variant`` in ``context`` (current), loading the module once.
-
-    ``read_cubin()`` is called only when the module is not cached yet.
-    """
+def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes]) -> LoadedFunction:
+    """The loaded function of ``variant`` in ``context`` (current); ``read_cubin()`` only when its
+    module is not loaded there yet."""
     key = (context, variant.cubin_sha256, variant.entry)
-    hit = _cache.get(key)
-    if hit is not None:
-        return hit
     with _lock:
         hit = _cache.get(key)
-        if hit is not None:
-            return hit
-        dev = _driver.device_info(ordinal)
-        check_fits(name, variant, dev)
-        drv = _driver.api()
-        data = cubin if cubin is not None else read_cubin()
-        # Each call's result is checked inline; the message (with names) is made only on failure.
-        r = drv.cuModuleLoadData(data)
-        if int(r[0]):
-            _driver.check(r, f"cuModuleLoadData({variant.cubin_file})")
-        module = r[1]
-        stats["module_loads"] += 1
-        try:
-            r = drv.cuModuleGetFunction(module, variant.entry.encode())
-            if int(r[0]):
-                _driver.check(r, f"cuModuleGetFunction({variant.entry})")
-            function = r[1]
-            A = drv.CUfunction_attribute
+        if hit is None:
+            dev = _driver.device_info(ordinal)
+            check_fits(name, variant, dev)
+            module = _driver.check(_driver.api().cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
+            try:
+                hit = _cache[key] = _function(name, variant, context, dev, module)
+            except BaseException:
+                _driver.api().cuModuleUnload(module)
+                raise
+    return hit
 
-            def attr(a: Any) -> int:
-                r = drv.cuFuncGetAttribute(a, function)
-                if int(r[0]):
-                    _driver.check(r, f"cuFuncGetAttribute({a.name})")
-                return int(r[1])
 
-            static = attr(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-            if variant.shared + static > dev.max_shared_optin:
-                raise DeviceLimitError(
-                    f"{name}: {variant.shared} bytes of dynamic + {static} of static shared memory exceed the "
-                    f"{dev.max_shared_optin} bytes {dev.name} allows; rebuild with smaller tiles or --num-stages"
-                )
-            if variant.shared + static > _DEFAULT_SHARED_LIMIT:
-                # Opt in once here, never per launch.
-                _driver.check(
-                    drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dev.max_shared_optin - static),
-                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-                )
-            loaded = LoadedFunction(
-                context=context,
-                device=dev,
-                module=module,
-                function=function,
-                static_shared=static,
-                registers=attr(A.CU_FUNC_ATTRIBUTE_NUM_REGS),
-                local_bytes=attr(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
-            )
-        except BaseException:
-            drv.cuModuleUnload(module)
-            raise
-        _cache[key] = loaded
-        return loaded
+def _function(name: str, variant: Variant, context: int, dev: _driver.DeviceInfo, module: Any) -> LoadedFunction:
+    drv = _driver.api()
+    function = _driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
+    A = drv.CUfunction_attribute
+
+    def attr(a: Any) -> int:
+        return int(_driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
+
+    static = attr(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+    if variant.shared + static > dev.max_shared_optin:
+        raise DeviceLimitError(f"{name}: {variant.shared} bytes of dynamic + {static} of static shared memory exceed the "
+                               f"{dev.max_shared_optin} bytes {dev.name} allows; rebuild with smaller tiles or --num-stages")
+    if variant.shared + static > _DEFAULT_SHARED_LIMIT:  # opt in once here, never per launch
+        _driver.check(drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dev.max_shared_optin - static),
+                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+    return LoadedFunction(context, dev, module, function, static, attr(A.CU_FUNC_ATTRIBUTE_NUM_REGS),
+                          attr(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES))
 
 
 def clear() -> None:
     """Unload every cached module (for tests and long-lived processes that rotate kernels)."""
     with _lock:
-        drv = _driver.api() if _cache else None
         for loaded in _cache.values():
             try:
-                _driver.check(drv.cuModuleUnload(loaded.module), "cuModuleUnload")
+                _driver.check(_driver.api().cuModuleUnload(loaded.module), "cuModuleUnload")
             except DriverError:
                 pass  # the context may already be gone
         _cache.clear()

@@ -15,29 +15,14 @@ import operator
 import struct
 from dataclasses import dataclass
 
-from ._errors import ArgumentError, ScalarArgumentError, short_repr
-from ._metadata import Parameter
+from ._errors import ScalarArgumentError, short_repr
+from .abi import TMA_DESC, TYPES, Parameter
 
 # Triton scalar type -> (struct code, size, integer range or None)
-SCALAR_CODES: dict[str, tuple[str, int, tuple[int, int] | None]] = {
-    "i1": ("B", 1, (0, 1)),
-    "u1": ("B", 1, (0, 1)),
-    "i8": ("b", 1, (-(2**7), 2**7 - 1)),
-    "u8": ("B", 1, (0, 2**8 - 1)),
-    "i16": ("h", 2, (-(2**15), 2**15 - 1)),
-    "u16": ("H", 2, (0, 2**16 - 1)),
-    "i32": ("i", 4, (-(2**31), 2**31 - 1)),
-    "u32": ("I", 4, (0, 2**32 - 1)),
-    "i64": ("q", 8, (-(2**63), 2**63 - 1)),
-    "u64": ("Q", 8, (0, 2**64 - 1)),
-    "fp16": ("e", 2, None),
-    "bf16": ("H", 2, None),  # bits computed by bf16_bits()
-    "fp32": ("f", 4, None),
-    "fp64": ("d", 8, None),
-}
+SCALAR_CODES = {t.name: (t.code, t.size, t.range) for t in TYPES.values() if t.scalar}
 POINTER_CODE = ("Q", 8)
-TMA_DESC_SIZE = 128
-TMA_DESC_ALIGN = 64
+TMA_DESC_SIZE = TYPES[TMA_DESC].size
+TMA_DESC_ALIGN = TYPES[TMA_DESC].align
 
 _F32 = struct.Struct("<f")
 _U32 = struct.Struct("<I")
@@ -57,74 +42,34 @@ def bf16_bits(x: float) -> int:
 
 
 @dataclass(frozen=True)
-class Slot:
-    """Where one cubin parameter lives in the packed buffer."""
-
-    name: str  # signature name, or the hidden parameter's name
-    type: str  # Triton type, "*i8" for hidden pointers
-    code: str  # struct code ("Q", "i", "128s", ...)
-    offset: int
-    size: int
-
-
-@dataclass(frozen=True)
 class Layout:
-    """The packed-argument layout of one kernel variant (parallel tuples, one entry per slot)."""
+    """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
+    each at an offset aligned to its size, then the hidden pointers."""
 
-    names: tuple[str, ...]  # signature names, then the hidden parameters' names
-    types: tuple[str, ...]  # Triton types, "*i8" for hidden pointers
+    names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
     offsets: tuple[int, ...]
     sizes: tuple[int, ...]
-    struct: struct.Struct  # packs every slot's value at offset 0 of the aligned buffer
     size: int
-    # packs only the leading runtime parameters: the hidden pointers after them stay as the
-    # zero-filled buffer has them unless a launch passes global scratch
-    head: struct.Struct
-
-    @functools.cached_property
-    def slots(self) -> tuple[Slot, ...]:
-        """Each parameter's :class:`Slot` (made on first use; a launch needs only the tuples)."""
-        return tuple(Slot(n, t, _code(t), o, s) for n, t, o, s in zip(self.names, self.types, self.offsets, self.sizes))
+    head: struct.Struct  # packs the runtime parameters at offset 0; the hidden pointers stay zero
 
     @classmethod
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
-        names = [p.name for p in runtime_params] + list(hidden_params)
-        types = [p.type or "" for p in runtime_params] + ["*i8"] * len(hidden_params)
-        fmt = ["<"]
-        offsets: list[int] = []
-        sizes: list[int] = []
-        offset = 0
-        head = ""
-        nruntime = len(runtime_params)
-        for n, typ in enumerate(types):
-            if n == nruntime:
-                head = "".join(fmt)
-            spec = _POINTER if typ[:1] == "*" else _SPECS.get(typ)
-            if spec is None:
-                raise ArgumentError(f"parameter {names[n]!r} has type {typ!r}, which tmlr_runtime cannot pass", names[n])
-            code, size, align = spec
-            if offset % align:
-                pad = -offset % align
-                fmt.append(str(pad) + "x")
-                offset += pad
-            offsets.append(offset)
-            sizes.append(size)
-            fmt.append(code)
-            offset += size
-        full = "".join(fmt)
-        if len(types) == nruntime:
-            head = full
-        return cls(tuple(names), tuple(types), tuple(offsets), tuple(sizes), _struct(full), max(offset, 1), _struct(head))
+        specs = [_POINTER if (p.type or "")[:1] == "*" else _SPECS[p.type or ""] for p in runtime_params]
+        specs += [_POINTER] * len(hidden_params)
+        fmt, offsets, offset = "<", [], 0
+        for i, (code, size, align) in enumerate(specs):
+            pad = -offset % align
+            offsets.append(offset + pad)
+            offset += pad + size
+            if i < len(runtime_params):
+                fmt += f"{pad}x{code}" if pad else code
+        names = tuple(p.name for p in runtime_params) + tuple(hidden_params)
+        return cls(names, tuple(offsets), tuple(size for _, size, _ in specs), max(offset, 1), _struct(fmt))
 
 
 # type -> (struct code, size, alignment)
 _POINTER = (POINTER_CODE[0], POINTER_CODE[1], POINTER_CODE[1])
-_SPECS = {t: (code, size, size) for t, (code, size, _) in SCALAR_CODES.items()}
-_SPECS["nvTmaDesc"] = (f"{TMA_DESC_SIZE}s", TMA_DESC_SIZE, TMA_DESC_ALIGN)
-
-
-def _code(typ: str) -> str:
-    return (_POINTER if typ[:1] == "*" else _SPECS[typ])[0]
+_SPECS = {t.name: (t.code, t.size, t.align) for t in TYPES.values() if t.code}
 
 
 _struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
@@ -135,7 +80,7 @@ class ArgBuffer:
 
     Created once per (variant, thread); a launch only rewrites the values. Both live in
     ``bytearray``s whose addresses ctypes reads through a ``c_char`` view: a ctypes array type
-    (``c_char * n``) would cost ~30 us to create for each new size, on the first launch.
+    (``c_char * n``) per size would be slow to create on a thread's first launch.
     """
 
     __slots__ = ("raw", "view", "pointers", "address", "_views")
@@ -150,20 +95,15 @@ class ArgBuffer:
         self.view = memoryview(self.raw)[shift : shift + layout.size]
         n = len(layout.offsets)
         self.pointers = bytearray(8 * max(n, 1))
-        _pack_addresses(n).pack_into(self.pointers, 0, *[base + shift + o for o in layout.offsets])
+        struct.pack_into(f"={n}Q", self.pointers, 0, *[base + shift + o for o in layout.offsets])  # native void*
         pointers_view = ctypes.c_char.from_buffer(self.pointers)
         self.address = ctypes.addressof(pointers_view) if n else 0
         self._views = (raw_view, pointers_view)
 
 
-@functools.lru_cache(maxsize=64)
-def _pack_addresses(n: int) -> struct.Struct:
-    return struct.Struct(f"={n}Q")  # void* values in native byte order
-
-
 def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
     """Why ``value`` cannot be packed as ``param``'s scalar type, or None if it can."""
-    typ = param.type or ""
+    typ, name = param.type or "", param.name
     code, _, bounds = SCALAR_CODES[typ]
     if bounds is not None:
         try:
@@ -172,38 +112,21 @@ def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | No
             v = None
         if v is None:
             fix = "pass int(value) if the truncation is intended" if isinstance(value, float) else "pass an int"
-            return ScalarArgumentError(
-                f"parameter {param.name!r} ({typ}) needs an integer, got {type(value).__name__} {short_repr(value)}; {fix}",
-                param.name,
-            )
-        lo, hi = bounds
-        if not lo <= v <= hi:
-            return ScalarArgumentError(
-                f"parameter {param.name!r} ({typ}) must be in [{lo}, {hi}], got {short_repr(v)}; the kernel was built "
-                f"for {typ} - rebuild it with a wider type in --signature if such values are expected",
-                param.name,
-            )
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) needs an integer, got {type(value).__name__} {short_repr(value)}; {fix}", name)
+        if not bounds[0] <= v <= bounds[1]:
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) must be in [{bounds[0]}, {bounds[1]}], got {short_repr(v)}; the kernel "
+                                       f"was built for {typ} - rebuild it with a wider type in --signature if such values are expected", name)
         return None
     try:
         f = float(value)  # type: ignore[arg-type]
     except OverflowError:  # an int beyond even fp64
-        return ScalarArgumentError(
-            f"parameter {param.name!r} ({typ}) overflows: {short_repr(value)} is beyond every float type; scale the value",
-            param.name,
-        )
+        return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: {short_repr(value)} is beyond every float type; scale the value", name)
     except Exception:
-        return ScalarArgumentError(
-            f"parameter {param.name!r} ({typ}) needs a float, got {type(value).__name__} {short_repr(value)}; pass a Python float",
-            param.name,
-        )
-    if typ in ("fp16", "fp32") and math.isfinite(f):
+        return ScalarArgumentError(f"parameter {name!r} ({typ}) needs a float, got {type(value).__name__} {short_repr(value)}; pass a Python float", name)
+    if typ in ("fp16", "fp32"):
         try:
             struct.pack("<" + code, f)
-        except OverflowError:
-            limit = "65504" if typ == "fp16" else "3.4e38"
-            return ScalarArgumentError(
-                f"parameter {param.name!r} ({typ}) overflows: |{f}| > {limit}; rebuild with a wider float type "
-                "in --signature or scale the value",
-                param.name,
-            )
+        except OverflowError:  # finite, but beyond the type
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: |{f}| > {'65504' if typ == 'fp16' else '3.4e38'}; rebuild "
+                                       "with a wider float type in --signature or scale the value", name)
     return None

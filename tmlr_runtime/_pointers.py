@@ -1,8 +1,8 @@
 """Turning a pointer argument (torch tensor, CuPy array, ``__cuda_array_interface__``, DLPack
 producer, int address, None) into a device address, with the checks the signature implies.
 
-torch tensors take the fast path in the generated launcher; everything else, and every failed
-check, comes here. Nothing here imports torch or numpy: types are recognised by attributes.
+torch tensors on the launch device are read inline by the launcher; everything else, and every
+failed check, comes here. Nothing here imports torch or numpy: types are recognised by attributes.
 """
 from __future__ import annotations
 
@@ -10,63 +10,21 @@ import ctypes
 import sys
 from typing import Any
 
+from . import _driver, abi
 from ._errors import PointerArgumentError, TmlrError, short_repr
-from ._metadata import Parameter
+from .abi import TYPES, Parameter
 
-# Triton pointee type -> torch dtype attribute name
-TORCH_DTYPES: dict[str, str] = {
-    "i1": "bool",
-    "u1": "bool",
-    "i8": "int8",
-    "u8": "uint8",
-    "i16": "int16",
-    "u16": "uint16",
-    "i32": "int32",
-    "u32": "uint32",
-    "i64": "int64",
-    "u64": "uint64",
-    "fp16": "float16",
-    "bf16": "bfloat16",
-    "fp32": "float32",
-    "fp64": "float64",
-    "fp8e4nv": "float8_e4m3fn",
-    "fp8e5": "float8_e5m2",
-    "fp8e4b8": "float8_e4m3fnuz",
-    "fp8e5b16": "float8_e5m2fnuz",
-}
-
-# Triton pointee type -> accepted __cuda_array_interface__ typestr (byte order ignored)
-TYPESTRS: dict[str, tuple[str, ...]] = {
-    "i1": ("b1", "u1"),
-    "u1": ("b1", "u1"),
-    "i8": ("i1",),
-    "u8": ("u1",),
-    "i16": ("i2",),
-    "u16": ("u2",),
-    "i32": ("i4",),
-    "u32": ("u4",),
-    "i64": ("i8",),
-    "u64": ("u8",),
-    "fp16": ("f2",),
-    "bf16": ("V2", "u2"),
-    "fp32": ("f4",),
-    "fp64": ("f8",),
-}
-
+# Triton pointee type -> torch dtype attribute name; -> accepted __cuda_array_interface__ typestrs;
 # DLPack (code, bits) -> Triton pointee type
-_DL_TYPES: dict[tuple[int, int], str] = {
-    (0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64",
-    (1, 8): "u8", (1, 16): "u16", (1, 32): "u32", (1, 64): "u64",
-    (2, 16): "fp16", (2, 32): "fp32", (2, 64): "fp64",
-    (4, 16): "bf16", (6, 8): "i1",
-}
+TORCH_DTYPES = {t.name: t.torch for t in TYPES.values() if t.torch}
+TYPESTRS = {t.name: t.typestrs for t in TYPES.values() if t.typestrs}
+_DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}
 _DL_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
 def pointee(param: Parameter) -> str:
     """``*fp16`` -> ``fp16`` (``*kfp16``, a constant pointer, too)."""
-    t = (param.type or "*")[1:]
-    return t[1:] if t.startswith("k") else t
+    return abi.pointee(param.type or "") or ""
 
 
 def torch_dtype(param: Parameter) -> Any:
@@ -88,12 +46,8 @@ def _fail(param: Parameter, what: str, fix: str) -> PointerArgumentError:
 
 def _check_address(param: Parameter, address: int, checks: bool) -> int:
     if checks and param.divisibility == 16 and address % 16:
-        raise _fail(
-            param,
-            f"address 0x{address:x} is not 16-byte aligned, but the kernel was built assuming it is "
-            "(tt.divisibility=16) and would compute wrong results",
-            "pass an aligned buffer (e.g. .clone() of the slice) or rebuild without ':16' for this pointer",
-        )
+        raise _fail(param, f"address 0x{address:x} is not 16-byte aligned, but the kernel was built assuming it is (tt.divisibility=16) "
+                    "and would compute wrong results", "pass an aligned buffer (e.g. .clone() of the slice) or rebuild without ':16' for this pointer")
     return address
 
 
@@ -105,31 +59,22 @@ def tensor_pointer(param: Parameter, t: Any, device: int, checks: bool) -> int:
         # checked even with checks off: data_ptr() of a sparse tensor raises torch's own RuntimeError
         raise _fail(param, f"got a {layout} tensor, but the kernel reads dense memory through this pointer",
                     "convert it with .to_dense() (a strided tensor) before launching")
-    if checks:
-        d = t.get_device()
-        if d != device:
-            kind = getattr(getattr(t, "device", None), "type", "cpu")
-            where = f"a tensor on cuda:{d}" if d >= 0 else "a CPU tensor" if kind == "cpu" else f"a tensor on {kind}"
-            raise _fail(
-                param,
-                f"got {where}, but the launch runs on cuda:{device}",
-                f"move it with .to('cuda:{device}') or make cuda:{d if d >= 0 else device} current before launching",
-            )
-        want = torch_dtype(param)
-        if want is not None and t.dtype != want:
-            raise _fail(
-                param,
-                f"got a {t.dtype} tensor, the kernel was built for {want}",
-                f"convert it with .to({want}) (or .view({want}) to reinterpret the bits), or rebuild with a matching --signature",
-            )
+    d = t.get_device() if checks else device
+    if d != device:
+        kind = getattr(getattr(t, "device", None), "type", "cpu")
+        where = f"a tensor on cuda:{d}" if d >= 0 else "a CPU tensor" if kind == "cpu" else f"a tensor on {kind}"
+        raise _fail(param, f"got {where}, but the launch runs on cuda:{device}",
+                    f"move it with .to('cuda:{device}') or make cuda:{d if d >= 0 else device} current before launching")
+    want = torch_dtype(param) if checks else None
+    if want is not None and t.dtype != want:
+        raise _fail(param, f"got a {t.dtype} tensor, the kernel was built for {want}",
+                    f"convert it with .to({want}) (or .view({want}) to reinterpret the bits), or rebuild with a matching --signature")
     return _check_address(param, t.data_ptr(), checks)
 
 
 def _host_or_device(address: int, device: int) -> int | None:
     """Device ordinal owning ``address`` per the driver, -1 for host memory, None if unknown."""
-    from ._driver import api
-
-    drv = api()
+    drv = _driver.api()
     A = drv.CUpointer_attribute
     err, mem_type = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
     if int(err) != 0:
@@ -172,48 +117,47 @@ def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
     """Device address for any accepted pointer argument; raises :class:`PointerArgumentError`,
     also when reading the object's own protocol (``__cuda_array_interface__``, DLPack, ...) fails."""
     try:
-        return _any_pointer(param, value, device, checks)
+        if value is None:
+            return 0
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(value, torch.Tensor):
+            return tensor_pointer(param, value, device, checks)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < 2**64:
+                raise _fail(param, f"address {short_repr(value)} is not a 64-bit unsigned value", "pass a device pointer")
+            return _check_address(param, value, checks)
+        cai = getattr(value, "__cuda_array_interface__", None)
+        if cai is not None:
+            return _cai_pointer(param, cai, device, checks)
+        if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+            return _dlpack_pointer(param, value, device, checks)
+        if hasattr(value, "data_ptr") and hasattr(value, "device"):  # a torch-like tensor seen before torch was imported
+            return tensor_pointer(param, value, device, checks)
     except TmlrError:
         raise
     except Exception as e:
         raise _fail(param, f"reading {type(value).__name__} as a device buffer raised {type(e).__name__}: {e}", _ACCEPTED) from None
-
-
-def _any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
-    if value is None:
-        return 0
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return tensor_pointer(param, value, device, checks)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value < 2**64:
-            raise _fail(param, f"address {short_repr(value)} is not a 64-bit unsigned value", "pass a device pointer")
-        return _check_address(param, value, checks)
-    cai = getattr(value, "__cuda_array_interface__", None)
-    if cai is not None:
-        try:
-            address = int(cai["data"][0])
-        except (KeyError, IndexError, TypeError, ValueError) as e:
-            raise _fail(param, f"its __cuda_array_interface__ has no usable 'data' (address, read_only) entry ({type(e).__name__}: {e})",
-                        "pass an object whose __cuda_array_interface__ follows the protocol (version 3)") from None
-        if not 0 <= address < 2**64:
-            raise _fail(param, f"its __cuda_array_interface__ address {short_repr(address)} is not a 64-bit unsigned value", "pass a device buffer")
-        if checks:
-            typestr = str(cai.get("typestr", ""))[1:]
-            want = pointee(param)
-            if want in TYPESTRS and typestr not in TYPESTRS[want]:
-                raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
-            owner = _host_or_device(address, device) if address else device
-            if owner is None:  # as Triton's launcher does: memory CUDA does not know is no device buffer
-                raise _fail(param, f"its __cuda_array_interface__ address 0x{address:x} is not memory the CUDA driver knows "
-                            "(pageable host memory such as a CPU tensor or numpy array, or freed memory)",
-                            f"move the array to cuda:{device}, or pass the address as an int if you know the device can read it")
-            if owner != device:
-                where = "host memory" if owner < 0 else f"cuda:{owner}"
-                raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
-        return _check_address(param, address, checks)
-    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
-        return _dlpack_pointer(param, value, device, checks)
-    if hasattr(value, "data_ptr") and hasattr(value, "device"):  # a torch-like tensor seen before torch was imported
-        return tensor_pointer(param, value, device, checks)
     raise _fail(param, f"got {type(value).__name__}, which is not a device buffer", _ACCEPTED)
+
+
+def _cai_pointer(param: Parameter, cai: Any, device: int, checks: bool) -> int:
+    try:
+        address = int(cai["data"][0])
+    except (KeyError, IndexError, TypeError, ValueError) as e:
+        raise _fail(param, f"its __cuda_array_interface__ has no usable 'data' (address, read_only) entry ({type(e).__name__}: {e})",
+                    "pass an object whose __cuda_array_interface__ follows the protocol (version 3)") from None
+    if not 0 <= address < 2**64:
+        raise _fail(param, f"its __cuda_array_interface__ address {short_repr(address)} is not a 64-bit unsigned value", "pass a device buffer")
+    if checks:
+        want = pointee(param)
+        if want in TYPESTRS and str(cai.get("typestr", ""))[1:] not in TYPESTRS[want]:
+            raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
+        owner = _host_or_device(address, device) if address else device
+        if owner is None:  # as Triton's launcher does: memory CUDA does not know is no device buffer
+            raise _fail(param, f"its __cuda_array_interface__ address 0x{address:x} is not memory the CUDA driver knows "
+                        "(pageable host memory such as a CPU tensor or numpy array, or freed memory)",
+                        f"move the array to cuda:{device}, or pass the address as an int if you know the device can read it")
+        if owner != device:
+            where = "host memory" if owner < 0 else f"cuda:{owner}"
+            raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
+    return _check_address(param, address, checks)

@@ -11,30 +11,26 @@ from typing import Any, Callable
 
 from ._errors import StreamError, short_repr
 
-_torch_current: Callable[[int], int] | None = None
+_torch_current: Callable[[int], int] | None = None  # bound once torch is imported
 
 
-def _bind_torch() -> Callable[[int], int] | None:
+def _zero(device: int) -> int:
+    return 0  # torch without CUDA support: none of its streams can be current
+
+
+def bind_torch() -> Callable[[int], int] | None:
+    """torch's current-stream function of a device when torch is imported, else None."""
     global _torch_current
     torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-    if raw is None:  # torch without CUDA support: its streams cannot be current anywhere
-        _torch_current = lambda device: 0  # noqa: E731
-    else:
-        _torch_current = raw
+    if torch is not None:
+        _torch_current = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) or _zero
     return _torch_current
 
 
 def default_stream(device: int) -> int:
     """torch's current stream on ``device`` when torch is imported, else 0."""
-    f = _torch_current
-    if f is None:
-        f = _bind_torch()
-        if f is None:
-            return 0
-    return f(device)
+    current = _torch_current or bind_torch()
+    return 0 if current is None else current(device)
 
 
 def _checked(handle: int, source: str) -> int:
@@ -51,12 +47,12 @@ def stream_handle(stream: Any) -> int:
         proto = getattr(stream, "__cuda_stream__", None)
         if proto is not None:
             _version, handle = proto() if callable(proto) else proto
-            handle = int(handle)
+            return _checked(int(handle), f"{type(stream).__name__}.__cuda_stream__ handle")
+    except StreamError:
+        raise
     except Exception as e:
         raise StreamError(f"{type(stream).__name__}.__cuda_stream__ did not give (version, handle) ({type(e).__name__}: {e}); "
                           "pass the stream's int handle instead") from None
-    if proto is not None:
-        return _checked(handle, f"{type(stream).__name__}.__cuda_stream__ handle")
     for attr in ("cuda_stream", "ptr", "handle"):
         try:
             handle = getattr(stream, attr, None)
@@ -69,7 +65,5 @@ def stream_handle(stream: Any) -> int:
             return _checked(int(stream), "CUstream")
         except (TypeError, ValueError) as e:
             raise StreamError(f"cannot read the handle of this CUstream ({e}); pass the stream's int handle instead") from None
-    raise StreamError(
-        f"cannot use {type(stream).__name__} as a stream; pass an int CUstream handle, a torch.cuda.Stream, "
-        "a CuPy stream, an object with __cuda_stream__, or None for the current stream"
-    )
+    raise StreamError(f"cannot use {type(stream).__name__} as a stream; pass an int CUstream handle, a torch.cuda.Stream, "
+                      "a CuPy stream, an object with __cuda_stream__, or None for the current stream")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import _driver
-from ._errors import ArgumentError, short_repr
+from ._errors import ArgumentError, TmlrError, short_repr
+from .abi import Parameter
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,8 @@ def _dims(what: str, value: Any) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def make_tensor_map(
-    base: Any,
-    block_shape: Sequence[int],
-    shape: Sequence[int] | None = None,
-    element_size: int | None = None,
-) -> TensorMap:
+def make_tensor_map(base: Any, block_shape: Sequence[int], shape: Sequence[int] | None = None,
+                    element_size: int | None = None) -> TensorMap:
     """Encode a TMA descriptor for a dense row-major 1-D or 2-D tensor and a block (box) shape.
 
     ``base`` is a CUDA tensor/array (its shape and element size are used unless given) or an int
@@ -84,44 +81,50 @@ def make_tensor_map(
         raise ArgumentError(f"make_tensor_map: element size {esize} is not 1, 2 or 4 bytes")
     if address % 16:
         raise ArgumentError(f"make_tensor_map: address 0x{address:x} must be 16-byte aligned for TMA")
-    S = drv.CUtensorMapSwizzle
-    L2 = drv.CUtensorMapL2promotion
+    dims, strides, box, swizzle, l2 = _geometry(drv, shape, block, esize)
+    tmap = _driver.check(drv.cuTensorMapEncodeTiled(
+        types[esize], len(dims), address, [drv.cuuint64_t(d) for d in dims],
+        [drv.cuuint64_t(s) for s in (strides[: len(dims) - 1] if len(dims) > 1 else strides)],
+        [drv.cuuint32_t(b) for b in box], [drv.cuuint32_t(1)] * len(dims), drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle, l2, drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
+    return TensorMap(struct.pack("<16Q", *[int(x) for x in tmap.opaque]), shape, block, esize)
+
+
+def _geometry(drv: Any, shape: tuple[int, ...], block: tuple[int, ...], esize: int) -> tuple[list[int], list[int], list[int], Any, Any]:
+    """``(dims, strides, box, swizzle, l2 promotion)``, innermost first, as Triton 3.3 encodes them."""
+    S, L2 = drv.CUtensorMapSwizzle, drv.CUtensorMapL2promotion
     if len(shape) == 1:
         if esize * block[0] < 32:
             raise ArgumentError(f"make_tensor_map: a 1-D block must span at least 32 bytes, got {esize * block[0]}")
-        dims, strides, box = [shape[0]], [shape[0] * esize], [block[0]]
-        swizzle, l2 = S.CU_TENSOR_MAP_SWIZZLE_NONE, L2.CU_TENSOR_MAP_L2_PROMOTION_NONE
-    else:
-        rows, cols = shape
-        brows, bcols = block
-        inner_bytes = esize * bcols
-        if inner_bytes >= 128:
-            swizzle = S.CU_TENSOR_MAP_SWIZZLE_128B
-        elif inner_bytes >= 64:
-            swizzle = S.CU_TENSOR_MAP_SWIZZLE_64B
-        elif inner_bytes >= 32:
-            swizzle = S.CU_TENSOR_MAP_SWIZZLE_32B
-        else:
-            raise ArgumentError(f"make_tensor_map: the inner block dimension must span at least 32 bytes, got {inner_bytes}")
-        if inner_bytes > 128:
-            bcols = 128 // esize  # the box inner dim may not exceed the swizzle; Triton's codegen issues several copies
-        dims, strides, box = [cols, rows], [cols * esize, cols * rows * esize], [bcols, brows]
-        l2 = L2.CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-    tmap = _driver.check(
-        drv.cuTensorMapEncodeTiled(
-            types[esize],
-            len(dims),
-            address,
-            [drv.cuuint64_t(d) for d in dims],
-            [drv.cuuint64_t(s) for s in (strides[: len(dims) - 1] if len(dims) > 1 else strides)],
-            [drv.cuuint32_t(b) for b in box],
-            [drv.cuuint32_t(1)] * len(dims),
-            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            swizzle,
-            l2,
-            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        ),
-        "cuTensorMapEncodeTiled",
-    )
-    data = struct.pack("<16Q", *[int(x) for x in tmap.opaque])
-    return TensorMap(data, shape, block, esize)
+        return [shape[0]], [shape[0] * esize], [block[0]], S.CU_TENSOR_MAP_SWIZZLE_NONE, L2.CU_TENSOR_MAP_L2_PROMOTION_NONE
+    (rows, cols), (brows, bcols) = shape, block
+    inner_bytes = esize * bcols
+    if inner_bytes < 32:
+        raise ArgumentError(f"make_tensor_map: the inner block dimension must span at least 32 bytes, got {inner_bytes}")
+    swizzle = S.CU_TENSOR_MAP_SWIZZLE_128B if inner_bytes >= 128 else S.CU_TENSOR_MAP_SWIZZLE_64B if inner_bytes >= 64 else S.CU_TENSOR_MAP_SWIZZLE_32B
+    if inner_bytes > 128:
+        bcols = 128 // esize  # the box inner dim may not exceed the swizzle; Triton's codegen issues several copies
+    return [cols, rows], [cols * esize, cols * rows * esize], [bcols, brows], swizzle, L2.CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+
+
+def tma_bytes(p: Parameter, value: Any) -> bytes:
+    """The 128 bytes of a ``CUtensorMap`` for an ``nvTmaDesc`` parameter, given as bytes-like, a
+    cuda-python CUtensorMap or a :class:`TensorMap`."""
+    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
+    try:
+        data = getattr(value, "tensor_map_bytes", None)
+        if data is None and getattr(value, "opaque", None) is not None:
+            data = struct.pack("<16Q", *[int(x) for x in value.opaque])
+        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
+            data = value
+        elif data is None:
+            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
+        data = bytes(data)
+    except TmlrError:
+        raise
+    except Exception as e:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
+                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
+    if len(data) != 128:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
+    return data

@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any, Callable
 
-from ..common.arch import parse_arch_list
+from ..common.arch import parse_arch_list, target_for
 from ..common.errors import InputError, SignatureError, UsageError
 from .build import BuildConfig, build
 from .jit_specialize import Specialization, specialize
@@ -80,10 +80,10 @@ class JitKernel:
         """Build (or find in the cache) what ``kernel[grid](*args, **kwargs)`` would launch; return its dir."""
         stage_dirs = {k: kwargs.pop(k) for k in list(kwargs) if k in DIR_KWARGS}
         arch = kwargs.pop("arch", None)
-        capability = int(str(arch).lower().removeprefix("sm_").removesuffix("a")) if arch else _current_capability()
+        target = parse_arch_list(str(arch))[0] if arch else target_for(_current_capability())
         spec = specialize(self.fn, args, kwargs)
         path, stage = self._input(stage_dirs)
-        key = self._key(path, stage, spec, capability)
+        key = self._key(path, stage, spec, target.capability)
         out = os.path.join(cache_root(), key)
         artifact = os.path.join(out, self.__name__)
         if not os.path.isfile(os.path.join(artifact, "metadata.json")):
@@ -91,7 +91,7 @@ class JitKernel:
             req = request(source, signature=spec.signature, options=spec.options, name=self.__name__)
             self.builds += 1
             try:
-                build([req], BuildConfig(out=out, archs=parse_arch_list(str(capability)), progress=False))
+                build([req], BuildConfig(out=out, archs=(target,), progress=False))
             except SignatureError as e:
                 # The build's hint speaks of --signature; here the signature came from the call's arguments.
                 raise SignatureError(f"{e} (signature derived from the call {self.__name__}[grid](...): "

@@ -10,17 +10,9 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from ..common.errors import SignatureError
+from tmlr_runtime.abi import DTYPE_NAMES, TMA_DESC, Parameter, format_entry
 
-# triton.runtime.jit.type_canonicalisation_dict (3.3.1), keyed by the dtype's last dotted word.
-_DTYPES = {
-    "bool": "i1", "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8e4b15": "fp8e4b15",
-    "float8_e4m3fn": "fp8e4nv", "float8e4b8": "fp8e4b8", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2": "fp8e5",
-    "float8e5b16": "fp8e5b16", "float8_e5m2fnuz": "fp8e5b16", "half": "fp16", "float16": "fp16",
-    "bfloat16": "bf16", "float": "fp32", "float32": "fp32", "double": "fp64", "float64": "fp64",
-    "int8": "i8", "int16": "i16", "int": "i32", "int32": "i32", "int64": "i64", "uint8": "u8",
-    "uint16": "u16", "uint32": "u32", "uint64": "u64",
-}
+from ..common.errors import SignatureError
 
 
 @dataclass(frozen=True)
@@ -35,36 +27,36 @@ class Specialization:
         return ", ".join(self.entries)
 
 
-def _constexpr_text(name: str, value: Any) -> str:
-    value = getattr(value, "value", value)  # tl.constexpr wrapper
-    if isinstance(value, (bool, int, float)):
-        return repr(value)
-    raise SignatureError(f"constexpr {name}={value!r}: tmlr builds only bool/int/float constexprs; "
-                         "pass a number")
+def _constexpr(name: str, value: Any) -> Parameter:
+    unwrapped = getattr(value, "value", value)  # tl.constexpr wrapper
+    if value is not None and not isinstance(unwrapped, (bool, int, float)):
+        raise SignatureError(f"constexpr {name}={unwrapped!r}: tmlr builds only bool/int/float constexprs; "
+                             "pass a number")
+    return Parameter(name, "constexpr", value=unwrapped)
 
 
-def _entry(name: str, arg: Any, specialize: bool, align: bool, is_const: bool) -> str:
+def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: bool) -> Parameter:
     if isinstance(arg, bool):
-        return "i1"
+        return Parameter(name, "runtime", "i1")
     if isinstance(arg, int):
         if arg == 1 and specialize:
-            return "i32:1"
+            return Parameter(name, "equal_to_1", "i32", value=1)
         ty = "i32" if -(2**31) <= arg <= 2**31 - 1 else "u64" if 2**63 <= arg <= 2**64 - 1 else "i64"
-        return ty + (":16" if specialize and align and arg % 16 == 0 else "")
+        return Parameter(name, "runtime", ty, 16 if specialize and align and arg % 16 == 0 else 1)
     if isinstance(arg, float):
-        return "fp32"
+        return Parameter(name, "runtime", "fp32")
     if hasattr(arg, "tma_desc_cpu_ptr"):
-        return "nvTmaDesc"
+        return Parameter(name, "runtime", TMA_DESC)
     dtype = getattr(arg, "dtype", None)
     if dtype is None:
         raise SignatureError(f"argument {name}={type(arg).__name__}: not a tensor (no .dtype), int, float or "
                              "bool; pass one of those or make the parameter a tl.constexpr")
     word = str(dtype).split(".")[-1]
-    if word not in _DTYPES:
+    if word not in DTYPE_NAMES:
         raise SignatureError(f"argument {name}: dtype {dtype} has no Triton pointer type; known: "
-                             f"{', '.join(sorted(_DTYPES))}")
-    ty = ("*k" if is_const else "*") + _DTYPES[word]
-    return ty + (":16" if specialize and align and arg.data_ptr() % 16 == 0 else "")
+                             f"{', '.join(sorted(DTYPE_NAMES))}")
+    ty = ("*k" if is_const else "*") + DTYPE_NAMES[word]
+    return Parameter(name, "runtime", ty, 16 if specialize and align and arg.data_ptr() % 16 == 0 else 1)
 
 
 def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
@@ -83,8 +75,8 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
         value = bound.arguments[name]
         values.append(value)
         if p.is_constexpr or value is None:
-            entries.append(_constexpr_text(name, value) if value is not None else "None")
+            param = _constexpr(name, value)
         else:
-            entries.append(_entry(name, value, not p.do_not_specialize, not p.do_not_specialize_on_alignment,
-                                  p.is_const))
+            param = _parameter(name, value, not p.do_not_specialize, not p.do_not_specialize_on_alignment, p.is_const)
+        entries.append(format_entry(param))
     return Specialization(names, tuple(entries), tuple(values), options)

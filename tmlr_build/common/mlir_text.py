@@ -9,17 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tmlr_runtime.abi import MLIR_TYPES, TMA_DESC, Parameter, split_top_level
+
 from .errors import IRParseError
-from .signature import Param
 
 _FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@([A-Za-z_][A-Za-z0-9_$.]*)\s*\(")
 _MODULE_ATTRS = re.compile(r"^\s*module\s+attributes\s*\{(.*)\}\s*\{\s*$", re.MULTILINE)
-_MLIR_TO_TRITON = {
-    "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64",
-    "f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64",
-    "f8E4M3FN": "fp8e4nv", "f8E5M2": "fp8e5", "f8E4M3FNUZ": "fp8e4b8", "f8E5M2FNUZ": "fp8e5b16",
-    "f8E4M3B11FNUZ": "fp8e4b15",
-}
 
 
 # TTGIR carries layouts (#ttg.blocked<...>) and ttg.* module attributes; TTIR has neither.
@@ -32,26 +27,12 @@ _LLIR_MARK = re.compile(r"^\s*(define\s|target\s+triple\s*=)", re.MULTILINE)
 @dataclass(frozen=True)
 class IRFunction:
     name: str
-    params: tuple[Param, ...]  # runtime parameters only, named arg0, arg1, ...
+    params: tuple[Parameter, ...]  # runtime parameters only, named arg0, arg1, ...
 
 
 def _split(text: str) -> list[str]:
-    parts, depth, quote, cur = [], 0, False, []
-    for ch in text:
-        if ch == '"':
-            quote = not quote
-        elif not quote and ch in "([{<":
-            depth += 1
-        elif not quote and ch in ")]}>":
-            depth -= 1
-        elif not quote and ch == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
-    return parts
+    parts = split_top_level(text, "([{<", '"')
+    return parts[:-1] if parts and not parts[-1] else parts
 
 
 def _arg_list(text: str, start: int) -> str:
@@ -71,12 +52,12 @@ def _arg_list(text: str, start: int) -> str:
 
 def _triton_type(mlir: str, attrs: str, where: str) -> str:
     if "tt.nv_tma_desc = 1" in attrs:
-        return "nvTmaDesc"
+        return TMA_DESC
     ptr = re.fullmatch(r"!tt\.ptr<([^,>]+)(?:,\s*\d+)?>", mlir)
     if ptr:
         return "*" + _triton_type(ptr.group(1).strip(), "", where)
-    if mlir in _MLIR_TO_TRITON:
-        return _MLIR_TO_TRITON[mlir]
+    if mlir in MLIR_TYPES:
+        return MLIR_TYPES[mlir]
     raise IRParseError(f"{where}: parameter type {mlir!r} is not one a kernel parameter can have in tmlr")
 
 
@@ -93,7 +74,7 @@ def read_function(text: str, where: str) -> IRFunction:
         attrs = am.group(2) or ""
         div = re.search(r"tt\.divisibility\s*=\s*(\d+)", attrs)
         ty = _triton_type(am.group(1).strip(), attrs, where)
-        params.append(Param(f"arg{i}", "runtime", ty, 16 if div and int(div.group(1)) % 16 == 0 else 1))
+        params.append(Parameter(f"arg{i}", "runtime", ty, 16 if div and int(div.group(1)) % 16 == 0 else 1))
     return IRFunction(m.group(1), tuple(params))
 
 

@@ -11,36 +11,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature,
+                               split_top_level)
+
 from .errors import SignatureError
 
-SCALAR_TYPES = ("i1", "u1", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "fp16", "bf16", "fp32", "fp64")
-INT_TYPES = tuple(t for t in SCALAR_TYPES if t[0] in "iu")
-POINTEE_TYPES = SCALAR_TYPES + ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
-TMA_DESC = "nvTmaDesc"
-_POINTER = re.compile(r"^\*k?(%s)$" % "|".join(POINTEE_TYPES))
+# the names the build's modules use for the runtime's record and formatter
+Param = Parameter
+describe = format_signature
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class Param:
-    """One Python-level kernel parameter as the artifact records it."""
-
-    name: str
-    kind: str  # "runtime" | "constexpr" | "equal_to_1"
-    type: str | None = None
-    divisibility: int = 1
-    value: Any = None
-
-    def to_json(self) -> dict[str, Any]:
-        if self.kind == "runtime":
-            return {"name": self.name, "kind": "runtime", "type": self.type, "divisibility": self.divisibility}
-        if self.kind == "constexpr":
-            return {"name": self.name, "kind": "constexpr", "value": self.value}
-        return {"name": self.name, "kind": "equal_to_1", "type": self.type}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "Param":
-        return cls(doc["name"], doc["kind"], doc.get("type"), doc.get("divisibility", 1), doc.get("value"))
 
 
 @dataclass(frozen=True)
@@ -53,32 +32,7 @@ class SigEntry:
     value: Any = None
 
     def named(self, name: str) -> Param:
-        return Param(name, self.kind, self.type, self.divisibility, self.value)
-
-
-def is_known_type(ty: str) -> bool:
-    return ty in SCALAR_TYPES or ty == TMA_DESC or _POINTER.match(ty) is not None
-
-
-def _split_top_level(text: str) -> list[str]:
-    # Commas inside quotes belong to string constexprs.
-    parts, depth, quote, cur = [], 0, "", []
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    parts.append("".join(cur))
-    return [p.strip() for p in parts]
+        return Param(name, self.kind, self.type, self.divisibility, 1 if self.kind == "equal_to_1" else self.value)
 
 
 def parse_constexpr_value(text: str) -> Any:
@@ -114,7 +68,7 @@ def parse_entry(text: str) -> SigEntry:
         raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
     head, sep, hint = word.partition(":")
     head = head.strip()
-    if not is_known_type(head):
+    if head not in PARAM_TYPES:
         if sep and head[:1] not in "'\"":
             raise SignatureError(f"unknown type {head!r} in signature entry {word!r}; known types are "
                                  f"{', '.join(SCALAR_TYPES)}, {TMA_DESC} and pointers like *fp16")
@@ -123,11 +77,12 @@ def parse_entry(text: str) -> SigEntry:
         return SigEntry("runtime", head, 1)
     hint = hint.strip()
     if hint == "16":
-        if head in ("i1", "u1", "fp16", "bf16", "fp32", "fp64", TMA_DESC):
+        # divisibility means something for pointers and integers of more than one bit only
+        if head[:1] != "*" and TYPES[head].range in (None, (0, 1)):
             raise SignatureError(f"signature entry {word!r}: only pointers and integers wider than 1 bit take :16")
         return SigEntry("runtime", head, 16)
     if hint == "1":
-        if head not in INT_TYPES:
+        if head[:1] == "*" or TYPES[head].range is None:
             raise SignatureError(f"signature entry {word!r}: :1 (specialized to 1) applies to integer types only")
         return SigEntry("equal_to_1", head)
     raise SignatureError(f"signature entry {word!r}: the hint after ':' must be 16 (divisible by 16) or 1 (equal to 1)")
@@ -137,7 +92,7 @@ def parse_signature(text: str) -> list[SigEntry]:
     """Parse the AOT-tool signature syntax, e.g. ``"*fp16:16, *fp16:16, i32:16, fp16, 128"``."""
     if not text.strip():
         return []
-    return [parse_entry(part) for part in _split_top_level(text)]
+    return [parse_entry(part) for part in split_top_level(text)]
 
 
 def parse_constexpr_assignments(items: Iterable[str]) -> dict[str, Any]:
@@ -217,8 +172,8 @@ def check_against_ir(kernel: str, params: Sequence[Param], ir_params: Sequence[P
         same = p.type == q.type or (p.type and q.type and _signless(p.type) == _signless(q.type))
         if not same or p.divisibility != q.divisibility:
             raise SignatureError(
-                f"{kernel}: parameter {p.name} is {p.type}{':16' if p.divisibility == 16 else ''} in the signature "
-                f"but {q.type}{':16' if q.divisibility == 16 else ''} in the IR; fix --signature")
+                f"{kernel}: parameter {p.name} is {format_entry(p)} in the signature "
+                f"but {format_entry(q)} in the IR; fix --signature")
 
 
 def _signless(ty: str) -> str:
@@ -242,16 +197,3 @@ def to_triton(params: Sequence[Param]) -> tuple[dict[str, str], dict[tuple[int, 
             sig[p.name] = "constexpr"
             consts[(i,)] = 1 if p.kind == "equal_to_1" else p.value
     return sig, consts, attrs
-
-
-def describe(params: Sequence[Param]) -> str:
-    """The AOT-syntax text of a signature (for messages and sidecars)."""
-    out = []
-    for p in params:
-        if p.kind == "runtime":
-            out.append(p.type + (":16" if p.divisibility == 16 else ""))
-        elif p.kind == "equal_to_1":
-            out.append(f"{p.type}:1")
-        else:
-            out.append(repr(p.value))
-    return ", ".join(out)

@@ -1,0 +1,174 @@
+"""Triton's kernel ABI vocabulary, shared by tmlr_build and tmlr_runtime (no torch, numpy or Triton here).
+
+:data:`TYPES` (every name each Triton type has elsewhere), the signature record :class:`Parameter`
+and its text form (:func:`format_signature`, :func:`split_top_level`), and the compile :class:`Target`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+
+@dataclass(frozen=True)
+class TritonType:
+    """One Triton type: how a kernel parameter of it is passed, and its names in other libraries."""
+
+    name: str  # "i32", "fp16", "fp8e4nv", "nvTmaDesc"
+    code: str  # struct code of the parameter passed by value; "" for a pointee-only type
+    size: int  # bytes
+    align: int  # bytes, in the parameter buffer
+    range: tuple[int, int] | None  # the values an integer parameter accepts; None for others
+    torch: str | None  # the torch dtype's attribute name
+    typestrs: tuple[str, ...]  # __cuda_array_interface__ typestrs a pointer accepts (byte order left out)
+    dlpack: tuple[int, int] | None  # DLPack (type code, bits)
+    mlir: str | None  # element type in .ttir/.ttgir (MLIR integers are signless: no u types)
+    scalar: bool  # may be a scalar parameter ("i32", "fp16")
+    pointee: bool  # may be pointed to ("*fp16")
+    aliases: tuple[str, ...] = ()  # other dtype names Triton's JIT canonicalizes to it
+
+
+_T = TritonType
+_I8, _I16, _I32, _I64 = (-(2**7), 2**7 - 1), (-(2**15), 2**15 - 1), (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
+TYPES: dict[str, TritonType] = {t.name: t for t in (
+    #  name         code    size align range           torch              typestrs      dlpack   mlir             scalar pointee aliases
+    _T("i1",        "B",    1,   1,  (0, 1),         "bool",            ("b1", "u1"), (6, 8),  "i1",            True,  True),
+    _T("u1",        "B",    1,   1,  (0, 1),         "bool",            ("b1", "u1"), None,    None,            True,  True),
+    _T("i8",        "b",    1,   1,  _I8,            "int8",            ("i1",),      (0, 8),  "i8",            True,  True),
+    _T("u8",        "B",    1,   1,  (0, 2**8 - 1),  "uint8",           ("u1",),      (1, 8),  None,            True,  True),
+    _T("i16",       "h",    2,   2,  _I16,           "int16",           ("i2",),      (0, 16), "i16",           True,  True),
+    _T("u16",       "H",    2,   2,  (0, 2**16 - 1), "uint16",          ("u2",),      (1, 16), None,            True,  True),
+    _T("i32",       "i",    4,   4,  _I32,           "int32",           ("i4",),      (0, 32), "i32",           True,  True,  ("int",)),
+    _T("u32",       "I",    4,   4,  (0, 2**32 - 1), "uint32",          ("u4",),      (1, 32), None,            True,  True),
+    _T("i64",       "q",    8,   8,  _I64,           "int64",           ("i8",),      (0, 64), "i64",           True,  True),
+    _T("u64",       "Q",    8,   8,  (0, 2**64 - 1), "uint64",          ("u8",),      (1, 64), None,            True,  True),
+    _T("fp16",      "e",    2,   2,  None,           "float16",         ("f2",),      (2, 16), "f16",           True,  True,  ("half",)),
+    # struct has no bfloat16: the launcher packs the bits bf16_bits() computes as an unsigned short
+    _T("bf16",      "H",    2,   2,  None,           "bfloat16",        ("V2", "u2"), (4, 16), "bf16",          True,  True),
+    _T("fp32",      "f",    4,   4,  None,           "float32",         ("f4",),      (2, 32), "f32",           True,  True,  ("float",)),
+    _T("fp64",      "d",    8,   8,  None,           "float64",         ("f8",),      (2, 64), "f64",           True,  True,  ("double",)),
+    _T("fp8e4nv",   "",     1,   1,  None,           "float8_e4m3fn",   (),           None,    "f8E4M3FN",      False, True,  ("float8e4nv",)),
+    _T("fp8e5",     "",     1,   1,  None,           "float8_e5m2",     (),           None,    "f8E5M2",        False, True,  ("float8e5",)),
+    _T("fp8e4b15",  "",     1,   1,  None,           None,              (),           None,    "f8E4M3B11FNUZ", False, True,  ("float8e4b15",)),
+    _T("fp8e4b8",   "",     1,   1,  None,           "float8_e4m3fnuz", (),           None,    "f8E4M3FNUZ",    False, True,  ("float8e4b8",)),
+    _T("fp8e5b16",  "",     1,   1,  None,           "float8_e5m2fnuz", (),           None,    "f8E5M2FNUZ",    False, True,  ("float8e5b16",)),
+    # Triton 3.3's host-side TMA descriptor: a CUtensorMap passed by value
+    _T("nvTmaDesc", "128s", 128, 64, None,           None,              (),           None,    None,            False, False),
+)}
+TMA_DESC = "nvTmaDesc"
+SCALAR_TYPES = tuple(n for n, t in TYPES.items() if t.scalar)
+POINTEE_TYPES = tuple(n for n, t in TYPES.items() if t.pointee)
+MLIR_TYPES = {t.mlir: n for n, t in TYPES.items() if t.mlir}  # MLIR element type -> Triton type
+# dtype name (the last dotted word of str(dtype), torch's or Triton's) -> Triton type, as
+# triton.runtime.jit.type_canonicalisation_dict (3.3.1) maps it; reversed, so that of two types with
+# one name the first wins ("bool" is i1)
+DTYPE_NAMES = {name: n for n, t in reversed(TYPES.items()) for name in (t.torch, *t.aliases) if name}
+
+
+# every type a runtime parameter may have: a scalar, a pointer ("*fp16", "*kfp16": constant) or a TMA descriptor
+PARAM_TYPES = frozenset([*SCALAR_TYPES, TMA_DESC, *(f"*{k}{t}" for t in POINTEE_TYPES for k in ("", "k"))])
+
+
+def pointee(type_: str) -> str | None:
+    """``"*fp16"`` and ``"*kfp16"`` (a constant pointer) -> ``"fp16"``; None for any other text."""
+    return type_[1:].removeprefix("k") if type_[:1] == "*" and type_ in PARAM_TYPES else None
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of the Python kernel, in declaration order, as metadata.json records it."""
+
+    name: str
+    kind: str  # "runtime" | "constexpr" | "equal_to_1"
+    type: str | None = None  # Triton type ("*fp16", "i32", "nvTmaDesc"); None for constexprs
+    divisibility: int = 1  # 16 when the build assumed divisibility by 16
+    value: Any = None  # the compiled value of a constexpr (1 for equal_to_1)
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.type is not None and self.type.startswith("*")
+
+    def to_json(self) -> dict[str, Any]:
+        """The parameter's entry in metadata.json's ``signature``."""
+        if self.kind == "runtime":
+            return {"name": self.name, "kind": "runtime", "type": self.type, "divisibility": self.divisibility}
+        if self.kind == "constexpr":
+            return {"name": self.name, "kind": "constexpr", "value": self.value}
+        return {"name": self.name, "kind": "equal_to_1", "type": self.type}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "Parameter":
+        """The record of a ``signature`` entry :meth:`to_json` wrote (not validated)."""
+        kind = doc["kind"]
+        value = 1 if kind == "equal_to_1" else doc.get("value")
+        return cls(doc["name"], kind, doc.get("type"), doc.get("divisibility", 1), value)
+
+
+def format_entry(p: Parameter) -> str:
+    """One entry of the AOT syntax: ``*fp16:16``, ``i32``, ``i32:1`` (equal to 1), ``128`` (a constexpr)."""
+    if p.kind == "runtime":
+        return f"{p.type}:16" if p.divisibility == 16 else str(p.type)
+    if p.kind == "equal_to_1":
+        return f"{p.type}:1"
+    return repr(p.value)
+
+
+def format_signature(params: Iterable[Parameter]) -> str:
+    """A signature in the AOT syntax tmlr-build's ``--signature`` reads: ``"*fp32:16, i32, 1024"``."""
+    return ", ".join(format_entry(p) for p in params)
+
+
+def split_top_level(text: str, brackets: str = "([{", quotes: str = "'\"") -> list[str]:
+    """``text`` cut at the commas outside quotes and ``brackets`` (opening ones), each part stripped."""
+    closing = brackets.translate(str.maketrans("([{<", ")]}>"))
+    parts, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in quotes:
+            quote = ch
+        elif ch in brackets:
+            depth += 1
+        elif ch in closing:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur).strip())
+    return parts
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """A compile target: the compute capability (major * 10 + minor) and the ptxas arch name."""
+
+    capability: int  # 90
+    arch: str  # "sm_90a": what ptxas --gpu-name was given
+
+    @classmethod
+    def from_capability(cls, capability: int) -> "Target":
+        # as Triton 3.3.1's sm_arch_from_capability: 90 and above compile for the arch-specific
+        # "a" targets (wgmma, tcgen05)
+        return cls(capability, f"sm_{capability}{'a' if capability >= 90 else ''}")
+
+    @classmethod
+    def parse(cls, text: str | int) -> "Target":
+        """The target of ``90``, ``"90"``, ``"sm_90"`` or ``"sm_90a"``; ValueError for other text."""
+        word = str(text).strip().lower()
+        digits = word.removeprefix("sm_").removeprefix("sm").removesuffix("a")
+        if not digits.isdigit():
+            raise ValueError(f"{str(text)!r} is not a compute capability; write it like 80 or 90")
+        return cls.from_capability(int(digits))
+
+    @property
+    def arch_specific(self) -> bool:  # sm_90a: runs on exactly its own capability
+        return self.arch.endswith("a")
+
+    def runs_on(self, major: int, minor: int) -> bool:
+        """Whether its cubin runs on a device of compute capability major.minor: SASS is forward
+        compatible within one major version only, an arch-specific one on its own capability only."""
+        c_major, c_minor = divmod(self.capability, 10)
+        if self.arch_specific:
+            return (c_major, c_minor) == (major, minor)
+        return c_major == major and c_minor <= minor
