@@ -125,3 +125,14 @@ def test_a_daemonic_process_gets_a_clear_error() -> None:
     message = result.get(timeout=60)
     daemon.join()
     assert message.startswith("UsageError: ") and "ProcessPoolExecutor" in message
+
+
+def test_a_deep_tmpdir_does_not_stop_the_build(tmp_path: Path) -> None:
+    # The server's socket is named in the temporary folder, and a Unix socket path is short (107 bytes).
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-m", "tmlr_build", ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o"),
+                           "--arch", "90", "-q"], env=dict(ENV, TMPDIR=str(deep)), cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "o" / "add" / "add.sm_90a.cubin").is_file()
