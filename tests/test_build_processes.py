@@ -136,3 +136,22 @@ def test_a_deep_tmpdir_does_not_stop_the_build(tmp_path: Path) -> None:
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "o" / "add" / "add.sm_90a.cubin").is_file()
+
+
+def test_tmlr_build_leaves_no_process_holding_its_output(tmp_path: Path) -> None:
+    # The compile server outlives tmlr-build for a moment; holding its stdout/stderr, it would make a
+    # caller that reads them to the end (subprocess.run(capture_output=True)) wait for its shutdown.
+    proc = subprocess.Popen([sys.executable, "-m", "tmlr_build", ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o"),
+                             "--arch", "90", "-q"], env=ENV, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pipes = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (proc.stdout, proc.stderr)}
+    assert proc.wait(timeout=120) == 0
+    holders = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        except OSError:  # gone, or not ours to read
+            continue
+        if int(pid) != os.getpid() and links & pipes:
+            holders.append(pid)
+    proc.communicate()
+    assert holders == []

@@ -14,7 +14,7 @@ def main() -> int:
         from .builder import server
 
         with contextlib.suppress(OSError):  # the build starts it again, and reports why it cannot
-            server.start()
+            server.start(quiet=True)
         from .cli import main as run_cli
     except KeyboardInterrupt:  # Ctrl-C while starting: as cli.main reports it later
         print("tmlr-build: interrupted", file=sys.stderr)
