@@ -120,6 +120,9 @@ class _Worker:
         self.t0 = time.monotonic()
         self.conn, send = CONTEXT.Pipe(duplex=False)
         self.process = _Process(target=_child, args=(send, task, self.workdir))
+        # daemon: should Ctrl-C land after the fork but before the caller records this worker,
+        # multiprocessing's exit handler kills it instead of waiting for the compile to end
+        self.process.daemon = True
         try:
             self.process.start()
         except BaseException:
