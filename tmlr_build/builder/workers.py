@@ -191,8 +191,8 @@ def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
     """Run each task in a fresh worker, ``max_workers`` at a time (default: CPU count).
 
     Returns each task's result or BuildError, in task order. ``progress(done, total, index,
-    outcome, seconds)`` follows each finished task; ``while_waiting`` is called once, before the first
-    worker starts (work the caller would otherwise do after the workers).
+    outcome, seconds)`` follows each finished task; ``while_waiting`` is called once, when the first
+    workers are busy (work the caller would otherwise do after them).
     """
     if multiprocessing.current_process().daemon:
         raise UsageError("tmlr-build compiles in child processes, which a daemonic process (a multiprocessing.Pool "
@@ -203,8 +203,6 @@ def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
     except OSError as e:
         raise CompileError(f"cannot start the compile processes ({e}); free memory or processes and run "
                            "tmlr-build again") from None
-    if while_waiting is not None:  # the server is still importing Triton: the first worker must wait anyway
-        while_waiting()
     outcomes: dict[int, Any] = {}
     limit = max(1, min(max_workers or os.cpu_count() or 1, len(tasks)))
     pending = list(range(len(tasks)))
@@ -214,6 +212,9 @@ def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
             while pending and len(running) < limit:
                 i = pending.pop(0)
                 running[i] = _Worker(tasks[i])
+            if while_waiting is not None:
+                while_waiting()
+                while_waiting = None
             ready = wait([w.conn for w in running.values()])
             for i in [i for i, w in running.items() if w.conn in ready]:
                 outcomes[i] = running[i].outcome()
