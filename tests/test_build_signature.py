@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tmlr_build.common.arch import parse_arch_list
-from tmlr_build.common.errors import IRParseError, SignatureError, UnsupportedArchError
-from tmlr_build.common.mlir_text import module_attributes, read_function
-from tmlr_build.common.signature import (Param, SigEntry, bind_python_signature, check_against_ir, describe,
+from tmlr_build.arch import parse_arch_list
+from tmlr_build.errors import IRParseError, SignatureError, UnsupportedArchError
+from tmlr_build.mlir_text import module_attributes, read_function
+from tmlr_build.signature import (Param, SigEntry, bind_python_signature, check_against_ir, describe,
                                   parse_constexpr_assignments, parse_signature)
 
 

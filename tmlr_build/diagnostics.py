@@ -6,7 +6,7 @@ import os
 import re
 from typing import Iterator
 
-from ..common.jobs import Job
+from .jobs import Job
 
 
 class Diagnostics:
