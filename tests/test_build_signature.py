@@ -11,8 +11,9 @@ import pytest
 from tmlr_build.arch import parse_arch_list
 from tmlr_build.errors import IRParseError, SignatureError, UnsupportedArchError
 from tmlr_build.mlir_text import module_attributes, read_function
-from tmlr_build.signature import (Param, SigEntry, bind_python_signature, check_against_ir, describe,
+from tmlr_build.signature import (SigEntry, bind_python_signature, check_against_ir,
                                   parse_constexpr_assignments, parse_signature)
+from tmlr_runtime.abi import Parameter as Param, format_signature as describe
 
 
 def test_aot_syntax() -> None:

@@ -103,7 +103,7 @@ def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts
     return module
 
 
-def _result(job: Job, name: str, params: list[sig.Param], metadata: dict[str, Any], cubin: bytes | None,
+def _result(job: Job, name: str, params: list[sig.Parameter], metadata: dict[str, Any], cubin: bytes | None,
             resources: dict[str, int]) -> JobResult:
     return JobResult(
         name=name,
@@ -143,7 +143,7 @@ def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any])
     }
 
 
-def _ir_folder(name: str, texts: dict[str, str], metadata: dict[str, Any], params: list[sig.Param],
+def _ir_folder(name: str, texts: dict[str, str], metadata: dict[str, Any], params: list[sig.Parameter],
                options_record: dict[str, Any], capability: int) -> dict[str, str | bytes]:
     """Every stage's text plus what a later build from any of them needs (ir/<arch>/)."""
     files: dict[str, str | bytes] = {f"{name}.{ext}": text for ext, text in texts.items()}

@@ -9,25 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any, Callable
+
+from tmlr_runtime.abi import split_top_level
 
 
 def _top_level(pipeline: str) -> list[str]:
     """``any(a{x=1},b)`` -> ``["a", "b"]``: the passes one ``add_*`` call put at the top level."""
     inner = pipeline[pipeline.index("(") + 1:pipeline.rindex(")")] if "(" in pipeline else pipeline
-    names, depth, word = [], 0, ""
-    for ch in inner + ",":
-        if ch in "{(":
-            depth += 1
-        elif ch in "})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            names.append(word.strip())
-            word = ""
-        elif depth == 0:
-            word += ch
-    return [n for n in names if n]
+    return [re.split(r"[{(]", part, 1)[0].strip() for part in split_top_level(inner, "{(", "") if part]
 
 
 def calls_to_skip(calls: list[list[str]], dumped: list[str], own: str) -> int:

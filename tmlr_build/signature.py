@@ -17,8 +17,6 @@ from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parame
 from .errors import SignatureError
 
 # the names the build's modules use for the runtime's record and formatter
-Param = Parameter
-describe = format_signature
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -31,8 +29,8 @@ class SigEntry:
     divisibility: int = 1
     value: Any = None
 
-    def named(self, name: str) -> Param:
-        return Param(name, self.kind, self.type, self.divisibility, 1 if self.kind == "equal_to_1" else self.value)
+    def named(self, name: str) -> Parameter:
+        return Parameter(name, self.kind, self.type, self.divisibility, 1 if self.kind == "equal_to_1" else self.value)
 
 
 def parse_constexpr_value(text: str) -> Any:
@@ -118,7 +116,7 @@ def parse_arg_names(text: str | Sequence[str]) -> list[str]:
 
 
 def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequence[SigEntry],
-                          constexprs: dict[str, Any], defaults: dict[str, Any], constexpr_params: set[str]) -> list[Param]:
+                          constexprs: dict[str, Any], defaults: dict[str, Any], constexpr_params: set[str]) -> list[Parameter]:
     """Name the signature entries after the Python parameters.
 
     Entries fill, in order, the parameters not given by ``--constexpr``; constexpr parameters with
@@ -140,7 +138,7 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
     params = []
     for n in arg_names:
         if n in constexprs:
-            params.append(Param(n, "constexpr", value=constexprs[n]))
+            params.append(Parameter(n, "constexpr", value=constexprs[n]))
         elif n in by_name:
             e = by_name[n]
             if n in constexpr_params and e.kind != "constexpr":
@@ -149,19 +147,19 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
                 raise SignatureError(f"{kernel}: parameter {n} is not a tl.constexpr; give it a type, not {e.value!r}")
             params.append(e.named(n))
         else:
-            params.append(Param(n, "constexpr", value=defaults[n]))
+            params.append(Parameter(n, "constexpr", value=defaults[n]))
     for p in params:
         _check_json_value(kernel, p)
     return params
 
 
-def _check_json_value(kernel: str, p: Param) -> None:
+def _check_json_value(kernel: str, p: Parameter) -> None:
     if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))):
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
                              "only numbers, booleans, strings and None can")
 
 
-def check_against_ir(kernel: str, params: Sequence[Param], ir_params: Sequence[Param]) -> None:
+def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter]) -> None:
     """A signature given for an IR file must agree with the IR's own parameters."""
     runtime = [p for p in params if p.kind == "runtime"]
     if len(runtime) != len(ir_params):
@@ -182,7 +180,7 @@ def _signless(ty: str) -> str:
     return re.sub(r"\bu(\d+)$", r"i\1", ty.replace("*u", "*i"))
 
 
-def to_triton(params: Sequence[Param]) -> tuple[dict[str, str], dict[tuple[int, ...], Any], dict[tuple[int, ...], list]]:
+def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, str], dict[tuple[int, ...], Any], dict[tuple[int, ...], list]]:
     """The (signature, constexprs, attrs) triple Triton 3.3.1's ASTSource takes."""
     sig: dict[str, str] = {}
     consts: dict[tuple[int, ...], Any] = {}

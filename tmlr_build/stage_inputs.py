@@ -34,7 +34,7 @@ class Start:
     """A source turned into the first module of the pipeline."""
 
     name: str
-    params: list[sig.Param]
+    params: list[sig.Parameter]
     options: Any  # CUDAOptions
     module: Any  # MLIR module, LLVM IR text, PTX text or cubin bytes
     first_stage: str  # the first stage to run ("cubin": none but ptxas, "done": nothing)
@@ -214,7 +214,7 @@ def _symbol(stage: str, text: str, base: str) -> str:
     return m.group(1)
 
 
-def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Param] | None) -> list[sig.Param]:
+def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Parameter] | None) -> list[sig.Parameter]:
     """The full signature of an IR input: sidecar, then --signature, then the IR's own types."""
     if ir_params is None and job.sibling_ir is not None:
         ir_params = _sibling_params(job, base)
@@ -228,7 +228,7 @@ def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Param] | None
             sig.check_against_ir(base, params, ir_params)
         return params
     if job.sidecar and job.sidecar.get("signature") is not None:
-        return [sig.Param.from_json(p) for p in job.sidecar["signature"]]
+        return [sig.Parameter.from_json(p) for p in job.sidecar["signature"]]
     if ir_params is None:
         stem = os.path.splitext(base)[0]
         raise SignatureError(
@@ -237,12 +237,12 @@ def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Param] | None
     if job.arg_names is not None:
         if len(job.arg_names) != len(ir_params):
             raise SignatureError(f"{base}: --arg-names has {len(job.arg_names)} names but {name} has "
-                                 f"{len(ir_params)} parameters ({sig.describe(ir_params)})")
-        return [sig.Param(n, p.kind, p.type, p.divisibility) for n, p in zip(job.arg_names, ir_params)]
+                                 f"{len(ir_params)} parameters ({sig.format_signature(ir_params)})")
+        return [sig.Parameter(n, p.kind, p.type, p.divisibility) for n, p in zip(job.arg_names, ir_params)]
     return ir_params
 
 
-def _sibling_params(job: Job, base: str) -> list[sig.Param]:
+def _sibling_params(job: Job, base: str) -> list[sig.Parameter]:
     """The parameter types of the .ttgir/.ttir beside a .llir/.ptx/.cubin input."""
     sibling = job.sibling_ir_name or "the .ttgir/.ttir beside it"
     try:
