@@ -153,7 +153,6 @@ def test_streams(kernel):
 def test_default_stream_without_torch(monkeypatch):
     import sys
 
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.setitem(sys.modules, "torch", None)
     assert _stream.default_stream(0) == 0
 

@@ -60,17 +60,15 @@ def test_launcher_refuses_out_of_range_streams(bad):
 
 
 def test_default_stream_is_zero_without_torch(monkeypatch):
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     assert _stream.default_stream(0) == 0
-    assert _stream._torch_current is None  # nothing bound: torch imported later is still picked up
+    assert _stream.stream_getter() is _stream.default_stream  # torch imported later is still picked up
 
 
 def test_default_stream_binds_torch_current_stream(monkeypatch):
     calls = []
     fake = types.ModuleType("torch")
     fake._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: calls.append(dev) or 1000 + dev)
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.setitem(sys.modules, "torch", fake)
     assert _stream.default_stream(3) == 1003
     assert _stream.default_stream(1) == 1001
@@ -80,7 +78,6 @@ def test_default_stream_binds_torch_current_stream(monkeypatch):
 def test_default_stream_with_cpu_only_torch(monkeypatch):
     fake = types.ModuleType("torch")
     fake._C = types.SimpleNamespace()  # no _cuda_getCurrentRawStream
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.setitem(sys.modules, "torch", fake)
     assert _stream.default_stream(0) == 0
-    assert _stream._torch_current is not None and _stream._torch_current(5) == 0
+    assert _stream.stream_getter()(5) == 0

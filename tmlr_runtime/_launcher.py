@@ -1,17 +1,21 @@
-"""Launching a kernel variant: a plan made once at load, one short function per call.
+"""Launching one variant in one context: a plan made once at load, one short function per call.
 
-:func:`plan` gives each positional parameter a code for the work its type needs per call (as
-Inductor's static launcher does): a pointer, an int assumed divisible by 16, an i1, a bf16, a TMA
-descriptor, a constexpr or an int specialized to 1 passed positionally. Plain scalars get none: the
-packing ``struct`` converts and range-checks them. The plan also fixes the packed layout; the
-storage and the ``void**`` into it are made once per thread and only rewritten per call (as in
-tinygrad's ops_cuda). :func:`launch` reads torch tensors on the launch device inline and sends
-every other argument through the one conversion routine, :func:`convert`, which also makes the
-typed errors.
+1. At load, :func:`plan` gives each positional parameter a code for the work its type needs per
+   call (as Inductor's static launcher does): a pointer, an int assumed divisible by 16, an i1, a
+   bf16, a TMA descriptor, a constexpr or an int specialized to 1. Plain scalars get none: the
+   packing ``struct`` converts and range-checks them.
+2. The plan fixes the packed layout; each thread that launches gets its argument storage and the
+   ``void**`` into it once (:class:`~._packing.ArgBuffer`), and a call only rewrites the values
+   (as tinygrad's ops_cuda does).
+3. :func:`launch` (``Kernel.__call__``) reads torch tensors on the launch device inline, sends
+   every other argument with work through :func:`convert`, the one conversion routine, which also
+   makes the typed errors, checks alignment and divisibility by 16 with one OR over those values,
+   packs everything with one ``pack_into`` and calls ``cuLaunchKernel``.
+4. What a common call never needs (keywords, other grids, global scratch, ``cuLaunchKernelEx``, a
+   thread's first launch, errors) lives in :class:`Slow`.
 """
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import struct
@@ -24,8 +28,8 @@ from . import _driver, _grid, _pointers, _scratch, _stream, _tma
 from ._errors import ArgumentCountError, ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
 from ._metadata import Variant
 from ._modules import LoadedFunction
-from ._packing import SCALAR_CODES, ArgBuffer, Layout, bf16_bits, diagnose_scalar
-from .abi import Parameter
+from ._packing import ArgBuffer, Layout, bf16_bits, diagnose_scalar
+from .abi import SCALAR_TYPES, TYPES, Parameter
 
 _MISSING = object()
 _POINTER = struct.Struct("<Q")
@@ -95,35 +99,31 @@ def _code(p: Parameter, checks: bool) -> int | None:
         return (CONSTEXPR if p.kind == "constexpr" else ONE) if checks else None
     if t[:1] == "*":
         return PTR
-    if t in ("i1", "u1"):
-        return BOOL
-    if t == "bf16" or t == "nvTmaDesc":
-        return BF16 if t == "bf16" else TMA
-    if checks and p.divisibility == 16 and SCALAR_CODES[t][2] is not None:
-        return DIV16
-    return None
+    if t in ("i1", "u1", "bf16", "nvTmaDesc"):
+        return BF16 if t == "bf16" else TMA if t == "nvTmaDesc" else BOOL
+    return DIV16 if checks and p.divisibility == 16 and TYPES[t].range is not None else None
 
 
 class Slow:
     """What a launch reads only off its common path: keywords, other grids, global scratch,
     ``cuLaunchKernelEx``, a thread's first launch, errors."""
 
-    def __init__(self, name: str, signature: tuple[Parameter, ...], npos: int, variant: Variant, loaded: LoadedFunction,
-                 work: list[tuple[int, int, Parameter]], checks: bool) -> None:
-        self.name, self.signature, self.npos, self.work, self.checks = name, signature, npos, work, checks
+    def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
+        self.name, self.signature, self.variant, self.checks = name, signature, variant, checks
+        self.npos = max((i + 1 for i, p in enumerate(signature) if p.kind != "constexpr"), default=0)
+        self.work = [(i, code, p) for i, p in enumerate(signature[: self.npos]) for code in [_code(p, checks)] if code is not None]
         self.index = {p.name: i for i, p in enumerate(signature)}
-        self.div16 = [w for w in work if w[1] == DIV16]
         self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
-        self.function, self.block, self.shared = loaded.function, variant.threads_per_block, variant.shared
         self.layout = Layout.build(tuple(p for p in signature if p.kind == "runtime"), variant.hidden_params)
-        self.drv, self.variant, self.what = _driver.api(), variant, f"launching {name}"
+        self.drv, self.function, self.what = _driver.api(), loaded.function, f"launching {name}"
         self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
         self.scratch = None
         if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
             self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
                             self.layout.offsets[self.layout.names.index("global_scratch")])
         self.alloc, self.free = _scratch.alloc, _scratch.free
-        # storage per thread where a call writes into it, else one made now for all
+        # .slot: (buffer, void** address, CUlaunchConfig), one per thread where a launch writes into
+        # them, else one for all
         self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
         if isinstance(self.storage, SimpleNamespace):
             self.new_slot()
@@ -170,22 +170,28 @@ class Slow:
         self.storage.slot = (buf.view, buf.address, _launch_config(self.drv, self.variant) if self.use_ex else None)
         return self.storage.slot
 
-    def error(self, args: tuple[Any, ...], exc: Exception | None, work: list[tuple[int, int, Parameter]] | None = None) -> Exception:
+    def error(self, args: tuple[Any, ...], exc: Exception | None) -> Exception:
         """The typed error naming the argument that made conversion or packing fail (raise ``exc``)."""
-        for i, code, p in self.work if work is None else work:
+        for i, code, p in self.work:
             try:
                 convert(code, p, args[i], self.device, self.checks)
             except TmlrError as err:
                 return err
         for p, v in zip(self.signature, args):
-            err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_CODES else None
+            err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_TYPES else None
             if err is not None:
                 return err
         return ArgumentError(f"{self.name}: arguments could not be packed ({exc}); call it as {self.usage()}")
 
-    def launch(self, buf: Any, kp: int, config: Any, gx: int, gy: int, gz: int, stream: int) -> Any:
-        """A launch with global scratch (allocated for the grid, freed whatever the launch does) or
-        through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
+    def pointer(self, where: int, value: Any) -> int:
+        """The address of pointer argument ``value``, at ``where`` in a launch's values, when it is not
+        a torch tensor on the launch device with the expected dtype; its typed error otherwise."""
+        return convert(PTR, self.signature[where - 2], value, self.device, self.checks)
+
+    def launch(self, grid: Any, args: tuple[Any, ...], buf: Any, kp: int, config: Any, stream: int) -> Any:
+        """A launch on any grid but an int in range, with global scratch (allocated for the grid,
+        freed whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
+        gx, gy, gz = _grid.normalize(grid, self.max_grid, self.cluster, self.meta, args)
         if self.scratch is not None:
             per_program, align, offset = self.scratch
             address, raw = self.alloc(gx * gy * gz * per_program, align, stream)
@@ -193,7 +199,8 @@ class Slow:
             if self.scratch is not None:
                 _POINTER.pack_into(buf, offset, address)
             if not self.use_ex:
-                return self.drv.cuLaunchKernel(self.function, gx, gy, gz, self.block, 1, 1, self.shared, stream, kp, 0)
+                v = self.variant
+                return self.drv.cuLaunchKernel(self.function, gx, gy, gz, v.threads_per_block, 1, 1, v.shared, stream, kp, 0)
             cx, cy, cz = self.cluster
             config.gridDimX, config.gridDimY, config.gridDimZ, config.hStream = gx * cx, gy * cy, gz * cz, stream
             return self.drv.cuLaunchKernelEx(config, self.function, kp, 0)
@@ -209,18 +216,18 @@ class Plan(NamedTuple):
     context: Any  # the CUcontext it was made for, compared by value with the current one
     get_context: Callable[[], Any]  # cuCtxGetCurrent
     npos: int  # positional parameters: up to the last one that is not a constexpr
-    max_x: int  # an int grid up to this needs no other check
     device: int
     current_stream: Callable[[int], int]  # the stream of a launch given none
     storage: Any  # .slot: (buffer, void** address, CUlaunchConfig)
     # where a launch finds an argument: its position + 2 (see launch)
-    pointers: tuple[tuple[int, Parameter, Any, int], ...]  # (where, parameter, torch dtype or None, alignment mask)
+    pointers: tuple[tuple[int, Any, int], ...]  # (where, torch dtype, 16 if it must be 16-byte aligned else 0)
     others: tuple[tuple[int, int, Parameter], ...]  # (where, code, parameter) of the rest with work, but DIV16
-    div16: Callable[[list[Any]], Any] | None  # the ints assumed divisible by 16, OR-ed together
+    div16: tuple[int, ...]  # where the ints are that must be multiples of 16
     tensor: type  # torch.Tensor
     checks: bool
     pack: Callable[..., None]  # pack(buffer, 0, *positional values): the runtime parameters into the buffer
-    launch: Callable[..., Any] | None  # cuLaunchKernel; None: Slow.launch (global scratch, cuLaunchKernelEx)
+    max_x: int  # an int grid up to this goes to launch_fn; 0: every grid to Slow.launch (global scratch, cuLaunchKernelEx)
+    launch_fn: Callable[..., Any]  # cuLaunchKernel
     function: Any
     block: int
     shared: int
@@ -229,84 +236,69 @@ class Plan(NamedTuple):
 
 def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> Plan:
     """The :class:`Plan` of launching ``variant`` as ``loaded``, in the context current now."""
-    npos = max((i + 1 for i, p in enumerate(signature) if p.kind != "constexpr"), default=0)
-    work = [(i, code, p) for i, p in enumerate(signature[:npos]) for code in [_code(p, checks)] if code is not None]
-    slow = Slow(name, signature, npos, variant, loaded, work, checks)
+    slow = Slow(name, signature, variant, loaded, checks)
+    npos, work, drv = slow.npos, slow.work, slow.drv
     kept = [i for i, p in enumerate(signature[:npos]) if p.kind == "runtime"]
     head = slow.layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
-    get_context = slow.drv.cuCtxGetCurrent
+    get_context = drv.cuCtxGetCurrent
     context = get_context()[1]
     if get_context()[1] != context:  # bindings whose handles compare by identity: compare ints
-        get_context, context = (lambda: (0, int(slow.drv.cuCtxGetCurrent()[1]))), int(context)
+        get_context, context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(context)
     torch = sys.modules.get("torch")
     return Plan(
-        context, get_context, npos, loaded.device.max_grid[0] // slow.cluster[0], slow.device,
-        _stream.bind_torch() or _stream.default_stream,  # the latter sees torch imported later
-        slow.storage, tuple((i + 2, p, _pointers.torch_dtype(p) if checks else None, 15 if checks and p.divisibility == 16 else 0)
-                            for i, code, p in work if code == PTR),
-        tuple((i + 2, code, p) for i, code, p in work if code not in (PTR, DIV16)), _bitwise_or([i + 2 for i, _, _ in slow.div16]),
-        torch.Tensor if torch is not None else _NoTorch, checks,
+        context, get_context, npos, slow.device, _stream.stream_getter(), slow.storage,
+        tuple((i + 2, _pointers.torch_dtype(p), 16 if checks and p.divisibility == 16 else 0) for i, code, p in work if code == PTR),
+        tuple((i + 2, code, p) for i, code, p in work if code not in (PTR, DIV16)),
+        tuple(i + 2 for i, code, p in work if code == DIV16), torch.Tensor if torch is not None else _NoTorch, checks,
         head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
-        None if slow.scratch or slow.use_ex else slow.drv.cuLaunchKernel, slow.function, slow.block, slow.shared, slow,
-    )
-
-
-def _bitwise_or(where: list[int]) -> Callable[[list[Any]], Any] | None:
-    """``values -> values[i] | values[j] | ...`` for ``where = [i, j, ...]``; in C for one, the
-    common case."""
-    if len(where) < 2:
-        return operator.itemgetter(where[0]) if where else None
-    get = operator.itemgetter(*where)
-    return lambda values: functools.reduce(operator.or_, get(values))
+        0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0], drv.cuLaunchKernel, slow.function,
+        variant.threads_per_block, variant.shared, slow)
 
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
     """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
-    (context, get_context, npos, max_x, device, current_stream, storage, pointers, others, div16, tensor, checks,
-     pack, launch_fn, function, block, shared, slow) = kernel._plan
+    (context, get_context, npos, device, current_stream, storage, pointers, others, div16, tensor, checks, pack,
+     max_x, launch_fn, function, block, shared, slow) = kernel._plan
     if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
         kernel._bind_current()
         return launch(kernel, grid, *args, stream=stream, **kwargs)
     if kwargs or len(args) != npos:
         args = slow.bind(args, kwargs)
-    if type(grid) is int and 0 < grid <= max_x:
-        gx = grid
-        gy = gz = 1
-    else:
-        gx, gy, gz = _grid.normalize(grid, slow.max_grid, slow.cluster, slow.meta, args)
     if stream is None:
         stream = current_stream(device)
     elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
         stream = _stream.stream_handle(stream)
     try:
         buf, kp, config = storage.slot
-    except AttributeError:
+    except AttributeError:  # this thread's first launch
         buf, kp, config = slow.new_slot()
     if npos:
         try:
             values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
-            for i, p, dtype, mask in pointers:
+            for i, dtype, mask in pointers:
                 a = values[i]
-                if type(a) is tensor and (not checks or a.get_device() == device and (a.dtype is dtype or dtype is None)):
+                if type(a) is tensor and (not checks or a.get_device() == device and a.dtype is dtype):
                     values[i] = v = a.data_ptr()
-                    if mask and v & mask:
-                        convert(PTR, p, a, device, checks)  # raises: not aligned
+                    if mask and v % mask:
+                        raise slow.error(args, None)
                 else:
-                    values[i] = convert(PTR, p, a, device, checks)
-            if others:
+                    values[i] = slow.pointer(i, a)
+            if others:  # (a loop over an empty tuple still makes an iterator)
                 for i, code, p in others:
                     values[i] = convert(code, p, values[i], device, checks)
-            if div16 is not None and div16(values) & 15:
-                raise slow.error(args, None, slow.div16)
+            if div16:
+                for i in div16:
+                    if values[i] % 16:
+                        raise slow.error(args, None)
             pack(*values)
         except TmlrError:
             raise
         except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct
             raise slow.error(args, e) from None
-    if launch_fn is None:
-        r = slow.launch(buf, kp, config, gx, gy, gz, stream)
+    if type(grid) is int and grid > 0 and grid <= max_x:
+        r = launch_fn(function, grid, 1, 1, block, 1, 1, shared, stream, kp, 0)
     else:
-        r = launch_fn(function, gx, gy, gz, block, 1, 1, shared, stream, kp, 0)
+        r = slow.launch(grid, args, buf, kp, config, stream)
     if r[0]:
         _driver.check(r, slow.what)  # raises
 

@@ -11,26 +11,21 @@ from typing import Any, Callable
 
 from ._errors import StreamError, short_repr
 
-_torch_current: Callable[[int], int] | None = None  # bound once torch is imported
 
-
-def _zero(device: int) -> int:
-    return 0  # torch without CUDA support: none of its streams can be current
-
-
-def bind_torch() -> Callable[[int], int] | None:
-    """torch's current-stream function of a device when torch is imported, else None."""
-    global _torch_current
+def stream_getter() -> Callable[[int], int]:
+    """What a launch given no stream calls with its device, chosen at load: torch's current-stream
+    function (a C call; ``(0).__mul__``, 0 for every device, where torch has no CUDA) when torch is
+    imported, else :func:`default_stream`, which looks for torch again at each launch."""
     torch = sys.modules.get("torch")
-    if torch is not None:
-        _torch_current = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) or _zero
-    return _torch_current
+    if torch is None:
+        return default_stream
+    return getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) or (0).__mul__
 
 
 def default_stream(device: int) -> int:
-    """torch's current stream on ``device`` when torch is imported, else 0."""
-    current = _torch_current or bind_torch()
-    return 0 if current is None else current(device)
+    """torch's current stream on ``device`` when torch is imported, else 0 (the legacy default stream)."""
+    get = stream_getter()
+    return 0 if get is default_stream else get(device)
 
 
 def _checked(handle: int, source: str) -> int:
