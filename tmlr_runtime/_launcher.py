@@ -220,9 +220,11 @@ class Plan(NamedTuple):
     current_stream: Callable[[int], int]  # the stream of a launch given none
     storage: Any  # .slot: (buffer, void** address, CUlaunchConfig)
     # where a launch finds an argument: its position + 2 (see launch)
-    pointers: tuple[tuple[int, Any, int], ...]  # (where, torch dtype, 16 if it must be 16-byte aligned else 0)
+    pointers: tuple[tuple[int, Any, int], ...]  # checks on: (where, torch dtype, 16 if it must be 16-byte aligned else 1)
+    unchecked: tuple[int, ...]  # checks=False: where the pointers are
     others: tuple[tuple[int, int, Parameter], ...]  # (where, code, parameter) of the rest with work, but DIV16
-    div16: tuple[int, ...]  # where the ints are that must be multiples of 16
+    div16: int  # where the first int is that must be a multiple of 16; 0: none (apart: a loop costs more)
+    more16: tuple[int, ...]  # where the others are
     tensor: type  # torch.Tensor
     checks: bool
     pack: Callable[..., None]  # pack(buffer, 0, *positional values): the runtime parameters into the buffer
@@ -244,12 +246,14 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
     context = get_context()[1]
     if get_context()[1] != context:  # bindings whose handles compare by identity: compare ints
         get_context, context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(context)
+    div16 = [i + 2 for i, code, p in work if code == DIV16]
     torch = sys.modules.get("torch")
     return Plan(
         context, get_context, npos, slow.device, _stream.stream_getter(), slow.storage,
-        tuple((i + 2, _pointers.torch_dtype(p), 16 if checks and p.divisibility == 16 else 0) for i, code, p in work if code == PTR),
+        tuple((i + 2, _pointers.torch_dtype(p), 16 if p.divisibility == 16 else 1) for i, code, p in work if code == PTR and checks),
+        tuple(i + 2 for i, code, p in work if code == PTR and not checks),
         tuple((i + 2, code, p) for i, code, p in work if code not in (PTR, DIV16)),
-        tuple(i + 2 for i, code, p in work if code == DIV16), torch.Tensor if torch is not None else _NoTorch, checks,
+        div16[0] if div16 else 0, tuple(div16[1:]), torch.Tensor if torch is not None else _NoTorch, checks,
         head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
         0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0], drv.cuLaunchKernel, slow.function,
         variant.threads_per_block, variant.shared, slow)
@@ -257,8 +261,8 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
     """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
-    (context, get_context, npos, device, current_stream, storage, pointers, others, div16, tensor, checks, pack,
-     max_x, launch_fn, function, block, shared, slow) = kernel._plan
+    (context, get_context, npos, device, current_stream, storage, pointers, unchecked, others, div16, more16, tensor,
+     checks, pack, max_x, launch_fn, function, block, shared, slow) = kernel._plan
     if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
         kernel._bind_current()
         return launch(kernel, grid, *args, stream=stream, **kwargs)
@@ -277,17 +281,23 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
             values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
             for i, dtype, mask in pointers:
                 a = values[i]
-                if type(a) is tensor and (not checks or a.get_device() == device and a.dtype is dtype):
+                if type(a) is tensor and a.get_device() == device and a.dtype is dtype:
                     values[i] = v = a.data_ptr()
-                    if mask and v % mask:
+                    if v % mask:
                         raise slow.error(args, None)
                 else:
                     values[i] = slow.pointer(i, a)
-            if others:  # (a loop over an empty tuple still makes an iterator)
+            if unchecked:  # checks=False (a loop over an empty tuple still makes an iterator)
+                for i in unchecked:
+                    a = values[i]
+                    values[i] = a.data_ptr() if type(a) is tensor else slow.pointer(i, a)
+            if others:
                 for i, code, p in others:
                     values[i] = convert(code, p, values[i], device, checks)
-            if div16:
-                for i in div16:
+            if div16 and values[div16] % 16:
+                raise slow.error(args, None)
+            if more16:
+                for i in more16:
                     if values[i] % 16:
                         raise slow.error(args, None)
             pack(*values)
