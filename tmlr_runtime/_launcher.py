@@ -188,6 +188,16 @@ class Slow:
         a torch tensor on the launch device with the expected dtype; its typed error otherwise."""
         return convert(PTR, self.signature[where - 2], value, self.device, self.checks)
 
+    def convert_rest(self, values: list[Any], args: tuple[Any, ...]) -> None:
+        """What a launch converts off its common path, in its ``values`` (position + 2): i1, bf16,
+        TMA descriptors, constexprs and ints specialized to 1 passed by position, and the ints
+        assumed divisible by 16 after the first."""
+        for i, code, p in self.work:
+            if code == DIV16 and values[i + 2] % 16:
+                raise self.error(args, None)
+            if code != PTR and code != DIV16:
+                values[i + 2] = convert(code, p, values[i + 2], self.device, self.checks)
+
     def launch(self, grid: Any, args: tuple[Any, ...], buf: Any, kp: int, config: Any, stream: int) -> Any:
         """A launch on any grid but an int in range, with global scratch (allocated for the grid,
         freed whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
@@ -222,11 +232,9 @@ class Plan(NamedTuple):
     # where a launch finds an argument: its position + 2 (see launch)
     pointers: tuple[tuple[int, Any, int], ...]  # checks on: (where, torch dtype, 16 if it must be 16-byte aligned else 1)
     unchecked: tuple[int, ...]  # checks=False: where the pointers are
-    others: tuple[tuple[int, int, Parameter], ...]  # (where, code, parameter) of the rest with work, but DIV16
-    div16: int  # where the first int is that must be a multiple of 16; 0: none (apart: a loop costs more)
-    more16: tuple[int, ...]  # where the others are
+    div16: int  # where the first int is that must be a multiple of 16; 0: none
+    rest: bool  # other arguments with work (Slow.convert_rest)
     tensor: type  # torch.Tensor
-    checks: bool
     pack: Callable[..., None]  # pack(buffer, 0, *positional values): the runtime parameters into the buffer
     max_x: int  # an int grid up to this goes to launch_fn; 0: every grid to Slow.launch (global scratch, cuLaunchKernelEx)
     launch_fn: Callable[..., Any]  # cuLaunchKernel
@@ -252,8 +260,8 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
         context, get_context, npos, slow.device, _stream.stream_getter(), slow.storage,
         tuple((i + 2, _pointers.torch_dtype(p), 16 if p.divisibility == 16 else 1) for i, code, p in work if code == PTR and checks),
         tuple(i + 2 for i, code, p in work if code == PTR and not checks),
-        tuple((i + 2, code, p) for i, code, p in work if code not in (PTR, DIV16)),
-        div16[0] if div16 else 0, tuple(div16[1:]), torch.Tensor if torch is not None else _NoTorch, checks,
+        div16[0] if div16 else 0, len(div16) > 1 or any(code not in (PTR, DIV16) for _, code, _ in work),
+        torch.Tensor if torch is not None else _NoTorch,
         head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
         0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0], drv.cuLaunchKernel, slow.function,
         variant.threads_per_block, variant.shared, slow)
@@ -261,8 +269,8 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
     """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
-    (context, get_context, npos, device, current_stream, storage, pointers, unchecked, others, div16, more16, tensor,
-     checks, pack, max_x, launch_fn, function, block, shared, slow) = kernel._plan
+    (context, get_context, npos, device, current_stream, storage, pointers, unchecked, div16, rest, tensor, pack, max_x,
+     launch_fn, function, block, shared, slow) = kernel._plan
     if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
         kernel._bind_current()
         return launch(kernel, grid, *args, stream=stream, **kwargs)
@@ -291,15 +299,10 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
                 for i in unchecked:
                     a = values[i]
                     values[i] = a.data_ptr() if type(a) is tensor else slow.pointer(i, a)
-            if others:
-                for i, code, p in others:
-                    values[i] = convert(code, p, values[i], device, checks)
             if div16 and values[div16] % 16:
                 raise slow.error(args, None)
-            if more16:
-                for i in more16:
-                    if values[i] % 16:
-                        raise slow.error(args, None)
+            if rest:
+                slow.convert_rest(values, args)
             pack(*values)
         except TmlrError:
             raise
