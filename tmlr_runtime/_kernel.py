@@ -8,26 +8,27 @@ from typing import Any, Callable
 
 from . import _driver, _launcher, _modules
 from ._errors import ArgumentError, short_repr
-from ._metadata import ArtifactMetadata, Variant, read_cubin_stat, read_metadata
+from ._metadata import ArtifactMetadata, Variant, read_cubin
 from .abi import Parameter
 
 _loaded_lock = threading.Lock()
-_loaded: dict[tuple[str, bool], tuple[tuple[Any, ...], "Kernel"]] = {}
+# (directory, checks) -> ((path, mtime_ns, size, inode) of each file read, Kernel)
+_loaded: dict[tuple[str, bool], tuple[tuple[tuple[str, int, int, int], ...], "Kernel"]] = {}
 
 
-def _stamp(paths: list[str], known: dict[str, os.stat_result] | None = None) -> tuple[Any, ...]:
-    """What identifies the files' contents: (mtime, size, inode) each; ``known``: stats already
-    taken (by fstat of the very file read), by path."""
-    out = []
-    for p in paths:
-        st = known.get(p) if known else None
-        if st is None:
-            try:
-                st = os.stat(p)
-            except OSError:
-                return ()
-        out.append((st.st_mtime_ns, st.st_size, st.st_ino))
-    return tuple(out)
+def _stamp(stats: dict[str, os.stat_result]) -> tuple[tuple[str, int, int, int], ...]:
+    return tuple((path, st.st_mtime_ns, st.st_size, st.st_ino) for path, st in stats.items())
+
+
+def _unchanged(stamp: tuple[tuple[str, int, int, int], ...]) -> bool:
+    for path, mtime, size, inode in stamp:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        if st.st_mtime_ns != mtime or st.st_size != size or st.st_ino != inode:
+            return False
+    return True
 
 
 class Kernel:
@@ -46,13 +47,14 @@ class Kernel:
     specialized values); argument count and scalar ranges are still enforced.
     """
 
-    def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True) -> None:
+    def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True,
+                 stats: dict[str, os.stat_result] | None = None) -> None:
         self.metadata = metadata
         self.directory = directory
         self.checks = checks
         self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, _launcher.Plan]] = {}
         self._bind_lock = threading.Lock()
-        self._read_stats: dict[str, os.stat_result] = {}  # cubin path -> fstat when it was read
+        self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
         self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
         self._bind_current()
 
@@ -70,44 +72,29 @@ class Kernel:
             raise ArgumentError(f"Kernel.load needs the artifact directory as a str or os.PathLike, got {short_repr(path)} "
                                 f"({type(path).__name__}); pass the directory tmlr-build wrote, e.g. Kernel.load('build/add')",
                                 "path") from None
-        key = (directory, checks)
-        hit = _loaded.get(key)
-        if hit is not None:
-            stamp, kernel = hit
-            if stamp and _stamp(kernel._watched()) == stamp:
-                return kernel
-        metadata, meta_stat = read_metadata(directory)
-        kernel = cls(metadata, directory, checks=checks)
-        known = dict(kernel._read_stats)
-        known[os.path.join(directory, "metadata.json")] = meta_stat
+        hit = _loaded.get((directory, checks))
+        if hit is not None and _unchanged(hit[0]):
+            return hit[1]
+        stats: dict[str, os.stat_result] = {}
+        kernel = cls(ArtifactMetadata.read(directory, stats), directory, checks=checks, stats=stats)
         with _loaded_lock:
-            _loaded[key] = (_stamp(kernel._watched(), known), kernel)
+            _loaded[directory, checks] = (_stamp(stats), kernel)
         return kernel
-
-    def _watched(self) -> list[str]:
-        files = [os.path.join(self.directory, "metadata.json")]
-        files += [os.path.join(self.directory, v.cubin_file) for v in self.metadata.variants]
-        return files
 
     def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, _launcher.Plan]:
         """What serves the current context; the module is loaded and the launch planned the first time."""
-        handle, _ctx = _driver.current_context()
+        handle = _driver.current_context()
         with self._bind_lock:
             bound = self._contexts.get(handle)
             if bound is None:
-                ordinal = int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
-                dev = _driver.device_info(ordinal)
+                dev = _driver.device_info(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant = self.metadata.select_variant(dev.major, dev.minor)
-                loaded = _modules.get_function(handle, ordinal, self.name, variant, lambda: self._read(variant))
+                loaded = _modules.get_function(handle, dev.ordinal, self.name, variant,
+                                               lambda: read_cubin(self.directory, variant, self._read_stats))
                 plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
                 bound = self._contexts[handle] = (variant, loaded, plan)
         self._plan = tuple(bound[2])  # a plain tuple: see _launcher.Plan
         return bound
-
-    def _read(self, variant: Variant) -> bytes:
-        data, st = read_cubin_stat(self.directory, variant)
-        self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
-        return data
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
