@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import struct
@@ -92,16 +93,19 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
     return value
 
 
+_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA}
+
+
 def _code(p: Parameter, checks: bool) -> int | None:
     """The per-argument code of ``p``; None when its value goes to the struct as it is."""
-    t = p.type or ""
     if p.kind != "runtime":
         return (CONSTEXPR if p.kind == "constexpr" else ONE) if checks else None
-    if t[:1] == "*":
+    if p.type[0] == "*":  # type: ignore[index]
         return PTR
-    if t in ("i1", "u1", "bf16", "nvTmaDesc"):
-        return BF16 if t == "bf16" else TMA if t == "nvTmaDesc" else BOOL
-    return DIV16 if checks and p.divisibility == 16 and TYPES[t].range is not None else None
+    code = _TYPE_CODES.get(p.type)  # type: ignore[arg-type]
+    if code is None and checks and p.divisibility == 16 and TYPES[p.type].range is not None:  # type: ignore[index]
+        return DIV16
+    return code
 
 
 class Slow:
@@ -110,11 +114,13 @@ class Slow:
 
     def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
         self.name, self.signature, self.variant, self.checks = name, signature, variant, checks
-        self.npos = max((i + 1 for i, p in enumerate(signature) if p.kind != "constexpr"), default=0)
-        self.work = [(i, code, p) for i, p in enumerate(signature[: self.npos]) for code in [_code(p, checks)] if code is not None]
-        self.index = {p.name: i for i, p in enumerate(signature)}
+        npos = len(signature)
+        while npos and signature[npos - 1].kind == "constexpr":
+            npos -= 1
+        self.npos = npos  # positional parameters: up to the last one that is not a constexpr
+        self.work = [(i, code, p) for i, p in enumerate(signature[:npos]) if (code := _code(p, checks)) is not None]
         self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
-        self.layout = Layout.build(tuple(p for p in signature if p.kind == "runtime"), variant.hidden_params)
+        self.layout = Layout.build(tuple([p for p in signature if p.kind == "runtime"]), variant.hidden_params)
         self.drv, self.function, self.what = _driver.api(), loaded.function, f"launching {name}"
         self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
         self.scratch = None
@@ -127,6 +133,10 @@ class Slow:
         self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
         if isinstance(self.storage, SimpleNamespace):
             self.new_slot()
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        return {p.name: i for i, p in enumerate(self.signature)}
 
     def usage(self) -> str:
         def one(p: Parameter) -> str:
@@ -247,20 +257,23 @@ class Plan(NamedTuple):
 def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> Plan:
     """The :class:`Plan` of launching ``variant`` as ``loaded``, in the context current now."""
     slow = Slow(name, signature, variant, loaded, checks)
-    npos, work, drv = slow.npos, slow.work, slow.drv
+    npos, drv = slow.npos, slow.drv
+    pointers, unchecked, div16 = [], [], []
+    for i, code, p in slow.work:
+        if code == PTR and checks:
+            pointers.append((i + 2, _pointers.torch_dtype(p), 16 if p.divisibility == 16 else 1))
+        elif code == PTR or code == DIV16:
+            (unchecked if code == PTR else div16).append(i + 2)
     kept = [i for i, p in enumerate(signature[:npos]) if p.kind == "runtime"]
     head = slow.layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
     get_context = drv.cuCtxGetCurrent
     context = get_context()[1]
     if get_context()[1] != context:  # bindings whose handles compare by identity: compare ints
         get_context, context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(context)
-    div16 = [i + 2 for i, code, p in work if code == DIV16]
     torch = sys.modules.get("torch")
     return Plan(
-        context, get_context, npos, slow.device, _stream.stream_getter(), slow.storage,
-        tuple((i + 2, _pointers.torch_dtype(p), 16 if p.divisibility == 16 else 1) for i, code, p in work if code == PTR and checks),
-        tuple(i + 2 for i, code, p in work if code == PTR and not checks),
-        div16[0] if div16 else 0, len(div16) > 1 or any(code not in (PTR, DIV16) for _, code, _ in work),
+        context, get_context, npos, slow.device, _stream.stream_getter(), slow.storage, tuple(pointers), tuple(unchecked),
+        div16[0] if div16 else 0, len(div16) > 1 or len(pointers) + len(unchecked) + len(div16) < len(slow.work),
         torch.Tensor if torch is not None else _NoTorch,
         head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
         0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0], drv.cuLaunchKernel, slow.function,

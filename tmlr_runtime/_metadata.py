@@ -190,11 +190,14 @@ def _ident(obj: Any, key: str, path: str) -> str:
     return value
 
 
+_new, _set = object.__new__, object.__setattr__
+
+
 def _record(cls: type, fields: dict[str, Any]) -> Any:
     # made without the frozen dataclass's __init__, whose object.__setattr__ per field is most of
     # the cost of a record; tests check the dicts name exactly the class's fields
-    record = object.__new__(cls)
-    object.__setattr__(record, "__dict__", fields)
+    record = _new(cls)
+    _set(record, "__dict__", fields)
     return record
 
 
@@ -231,21 +234,22 @@ def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]
 
 
 def _parameter(p: Any, i: int) -> Parameter:
+    # (the JSON path is formatted only for a message: it would be a good part of the cost)
     kind = p.get("kind") if type(p) is dict else None
     keys = _PARAMETER.get(kind) if type(kind) is str else None
-    if keys is None or p.keys() != keys.keys():  # (paths are formatted only for a message: most of the cost)
+    if keys is None or p.keys() != keys.keys():
         if isinstance(p, dict) and "kind" in p and keys is None:
             raise _not(p, "kind", f"$.signature[{i}]", f"one of {list(_PARAMETER)}")
         _object(p, f"$.signature[{i}]", keys or {"kind": None})
-    name, type_, value = p["name"], p.get("type"), p.get("value")
+    name, type_, value, divisibility = p["name"], p.get("type"), p.get("value"), p.get("divisibility", 1)
     if type(name) is not str or not name.isidentifier() or not name.isascii():
         raise _not(p, "name", f"$.signature[{i}]", "an identifier")
-    divisibility = 1
     if kind == "runtime":
         if type(type_) is not str or type_ not in PARAM_TYPES:
             raise _not(p, "type", f"$.signature[{i}]", "a Triton scalar, pointer or nvTmaDesc type")
-        divisibility = p["divisibility"]
-        if divisibility not in (1, 16) or type(divisibility) is bool:
+        if type(divisibility) is not int and (divisibility not in (1, 16) or type(divisibility) is bool):
+            raise _not(p, "divisibility", f"$.signature[{i}]", "1 or 16")
+        if divisibility != 1 and divisibility != 16:
             raise _not(p, "divisibility", f"$.signature[{i}]", "1 or 16")
         divisibility = int(divisibility)
     elif kind == "equal_to_1":

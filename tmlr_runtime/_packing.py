@@ -16,14 +16,10 @@ import struct
 from dataclasses import dataclass
 
 from ._errors import ScalarArgumentError, short_repr
-from .abi import TMA_DESC, TYPES, Parameter
+from .abi import TMA_DESC, TYPES, TritonType, Parameter
 
-# Triton scalar type -> (struct code, size, integer range or None)
-SCALAR_CODES = {t.name: (t.code, t.size, t.range) for t in TYPES.values() if t.scalar}
-POINTER_CODE = ("Q", 8)
-TMA_DESC_SIZE = TYPES[TMA_DESC].size
-TMA_DESC_ALIGN = TYPES[TMA_DESC].align
-
+_POINTER = TritonType("*", "Q", 8, 8, None, None, (), None, None, False, False)  # how any pointer is passed
+_BASE_ALIGN = TYPES[TMA_DESC].align  # a CUtensorMap passed by value needs its slot 64-byte aligned
 _F32 = struct.Struct("<f")
 _U32 = struct.Struct("<I")
 
@@ -41,6 +37,9 @@ def bf16_bits(x: float) -> int:
     return (bits >> 16) & 0xFFFF
 
 
+_struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
@@ -54,25 +53,16 @@ class Layout:
 
     @classmethod
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
-        specs = [_POINTER if (p.type or "")[:1] == "*" else _SPECS[p.type or ""] for p in runtime_params]
-        specs += [_POINTER] * len(hidden_params)
+        types = [_POINTER if p.type[0] == "*" else TYPES[p.type] for p in runtime_params]  # type: ignore[index]
         fmt, offsets, offset = "<", [], 0
-        for i, (code, size, align) in enumerate(specs):
-            pad = -offset % align
+        for i, t in enumerate(types + [_POINTER] * len(hidden_params)):
+            pad = -offset % t.align
             offsets.append(offset + pad)
-            offset += pad + size
-            if i < len(runtime_params):
-                fmt += f"{pad}x{code}" if pad else code
+            offset += pad + t.size
+            if i < len(types):
+                fmt += f"{pad}x{t.code}" if pad else t.code
         names = tuple(p.name for p in runtime_params) + tuple(hidden_params)
-        return cls(names, tuple(offsets), tuple(size for _, size, _ in specs), max(offset, 1), _struct(fmt))
-
-
-# type -> (struct code, size, alignment)
-_POINTER = (POINTER_CODE[0], POINTER_CODE[1], POINTER_CODE[1])
-_SPECS = {t.name: (t.code, t.size, t.align) for t in TYPES.values() if t.code}
-
-
-_struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
+        return cls(names, tuple(offsets), tuple(t.size for t in types) + (8,) * len(hidden_params), max(offset, 1), _struct(fmt))
 
 
 class ArgBuffer:
@@ -86,12 +76,12 @@ class ArgBuffer:
     __slots__ = ("raw", "view", "pointers", "address", "_views")
 
     def __init__(self, layout: Layout) -> None:
-        # Over-allocate so the base can be 64-byte aligned (CUtensorMap by value needs it). The
-        # views export the buffers, so they cannot be resized (moved) while this lives.
-        self.raw = bytearray(layout.size + TMA_DESC_ALIGN)
+        # Over-allocate so the base can be 64-byte aligned. The views export the buffers, so they
+        # cannot be resized (moved) while this lives.
+        self.raw = bytearray(layout.size + _BASE_ALIGN)
         raw_view = ctypes.c_char.from_buffer(self.raw)
         base = ctypes.addressof(raw_view)
-        shift = -base % TMA_DESC_ALIGN
+        shift = -base % _BASE_ALIGN
         self.view = memoryview(self.raw)[shift : shift + layout.size]
         n = len(layout.offsets)
         self.pointers = bytearray(8 * max(n, 1))
@@ -104,7 +94,7 @@ class ArgBuffer:
 def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
     """Why ``value`` cannot be packed as ``param``'s scalar type, or None if it can."""
     typ, name = param.type or "", param.name
-    code, _, bounds = SCALAR_CODES[typ]
+    code, bounds = TYPES[typ].code, TYPES[typ].range
     if bounds is not None:
         try:
             v = None if isinstance(value, float) else operator.index(value)  # type: ignore[arg-type]
