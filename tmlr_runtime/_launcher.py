@@ -25,8 +25,9 @@ import threading
 from types import SimpleNamespace
 from typing import Any, Callable, NamedTuple
 
-from . import _driver, _grid, _pointers, _scratch, _stream, _tma
-from ._errors import ArgumentCountError, ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
+from . import _driver, _pointers, _stream, _tma
+from ._errors import (ArgumentCountError, ArgumentError, ConstexprMismatchError, GridError, ScalarArgumentError, TmlrError,
+                      short_repr)
 from ._metadata import Variant
 from ._modules import LoadedFunction
 from ._packing import ArgBuffer, Layout, bf16_bits, diagnose_scalar
@@ -127,7 +128,7 @@ class Slow:
         if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
             self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
                             self.layout.offsets[self.layout.names.index("global_scratch")])
-        self.alloc, self.free = _scratch.alloc, _scratch.free
+        self.alloc, self.free = scratch_alloc, scratch_free
         # .slot: (buffer, void** address, CUlaunchConfig), one per thread where a launch writes into
         # them, else one for all
         self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
@@ -208,10 +209,36 @@ class Slow:
             if code != PTR and code != DIV16:
                 values[i + 2] = convert(code, p, values[i + 2], self.device, self.checks)
 
+    def grid3(self, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:
+        """``grid`` (an int, 1 to 3 ints, or a callable given :meth:`meta`) as ``(x, y, z)`` programs;
+        raises :class:`GridError` unless they fit the device, the cluster multiplied in."""
+        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] * self.cluster[0] <= self.max_grid[0]:
+            return grid[0], 1, 1  # (n,): the common form
+        if callable(grid):
+            try:
+                grid = grid(self.meta(args))
+            except GridError:
+                raise
+            except Exception as e:
+                raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives a dict of the kernel's arguments and constexprs by name") from e
+        if isinstance(grid, (tuple, list)):
+            if not 1 <= len(grid) <= 3:
+                raise GridError(f"grid must have 1 to 3 dimensions, got {len(grid)}: {short_repr(tuple(grid))}; pass (x,), (x, y) or (x, y, z)")
+            dims = [_axis(v, i) for i, v in enumerate(grid)] + [1] * (3 - len(grid))
+        else:
+            dims = [_axis(grid, 0), 1, 1]
+        for i, (v, c, lim) in enumerate(zip(dims, self.cluster, self.max_grid)):
+            if v < 1:
+                raise GridError(f"grid[{i}] is {short_repr(v)}; every grid dimension must be >= 1 - skip the launch when there is no work")
+            if v * c > lim:
+                extra = f" ({short_repr(v)} programs x cluster {c})" if c > 1 else ""
+                raise GridError(f"grid[{i}] = {short_repr(v * c)}{extra} exceeds this device's limit of {lim}; split the work or fold it into another grid axis")
+        return dims[0], dims[1], dims[2]
+
     def launch(self, grid: Any, args: tuple[Any, ...], buf: Any, kp: int, config: Any, stream: int) -> Any:
         """A launch on any grid but an int in range, with global scratch (allocated for the grid,
         freed whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
-        gx, gy, gz = _grid.normalize(grid, self.max_grid, self.cluster, self.meta, args)
+        gx, gy, gz = self.grid3(grid, args)
         if self.scratch is not None:
             per_program, align, offset = self.scratch
             address, raw = self.alloc(gx * gy * gz * per_program, align, stream)
@@ -227,6 +254,32 @@ class Slow:
         finally:
             if self.scratch is not None:
                 self.free(raw, stream)
+
+
+def _axis(v: Any, i: int) -> int:
+    if not isinstance(v, bool):
+        try:
+            return operator.index(v)
+        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
+            pass
+    raise GridError(f"grid[{i}] must be an int, got {type(v).__name__} {short_repr(v)}; use math.ceil / triton.cdiv-style integer division")
+
+
+# Global scratch (device-side TMA descriptors and the like) is allocated per launch with
+# cuMemAllocAsync on the launch stream and freed with cuMemFreeAsync right after it: stream-ordered,
+# so no synchronisation, correct on several streams, and allocation/free nodes under graph capture.
+_POOL_ALIGN = 256  # memory-pool allocations are at least this aligned; larger alignments over-allocate
+
+
+def scratch_alloc(nbytes: int, align: int, stream: int) -> tuple[int, int]:
+    """``(aligned address, raw address)`` of ``nbytes`` of stream-ordered device memory."""
+    extra = align - 1 if align > _POOL_ALIGN else 0
+    raw = int(_driver.check(_driver.api().cuMemAllocAsync(nbytes + extra, stream), "cuMemAllocAsync (global scratch)"))
+    return raw + (-raw % align), raw
+
+
+def scratch_free(raw: int, stream: int) -> None:
+    _driver.check(_driver.api().cuMemFreeAsync(raw, stream), "cuMemFreeAsync (global scratch)")
 
 
 class Plan(NamedTuple):

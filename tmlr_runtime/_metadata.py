@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
 from .abi import PARAM_TYPES, SCALAR_TYPES, Parameter, Target
@@ -175,19 +175,16 @@ def _int(obj: Any, key: str | int, path: str, minimum: int = 0, maximum: int | N
     return value
 
 
-def _str(obj: Any, key: str, path: str, pattern: re.Pattern[str] | None = None, meaning: str = "a string") -> str:
+def _str(obj: Any, key: str, path: str, pattern: Callable[[str], Any] | None = None, meaning: str = "a string") -> str:
+    """``obj[key]``, a string ``pattern`` accepts (a regex's ``fullmatch``, or :func:`_identifier`)."""
     value = obj[key]
-    if type(value) is not str or (pattern is not None and pattern.fullmatch(value) is None):
+    if type(value) is not str or pattern is not None and not pattern(value):
         raise _not(obj, key, path, meaning)
     return value
 
 
-def _ident(obj: Any, key: str, path: str) -> str:
-    """``obj[key]``, an ASCII identifier: what the schema's ``[A-Za-z_][A-Za-z0-9_]*`` matches."""
-    value = obj[key]
-    if type(value) is not str or not value.isidentifier() or not value.isascii():
-        raise _not(obj, key, path, "an identifier")
-    return value
+def _identifier(text: str) -> bool:
+    return text.isidentifier() and text.isascii()  # the schema's [A-Za-z_][A-Za-z0-9_]*
 
 
 _new, _set = object.__new__, object.__setattr__
@@ -202,27 +199,22 @@ def _record(cls: type, fields: dict[str, Any]) -> Any:
 
 
 # --- the document, in the order of schema/metadata.schema.json -----------------------------------
-def _keys(*names: str) -> dict[str, None]:
-    return dict.fromkeys(names)
-
-
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin")
-_ARCH = re.compile(r"sm_[0-9]+a?")
-_DOCUMENT = _keys("schema_version", "name", "signature", "variants")
-_PARAMETER = {"runtime": _keys("name", "kind", "type", "divisibility"), "constexpr": _keys("name", "kind", "value"),
-              "equal_to_1": _keys("name", "kind", "type")}
-_VARIANT = _keys("target", "entry", "cubin", "launch", "scratch", "provenance")
-_TARGET, _CUBIN = _keys("backend", "capability", "arch", "warp_size"), _keys("file", "sha256", "size")
-_LAUNCH = _keys("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl")
-_SCRATCH = _keys("global_scratch_size", "global_scratch_align", "hidden_params")
-_PROVENANCE = _keys("triton_version", "ptxas_version", "source_stage", "source_sha256", "options")
-_RESOURCES = _keys("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared")
+_IDENT = (_identifier, "an identifier")
+_SHA256 = (re.compile(r"[0-9a-f]{64}").fullmatch, "a sha256 in lowercase hex")
+_CUBIN_FILE = (re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch,
+               "a plain file name in the artifact directory, ending in .cubin")
+_ARCH = (re.compile(r"sm_[0-9]+a?").fullmatch, "an arch like sm_90a")
+_keys = dict.fromkeys
+_PARAMETER = {"runtime": _keys(("name", "kind", "type", "divisibility")), "constexpr": _keys(("name", "kind", "value")),
+              "equal_to_1": _keys(("name", "kind", "type"))}
+_VARIANT = _keys(("target", "entry", "cubin", "launch", "scratch", "provenance"))
+_LAUNCH = _keys(("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl"))
+_PROVENANCE = _keys(("triton_version", "ptxas_version", "source_stage", "source_sha256", "options"))
 
 
 def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]]:
-    _object(doc, "$", _DOCUMENT)
-    name = _ident(doc, "name", "$")
+    _object(doc, "$", _keys(("schema_version", "name", "signature", "variants")))
+    name = _str(doc, "name", "$", *_IDENT)
     signature = tuple([_parameter(p, i) for i, p in enumerate(_array(doc, "signature", "$"))])
     variants = tuple([_variant(v, f"$.variants[{i}]") for i, v in enumerate(_array(doc, "variants", "$", 1))])
     names = [p.name for p in signature]
@@ -242,14 +234,12 @@ def _parameter(p: Any, i: int) -> Parameter:
             raise _not(p, "kind", f"$.signature[{i}]", f"one of {list(_PARAMETER)}")
         _object(p, f"$.signature[{i}]", keys or {"kind": None})
     name, type_, value, divisibility = p["name"], p.get("type"), p.get("value"), p.get("divisibility", 1)
-    if type(name) is not str or not name.isidentifier() or not name.isascii():
+    if type(name) is not str or not _identifier(name):
         raise _not(p, "name", f"$.signature[{i}]", "an identifier")
     if kind == "runtime":
         if type(type_) is not str or type_ not in PARAM_TYPES:
             raise _not(p, "type", f"$.signature[{i}]", "a Triton scalar, pointer or nvTmaDesc type")
-        if type(divisibility) is not int and (divisibility not in (1, 16) or type(divisibility) is bool):
-            raise _not(p, "divisibility", f"$.signature[{i}]", "1 or 16")
-        if divisibility != 1 and divisibility != 16:
+        if divisibility not in (1, 16) or type(divisibility) is bool:
             raise _not(p, "divisibility", f"$.signature[{i}]", "1 or 16")
         divisibility = int(divisibility)
     elif kind == "equal_to_1":
@@ -263,31 +253,31 @@ def _parameter(p: Any, i: int) -> Parameter:
 
 def _variant(v: Any, path: str) -> Variant:
     _object(v, path, _VARIANT, _VARIANT | {"resources": None})
-    t = _object(v["target"], tp := path + ".target", _TARGET)
+    t = _object(v["target"], tp := path + ".target", _keys(("backend", "capability", "arch", "warp_size")))
     if t["backend"] != "cuda":
         raise _not(t, "backend", tp, "'cuda'")
     if t["warp_size"] != 32:  # as JSON Schema's const: 32.0 is 32 too
         raise _not(t, "warp_size", tp, "32")
-    c = _object(v["cubin"], cp := path + ".cubin", _CUBIN)
+    c = _object(v["cubin"], cp := path + ".cubin", _keys(("file", "sha256", "size")))
     launch = _object(v["launch"], lp := path + ".launch", _LAUNCH)
     dims = _array(launch, "cluster_dims", lp, 3, exactly=True)
     for key in ("launch_cooperative_grid", "launch_pdl"):
         if type(launch[key]) is not bool:
             raise _not(launch, key, lp, "a boolean")
-    scratch = _object(v["scratch"], sp := path + ".scratch", _SCRATCH)
+    scratch = _object(v["scratch"], sp := path + ".scratch", _keys(("global_scratch_size", "global_scratch_align", "hidden_params")))
     hidden = _array(scratch, "hidden_params", sp)
-    resources = _object(v.get("resources", {}), path + ".resources", {}, _RESOURCES)
     for i, name in enumerate(hidden):
         if name not in ("global_scratch", "profile_scratch"):
             raise _not(hidden, i, sp + ".hidden_params", "global_scratch or profile_scratch")
     if len(set(hidden)) != len(hidden):
         raise _not(scratch, "hidden_params", sp, "a list without repeats")
+    resources = _object(v.get("resources", {}), rp := path + ".resources", {},
+                        _keys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared")))
     return _record(Variant, {
-        "target": _record(Target, {"capability": _int(t, "capability", tp, 50),
-                                   "arch": _str(t, "arch", tp, _ARCH, "an arch like sm_90a")}),
-        "entry": _ident(v, "entry", path),
-        "cubin_file": _str(c, "file", cp, _CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"),
-        "cubin_sha256": _str(c, "sha256", cp, _SHA256, "a sha256 in lowercase hex"),
+        "target": _record(Target, {"capability": _int(t, "capability", tp, 50), "arch": _str(t, "arch", tp, *_ARCH)}),
+        "entry": _str(v, "entry", path, *_IDENT),
+        "cubin_file": _str(c, "file", cp, *_CUBIN_FILE),
+        "cubin_sha256": _str(c, "sha256", cp, *_SHA256),
         "cubin_size": _int(c, "size", cp, 1),
         "num_warps": _int(launch, "num_warps", lp, 1, 32),
         "num_ctas": _int(launch, "num_ctas", lp, 1),
@@ -299,7 +289,7 @@ def _variant(v: Any, path: str) -> Variant:
         "scratch_size": _int(scratch, "global_scratch_size", sp),
         "scratch_align": _int(scratch, "global_scratch_align", sp, 1),
         "hidden_params": tuple(hidden),
-        "resources": {k: _int(resources, k, path + ".resources") for k in resources},
+        "resources": {k: _int(resources, k, rp) for k in resources},
         "provenance": _provenance(v["provenance"], path + ".provenance"),
     })
 
@@ -307,11 +297,11 @@ def _variant(v: Any, path: str) -> Variant:
 def _provenance(p: Any, path: str) -> dict[str, Any]:
     _object(p, path, _PROVENANCE, _PROVENANCE | {"source_name": None, "tmlr_version": None})
     for key in ("triton_version", "ptxas_version", "source_name", "tmlr_version"):
-        if key in p and type(p[key]) is not str:
-            raise _not(p, key, path, "a string")
+        if key in p:
+            _str(p, key, path)
     if p["source_stage"] not in ("python", "ttir", "ttgir", "llir", "ptx", "cubin"):
         raise _not(p, "source_stage", path, "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']")
-    _str(p, "source_sha256", path, _SHA256, "a sha256 in lowercase hex")
+    _str(p, "source_sha256", path, *_SHA256)
     if type(p["options"]) is not dict:
         raise _not(p, "options", path, "an object")
     return dict(p)
@@ -341,7 +331,7 @@ def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[
     """The variant's cubin bytes, after checking size and sha256 against the metadata; ``stats`` as
     for :func:`read_file`."""
     name = variant.cubin_file
-    if _CUBIN_FILE.fullmatch(name) is None:  # the reader refuses it too; checked again before a file access
+    if _CUBIN_FILE[0](name) is None:  # the reader refuses it too; checked again before a file access
         raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact "
                           "directory", None, "$.variants[].cubin.file")
     path = os.path.join(os.fspath(directory), name)
