@@ -11,7 +11,7 @@ import pytest
 import tmlr_runtime as tr
 from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
 from tmlr_runtime import _stream
-from tmlr_runtime._pointers import tensor_pointer
+from tmlr_runtime._convert import tensor_pointer
 from tmlr_runtime._metadata import Parameter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -52,7 +52,7 @@ class Kernel:
         self.metadata = metadata
         self.directory = directory
         self.checks = checks
-        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, _launcher.Plan]] = {}
+        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]] = {}
         self._bind_lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
         self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
@@ -81,7 +81,7 @@ class Kernel:
             _loaded[directory, checks] = (_stamp(stats), kernel)
         return kernel
 
-    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, _launcher.Plan]:
+    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]:
         """What serves the current context; the module is loaded and the launch planned the first time."""
         handle = _driver.current_context()
         with self._bind_lock:
@@ -93,7 +93,7 @@ class Kernel:
                                                lambda: read_cubin(self.directory, variant, self._read_stats))
                 plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
                 bound = self._contexts[handle] = (variant, loaded, plan)
-        self._plan = tuple(bound[2])  # a plain tuple: see _launcher.Plan
+        self._plan = bound[2]
         return bound
 
     # -- launching -------------------------------------------------------------------------------

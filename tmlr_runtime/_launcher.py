@@ -7,10 +7,10 @@
 2. The plan fixes the packed layout; each thread that launches gets its argument storage and the
    ``void**`` into it once (:class:`~._packing.ArgBuffer`), and a call only rewrites the values
    (as tinygrad's ops_cuda does).
-3. :func:`launch` (``Kernel.__call__``) reads torch tensors on the launch device inline, sends
-   every other argument with work through :func:`convert`, the one conversion routine, which also
-   makes the typed errors, checks alignment and divisibility by 16 with one OR over those values,
-   packs everything with one ``pack_into`` and calls ``cuLaunchKernel``.
+3. :func:`launch` (``Kernel.__call__``) reads torch tensors on the launch device and checks ints
+   assumed divisible by 16 inline, sends every other argument with work through :func:`convert`,
+   the one conversion routine, which also makes the typed errors, packs the values with one
+   ``pack_into`` and calls ``cuLaunchKernel``.
 4. What a common call never needs (keywords, other grids, global scratch, ``cuLaunchKernelEx``, a
    thread's first launch, errors) lives in :class:`Slow`.
 """
@@ -23,90 +23,22 @@ import struct
 import sys
 import threading
 from types import SimpleNamespace
-from typing import Any, Callable, NamedTuple
+from typing import Any
 
-from . import _driver, _pointers, _stream, _tma
-from ._errors import (ArgumentCountError, ArgumentError, ConstexprMismatchError, GridError, ScalarArgumentError, TmlrError,
-                      short_repr)
+from . import _driver, _stream
+from ._errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
 from ._metadata import Variant
 from ._modules import LoadedFunction
-from ._packing import ArgBuffer, Layout, bf16_bits, diagnose_scalar
-from .abi import SCALAR_TYPES, TYPES, Parameter
+from ._convert import DIV16, PTR, check_constexpr, code, convert, diagnose_scalar, torch_dtype
+from ._packing import ArgBuffer, Layout
+from .abi import SCALAR_TYPES, Parameter
 
 _MISSING = object()
 _POINTER = struct.Struct("<Q")
-PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE = range(7)  # per-argument codes
 
 
 class _NoTorch:
     """Stands in for ``torch.Tensor`` when torch is not imported: no value has this type."""
-
-
-def _equals(value: Any, expected: Any) -> bool:
-    """``value == expected`` as a plain bool; False when the comparison raises or gives no truth
-    value (a numpy array compares element-wise)."""
-    try:
-        return bool(value == expected)
-    except Exception:
-        return False
-
-
-def check_constexpr(p: Parameter, value: Any) -> None:
-    if not (_equals(value, p.value) and isinstance(value, bool) == isinstance(p.value, bool)):
-        raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
-                                     f"(or omit it), or rebuild with --constexpr {p.name}={short_repr(value)}", p.name)
-
-
-def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
-    """What parameter ``p`` (of per-argument ``code``) passes to the cubin for ``value``, or its
-    typed error; constexprs and ints specialized to 1 are only checked."""
-    if code == PTR:
-        return _pointers.any_pointer(p, value, device, checks)
-    if code == TMA:
-        return _tma.tma_bytes(p, value)
-    if code == BF16:
-        try:
-            return bf16_bits(value)
-        except Exception as e:
-            raise diagnose_scalar(p, value) or ScalarArgumentError(f"parameter {p.name!r} (bf16): {e}", p.name) from None
-    if code == CONSTEXPR:
-        check_constexpr(p, value)
-    elif code == ONE and not (_equals(value, 1) and not isinstance(value, float)):
-        raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) was specialized to 1 at build time (removed from the cubin), "
-                                  f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature", p.name)
-    elif code == BOOL:
-        if value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1))):
-            return 1 if _equals(value, 1) else 0
-        try:
-            if not checks:
-                return 1 if value else 0
-        except Exception:  # no truth value (a numpy array)
-            pass
-        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
-    elif code == DIV16:
-        err = diagnose_scalar(p, value)
-        if err is not None:
-            raise err
-        if operator.index(value) % 16:
-            raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) = {operator.index(value)} is not divisible by 16, but the kernel "
-                                      "was built assuming it is (':16' in --signature) and would compute wrong results; pad the size "
-                                      "to a multiple of 16 or rebuild without ':16' for it", p.name)
-    return value
-
-
-_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA}
-
-
-def _code(p: Parameter, checks: bool) -> int | None:
-    """The per-argument code of ``p``; None when its value goes to the struct as it is."""
-    if p.kind != "runtime":
-        return (CONSTEXPR if p.kind == "constexpr" else ONE) if checks else None
-    if p.type[0] == "*":  # type: ignore[index]
-        return PTR
-    code = _TYPE_CODES.get(p.type)  # type: ignore[arg-type]
-    if code is None and checks and p.divisibility == 16 and TYPES[p.type].range is not None:  # type: ignore[index]
-        return DIV16
-    return code
 
 
 class Slow:
@@ -119,7 +51,7 @@ class Slow:
         while npos and signature[npos - 1].kind == "constexpr":
             npos -= 1
         self.npos = npos  # positional parameters: up to the last one that is not a constexpr
-        self.work = [(i, code, p) for i, p in enumerate(signature[:npos]) if (code := _code(p, checks)) is not None]
+        self.work = [(i, c, p) for i, p in enumerate(signature[:npos]) if (c := code(p, checks)) is not None]
         self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
         self.layout = Layout.build(tuple([p for p in signature if p.kind == "runtime"]), variant.hidden_params)
         self.drv, self.function, self.what = _driver.api(), loaded.function, f"launching {name}"
@@ -183,9 +115,9 @@ class Slow:
 
     def error(self, args: tuple[Any, ...], exc: Exception | None) -> Exception:
         """The typed error naming the argument that made conversion or packing fail (raise ``exc``)."""
-        for i, code, p in self.work:
+        for i, c, p in self.work:
             try:
-                convert(code, p, args[i], self.device, self.checks)
+                convert(c, p, args[i], self.device, self.checks)
             except TmlrError as err:
                 return err
         for p, v in zip(self.signature, args):
@@ -194,20 +126,15 @@ class Slow:
                 return err
         return ArgumentError(f"{self.name}: arguments could not be packed ({exc}); call it as {self.usage()}")
 
-    def pointer(self, where: int, value: Any) -> int:
-        """The address of pointer argument ``value``, at ``where`` in a launch's values, when it is not
-        a torch tensor on the launch device with the expected dtype; its typed error otherwise."""
-        return convert(PTR, self.signature[where - 2], value, self.device, self.checks)
-
     def convert_rest(self, values: list[Any], args: tuple[Any, ...]) -> None:
         """What a launch converts off its common path, in its ``values`` (position + 2): i1, bf16,
         TMA descriptors, constexprs and ints specialized to 1 passed by position, and the ints
         assumed divisible by 16 after the first."""
-        for i, code, p in self.work:
-            if code == DIV16 and values[i + 2] % 16:
+        for i, c, p in self.work:
+            if c == DIV16 and values[i + 2] % 16:
                 raise self.error(args, None)
-            if code != PTR and code != DIV16:
-                values[i + 2] = convert(code, p, values[i + 2], self.device, self.checks)
+            if c != PTR and c != DIV16:
+                values[i + 2] = convert(c, p, values[i + 2], self.device, self.checks)
 
     def grid3(self, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:
         """``grid`` (an int, 1 to 3 ints, or a callable given :meth:`meta`) as ``(x, y, z)`` programs;
@@ -282,55 +209,35 @@ def scratch_free(raw: int, stream: int) -> None:
     _driver.check(_driver.api().cuMemFreeAsync(raw, stream), "cuMemFreeAsync (global scratch)")
 
 
-class Plan(NamedTuple):
-    """What a launch reads, fixed at load for one variant in one context. A kernel keeps it as a
-    plain tuple, which a launch unpacks in one step (CPython's fast unpacking is for exact tuples)."""
-
-    context: Any  # the CUcontext it was made for, compared by value with the current one
-    get_context: Callable[[], Any]  # cuCtxGetCurrent
-    npos: int  # positional parameters: up to the last one that is not a constexpr
-    device: int
-    current_stream: Callable[[int], int]  # the stream of a launch given none
-    storage: Any  # .slot: (buffer, void** address, CUlaunchConfig)
-    # where a launch finds an argument: its position + 2 (see launch)
-    pointers: tuple[tuple[int, Any, int], ...]  # checks on: (where, torch dtype, 16 if it must be 16-byte aligned else 1)
-    unchecked: tuple[int, ...]  # checks=False: where the pointers are
-    div16: int  # where the first int is that must be a multiple of 16; 0: none
-    rest: bool  # other arguments with work (Slow.convert_rest)
-    tensor: type  # torch.Tensor
-    pack: Callable[..., None]  # pack(buffer, 0, *positional values): the runtime parameters into the buffer
-    max_x: int  # an int grid up to this goes to launch_fn; 0: every grid to Slow.launch (global scratch, cuLaunchKernelEx)
-    launch_fn: Callable[..., Any]  # cuLaunchKernel
-    function: Any
-    block: int
-    shared: int
-    slow: Slow
-
-
-def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> Plan:
-    """The :class:`Plan` of launching ``variant`` as ``loaded``, in the context current now."""
+def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> tuple[Any, ...]:
+    """What a launch of ``variant`` as ``loaded`` reads, fixed at load, in the context current now: a
+    plain tuple, which :func:`launch` unpacks in one step (CPython's fast unpacking is for exact
+    tuples). Where a launch finds an argument is its position + 2 (see :func:`launch`)."""
     slow = Slow(name, signature, variant, loaded, checks)
-    npos, drv = slow.npos, slow.drv
-    pointers, unchecked, div16 = [], [], []
-    for i, code, p in slow.work:
-        if code == PTR and checks:
-            pointers.append((i + 2, _pointers.torch_dtype(p), 16 if p.divisibility == 16 else 1))
-        elif code == PTR or code == DIV16:
-            (unchecked if code == PTR else div16).append(i + 2)
-    kept = [i for i, p in enumerate(signature[:npos]) if p.kind == "runtime"]
+    drv = slow.drv
+    pointers = []  # checks on: (where, torch dtype, 16 if it must be 16-byte aligned else 1)
+    unchecked = []  # checks=False: where the pointers are
+    div16 = []  # where the ints are that must be multiples of 16
+    for i, c, p in slow.work:
+        if c == PTR and checks:
+            pointers.append((i + 2, torch_dtype(p), 16 if p.divisibility == 16 else 1))
+        elif c == PTR or c == DIV16:
+            (unchecked if c == PTR else div16).append(i + 2)
+    kept = [i for i, p in enumerate(signature[: slow.npos]) if p.kind == "runtime"]
     head = slow.layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
     get_context = drv.cuCtxGetCurrent
-    context = get_context()[1]
+    context = get_context()[1]  # compared by value with the current one at each launch
     if get_context()[1] != context:  # bindings whose handles compare by identity: compare ints
         get_context, context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(context)
     torch = sys.modules.get("torch")
-    return Plan(
-        context, get_context, npos, slow.device, _stream.stream_getter(), slow.storage, tuple(pointers), tuple(unchecked),
-        div16[0] if div16 else 0, len(div16) > 1 or len(pointers) + len(unchecked) + len(div16) < len(slow.work),
+    return (
+        context, get_context, slow.npos, slow.device, _stream.stream_getter(), slow.storage, tuple(pointers), tuple(unchecked),
+        div16[0] if div16 else 0,  # the first apart: a loop costs more
+        len(div16) > 1 or len(pointers) + len(unchecked) + len(div16) < len(slow.work),  # Slow.convert_rest has work
         torch.Tensor if torch is not None else _NoTorch,
-        head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
-        0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0], drv.cuLaunchKernel, slow.function,
-        variant.threads_per_block, variant.shared, slow)
+        head if len(kept) == slow.npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
+        0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0],  # an int grid up to this: cuLaunchKernel here
+        drv.cuLaunchKernel, slow.function, variant.threads_per_block, variant.shared, slow)
 
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
@@ -360,11 +267,11 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
                     if v % mask:
                         raise slow.error(args, None)
                 else:
-                    values[i] = slow.pointer(i, a)
+                    values[i] = convert(PTR, slow.signature[i - 2], a, device, True)
             if unchecked:  # checks=False (a loop over an empty tuple still makes an iterator)
                 for i in unchecked:
                     a = values[i]
-                    values[i] = a.data_ptr() if type(a) is tensor else slow.pointer(i, a)
+                    values[i] = a.data_ptr() if type(a) is tensor else convert(PTR, slow.signature[i - 2], a, device, False)
             if div16 and values[div16] % 16:
                 raise slow.error(args, None)
             if rest:
@@ -391,10 +298,9 @@ def _launch_config(drv: Any, variant: Variant) -> Any:
     A, attrs = drv.CUlaunchAttributeID, []
 
     def value(attr_id: Any) -> Any:
-        a = drv.CUlaunchAttribute()
-        a.id = attr_id
-        attrs.append(a)
-        return a.value
+        attrs.append(drv.CUlaunchAttribute())
+        attrs[-1].id = attr_id
+        return attrs[-1].value
 
     if variant.is_cluster_launch:
         v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
@@ -405,6 +311,5 @@ def _launch_config(drv: Any, variant: Variant) -> Any:
         value(A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative = 1
     if variant.pdl:
         value(A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).programmaticStreamSerializationAllowed = 1
-    config.attrs = attrs
-    config.numAttrs = len(attrs)
+    config.attrs, config.numAttrs = attrs, len(attrs)
     return config

@@ -10,31 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
-import operator
 import struct
 from dataclasses import dataclass
 
-from ._errors import ScalarArgumentError, short_repr
 from .abi import TMA_DESC, TYPES, TritonType, Parameter
 
 _POINTER = TritonType("*", "Q", 8, 8, None, None, (), None, None, False, False)  # how any pointer is passed
 _BASE_ALIGN = TYPES[TMA_DESC].align  # a CUtensorMap passed by value needs its slot 64-byte aligned
-_F32 = struct.Struct("<f")
-_U32 = struct.Struct("<I")
-
-
-def bf16_bits(x: float) -> int:
-    """bfloat16 bits of ``x``, rounded to nearest even like torch's conversion."""
-    f = float(x)
-    if math.isnan(f):
-        return 0x7FC0
-    try:
-        (bits,) = _U32.unpack(_F32.pack(f))
-    except OverflowError:
-        return 0x7F80 if f > 0 else 0xFF80
-    bits += 0x7FFF + ((bits >> 16) & 1)
-    return (bits >> 16) & 0xFFFF
 
 
 _struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
@@ -89,34 +71,3 @@ class ArgBuffer:
         pointers_view = ctypes.c_char.from_buffer(self.pointers)
         self.address = ctypes.addressof(pointers_view) if n else 0
         self._views = (raw_view, pointers_view)
-
-
-def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
-    """Why ``value`` cannot be packed as ``param``'s scalar type, or None if it can."""
-    typ, name = param.type or "", param.name
-    code, bounds = TYPES[typ].code, TYPES[typ].range
-    if bounds is not None:
-        try:
-            v = None if isinstance(value, float) else operator.index(value)  # type: ignore[arg-type]
-        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
-            v = None
-        if v is None:
-            fix = "pass int(value) if the truncation is intended" if isinstance(value, float) else "pass an int"
-            return ScalarArgumentError(f"parameter {name!r} ({typ}) needs an integer, got {type(value).__name__} {short_repr(value)}; {fix}", name)
-        if not bounds[0] <= v <= bounds[1]:
-            return ScalarArgumentError(f"parameter {name!r} ({typ}) must be in [{bounds[0]}, {bounds[1]}], got {short_repr(v)}; the kernel "
-                                       f"was built for {typ} - rebuild it with a wider type in --signature if such values are expected", name)
-        return None
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except OverflowError:  # an int beyond even fp64
-        return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: {short_repr(value)} is beyond every float type; scale the value", name)
-    except Exception:
-        return ScalarArgumentError(f"parameter {name!r} ({typ}) needs a float, got {type(value).__name__} {short_repr(value)}; pass a Python float", name)
-    if typ in ("fp16", "fp32"):
-        try:
-            struct.pack("<" + code, f)
-        except OverflowError:  # finite, but beyond the type
-            return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: |{f}| > {'65504' if typ == 'fp16' else '3.4e38'}; rebuild "
-                                       "with a wider float type in --signature or scale the value", name)
-    return None

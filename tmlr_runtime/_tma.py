@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import _driver
-from ._errors import ArgumentError, TmlrError, short_repr
-from .abi import Parameter
+from ._errors import ArgumentError, short_repr
 
 
 @dataclass(frozen=True)
@@ -105,26 +104,3 @@ def _geometry(drv: Any, shape: tuple[int, ...], block: tuple[int, ...], esize: i
     if inner_bytes > 128:
         bcols = 128 // esize  # the box inner dim may not exceed the swizzle; Triton's codegen issues several copies
     return [cols, rows], [cols * esize, cols * rows * esize], [bcols, brows], swizzle, L2.CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-
-
-def tma_bytes(p: Parameter, value: Any) -> bytes:
-    """The 128 bytes of a ``CUtensorMap`` for an ``nvTmaDesc`` parameter, given as bytes-like, a
-    cuda-python CUtensorMap or a :class:`TensorMap`."""
-    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
-    try:
-        data = getattr(value, "tensor_map_bytes", None)
-        if data is None and getattr(value, "opaque", None) is not None:
-            data = struct.pack("<16Q", *[int(x) for x in value.opaque])
-        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
-            data = value
-        elif data is None:
-            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
-        data = bytes(data)
-    except TmlrError:
-        raise
-    except Exception as e:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
-                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
-    if len(data) != 128:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
-    return data

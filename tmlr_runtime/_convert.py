@@ -1,22 +1,99 @@
-"""Turning a pointer argument (torch tensor, CuPy array, ``__cuda_array_interface__``, DLPack
-producer, int address, None) into a device address, with the checks the signature implies.
+"""What a launch argument becomes for the cubin: the one conversion routine, :func:`convert`, driven
+by a per-argument code fixed at load (:func:`code`), and the typed errors of the values it refuses.
 
-torch tensors on the launch device are read inline by the launcher; everything else, and every
-failed check, comes here. Nothing here imports torch or numpy: types are recognised by attributes.
+Pointers: a torch tensor, CuPy array, ``__cuda_array_interface__`` object or DLPack producer, an
+int address or None, with the checks the signature implies (device, dtype, alignment); the
+launcher reads torch tensors on the launch device itself and sends everything else, and every
+failed check, here. Scalars: the packing ``struct`` converts and range-checks them, and
+:func:`diagnose_scalar` says why it refused one; bf16, i1 and TMA descriptors are converted here,
+constexprs, ints specialized to 1 and ints assumed divisible by 16 checked. Nothing here imports
+torch or numpy: types are recognised by attributes.
 """
 from __future__ import annotations
 
 import ctypes
+import math
+import operator
+import struct
 import sys
 from typing import Any
 
 from . import _driver
-from ._errors import PointerArgumentError, TmlrError, short_repr
+from ._errors import ArgumentError, ConstexprMismatchError, PointerArgumentError, ScalarArgumentError, TmlrError, short_repr
 from .abi import TYPES, Parameter
 
+PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE = range(7)  # per-argument codes
 _DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}  # DLPack (type code, bits) -> Triton type
 _DL_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 _ACCEPTED = "pass a CUDA torch tensor, a CuPy array, an object with __cuda_array_interface__ or __dlpack__, an int address, or None"
+_F32, _U32 = struct.Struct("<f"), struct.Struct("<I")
+
+
+_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA}
+
+
+def code(p: Parameter, checks: bool) -> int | None:
+    """The per-argument code of ``p``; None when its value goes to the struct as it is."""
+    if p.kind != "runtime":
+        return (CONSTEXPR if p.kind == "constexpr" else ONE) if checks else None
+    if p.type[0] == "*":  # type: ignore[index]
+        return PTR
+    c = _TYPE_CODES.get(p.type)  # type: ignore[arg-type]
+    if c is None and checks and p.divisibility == 16 and TYPES[p.type].range is not None:  # type: ignore[index]
+        return DIV16
+    return c
+
+
+def _equals(value: Any, expected: Any) -> bool:
+    """``value == expected`` as a plain bool; False when the comparison raises or gives no truth
+    value (a numpy array compares element-wise)."""
+    try:
+        return bool(value == expected)
+    except Exception:
+        return False
+
+
+def check_constexpr(p: Parameter, value: Any) -> None:
+    if not (_equals(value, p.value) and isinstance(value, bool) == isinstance(p.value, bool)):
+        raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
+                                     f"(or omit it), or rebuild with --constexpr {p.name}={short_repr(value)}", p.name)
+
+
+def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
+    """What parameter ``p`` (of per-argument ``code``) passes to the cubin for ``value``, or its
+    typed error; constexprs and ints specialized to 1 are only checked."""
+    if code == PTR:
+        return any_pointer(p, value, device, checks)
+    if code == TMA:
+        return tma_bytes(p, value)
+    if code == BF16:
+        try:
+            return bf16_bits(value)
+        except Exception as e:
+            raise diagnose_scalar(p, value) or ScalarArgumentError(f"parameter {p.name!r} (bf16): {e}", p.name) from None
+    if code == CONSTEXPR:
+        check_constexpr(p, value)
+    elif code == ONE and not (_equals(value, 1) and not isinstance(value, float)):
+        raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) was specialized to 1 at build time (removed from the cubin), "
+                                  f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature", p.name)
+    elif code == BOOL:
+        if value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1))):
+            return 1 if _equals(value, 1) else 0
+        try:
+            if not checks:
+                return 1 if value else 0
+        except Exception:  # no truth value (a numpy array)
+            pass
+        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
+    elif code == DIV16:
+        err = diagnose_scalar(p, value)
+        if err is not None:
+            raise err
+        if operator.index(value) % 16:
+            raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) = {operator.index(value)} is not divisible by 16, but the kernel "
+                                      "was built assuming it is (':16' in --signature) and would compute wrong results; pad the size "
+                                      "to a multiple of 16 or rebuild without ':16' for it", p.name)
+    return value
 
 
 def pointee(param: Parameter) -> str:
@@ -147,3 +224,70 @@ def _dlpack_pointer(param: Parameter, obj: Any, device: int, checks: bool) -> in
     if checks and got is not None and TYPES[want].dlpack is not None and got != want:
         raise _fail(param, f"got a DLPack array of {got}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
     return _aligned(param, data + ctypes.c_uint64.from_address(managed + 40).value, checks)
+
+
+def bf16_bits(x: float) -> int:
+    """bfloat16 bits of ``x``, rounded to nearest even like torch's conversion."""
+    f = float(x)
+    if math.isnan(f):
+        return 0x7FC0
+    try:
+        (bits,) = _U32.unpack(_F32.pack(f))
+    except OverflowError:
+        return 0x7F80 if f > 0 else 0xFF80
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16) & 0xFFFF
+
+
+def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
+    """Why ``value`` cannot be packed as ``param``'s scalar type, or None if it can."""
+    typ, name = param.type or "", param.name
+    code, bounds = TYPES[typ].code, TYPES[typ].range
+    if bounds is not None:
+        try:
+            v = None if isinstance(value, float) else operator.index(value)  # type: ignore[arg-type]
+        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
+            v = None
+        if v is None:
+            fix = "pass int(value) if the truncation is intended" if isinstance(value, float) else "pass an int"
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) needs an integer, got {type(value).__name__} {short_repr(value)}; {fix}", name)
+        if not bounds[0] <= v <= bounds[1]:
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) must be in [{bounds[0]}, {bounds[1]}], got {short_repr(v)}; the kernel "
+                                       f"was built for {typ} - rebuild it with a wider type in --signature if such values are expected", name)
+        return None
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond even fp64
+        return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: {short_repr(value)} is beyond every float type; scale the value", name)
+    except Exception:
+        return ScalarArgumentError(f"parameter {name!r} ({typ}) needs a float, got {type(value).__name__} {short_repr(value)}; pass a Python float", name)
+    if typ in ("fp16", "fp32"):
+        try:
+            struct.pack("<" + code, f)
+        except OverflowError:  # finite, but beyond the type
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: |{f}| > {'65504' if typ == 'fp16' else '3.4e38'}; rebuild "
+                                       "with a wider float type in --signature or scale the value", name)
+    return None
+
+
+def tma_bytes(p: Parameter, value: Any) -> bytes:
+    """The 128 bytes of a ``CUtensorMap`` for an ``nvTmaDesc`` parameter, given as bytes-like, a
+    cuda-python CUtensorMap or a :class:`TensorMap`."""
+    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
+    try:
+        data = getattr(value, "tensor_map_bytes", None)
+        if data is None and getattr(value, "opaque", None) is not None:
+            data = struct.pack("<16Q", *[int(x) for x in value.opaque])
+        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
+            data = value
+        elif data is None:
+            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
+        data = bytes(data)
+    except TmlrError:
+        raise
+    except Exception as e:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
+                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
+    if len(data) != 128:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
+    return data
