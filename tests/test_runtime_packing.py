@@ -9,7 +9,7 @@ import pytest
 import tmlr_runtime as tr
 from fake_driver import equal_to_1, fake_launcher, metadata_doc, param
 from tmlr_runtime._convert import bf16_bits
-from tmlr_runtime._packing import Layout
+from tmlr_runtime._launcher import Layout
 from tmlr_runtime._metadata import Parameter
 
 torch = pytest.importorskip("torch")
@@ -86,7 +86,7 @@ def test_tma_descriptor_bytes_and_alignment():
     with pytest.raises(tr.ArgumentError) as e:
         launch(1, (b"short", 7), {}, 0)
     assert e.value.param == "d" and "128 bytes" in str(e.value)
-    from tmlr_runtime._packing import ArgBuffer
+    from tmlr_runtime._launcher import ArgBuffer
 
     buf = ArgBuffer(Layout.build((Parameter("d", "runtime", "nvTmaDesc"),), ()))
     import ctypes

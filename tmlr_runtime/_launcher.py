@@ -5,7 +5,7 @@
    bf16, a TMA descriptor, a constexpr or an int specialized to 1. Plain scalars get none: the
    packing ``struct`` converts and range-checks them.
 2. The plan fixes the packed layout; each thread that launches gets its argument storage and the
-   ``void**`` into it once (:class:`~._packing.ArgBuffer`), and a call only rewrites the values
+   ``void**`` into it once (:class:`ArgBuffer`), and a call only rewrites the values
    (as tinygrad's ops_cuda does).
 3. :func:`launch` (``Kernel.__call__``) reads torch tensors on the launch device and checks ints
    assumed divisible by 16 inline, sends every other argument with work through :func:`convert`,
@@ -16,25 +16,84 @@
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import operator
 import struct
 import sys
 import threading
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from . import _driver, _stream
+from . import _driver
 from ._errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
+from ._convert import DIV16, PTR, check_constexpr, code, convert, diagnose_scalar, stream_getter, stream_handle, torch_dtype
 from ._metadata import Variant
 from ._modules import LoadedFunction
-from ._convert import DIV16, PTR, check_constexpr, code, convert, diagnose_scalar, torch_dtype
-from ._packing import ArgBuffer, Layout
-from .abi import SCALAR_TYPES, Parameter
+from .abi import SCALAR_TYPES, TMA_DESC, TYPES, Parameter, TritonType
 
 _MISSING = object()
 _POINTER = struct.Struct("<Q")
+
+
+_POINTER_TYPE = TritonType("*", "Q", 8, 8, None, None, (), None, None, False, False)  # how any pointer is passed
+_BASE_ALIGN = TYPES[TMA_DESC].align  # a CUtensorMap passed by value needs its slot 64-byte aligned
+
+
+_struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
+    each at an offset aligned to its size, then the hidden pointers."""
+
+    names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    size: int
+    head: struct.Struct  # packs the runtime parameters at offset 0; the hidden pointers stay zero
+
+    @classmethod
+    def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
+        types = [_POINTER_TYPE if p.type[0] == "*" else TYPES[p.type] for p in runtime_params]  # type: ignore[index]
+        fmt, offsets, offset = "<", [], 0
+        for i, t in enumerate(types + [_POINTER_TYPE] * len(hidden_params)):
+            pad = -offset % t.align
+            offsets.append(offset + pad)
+            offset += pad + t.size
+            if i < len(types):
+                fmt += f"{pad}x{t.code}" if pad else t.code
+        names = tuple(p.name for p in runtime_params) + tuple(hidden_params)
+        return cls(names, tuple(offsets), tuple(t.size for t in types) + (8,) * len(hidden_params), max(offset, 1), _struct(fmt))
+
+
+class ArgBuffer:
+    """One thread's packed-argument storage and the ``void**`` array pointing into it.
+
+    Created once per (variant, thread); a launch only rewrites the values. Both live in
+    ``bytearray``s whose addresses ctypes reads through a ``c_char`` view: a ctypes array type
+    (``c_char * n``) per size would be slow to create on a thread's first launch.
+    """
+
+    __slots__ = ("raw", "view", "pointers", "address", "_views")
+
+    def __init__(self, layout: Layout) -> None:
+        # Over-allocate so the base can be 64-byte aligned. The views export the buffers, so they
+        # cannot be resized (moved) while this lives.
+        self.raw = bytearray(layout.size + _BASE_ALIGN)
+        raw_view = ctypes.c_char.from_buffer(self.raw)
+        base = ctypes.addressof(raw_view)
+        shift = -base % _BASE_ALIGN
+        self.view = memoryview(self.raw)[shift : shift + layout.size]
+        n = len(layout.offsets)
+        self.pointers = bytearray(8 * max(n, 1))
+        struct.pack_into(f"={n}Q", self.pointers, 0, *[base + shift + o for o in layout.offsets])  # native void*
+        pointers_view = ctypes.c_char.from_buffer(self.pointers)
+        self.address = ctypes.addressof(pointers_view) if n else 0
+        self._views = (raw_view, pointers_view)
 
 
 class _NoTorch:
@@ -231,7 +290,7 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
         get_context, context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(context)
     torch = sys.modules.get("torch")
     return (
-        context, get_context, slow.npos, slow.device, _stream.stream_getter(), slow.storage, tuple(pointers), tuple(unchecked),
+        context, get_context, slow.npos, slow.device, stream_getter(), slow.storage, tuple(pointers), tuple(unchecked),
         div16[0] if div16 else 0,  # the first apart: a loop costs more
         len(div16) > 1 or len(pointers) + len(unchecked) + len(div16) < len(slow.work),  # Slow.convert_rest has work
         torch.Tensor if torch is not None else _NoTorch,
@@ -252,7 +311,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
     if stream is None:
         stream = current_stream(device)
     elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
-        stream = _stream.stream_handle(stream)
+        stream = stream_handle(stream)
     try:
         buf, kp, config = storage.slot
     except AttributeError:  # this thread's first launch
