@@ -29,9 +29,6 @@ PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE = range(7)  # per-argument codes
 _DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}  # DLPack (type code, bits) -> Triton type
 _DL_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 _ACCEPTED = "pass a CUDA torch tensor, a CuPy array, an object with __cuda_array_interface__ or __dlpack__, an int address, or None"
-_F32, _U32 = struct.Struct("<f"), struct.Struct("<I")
-
-
 _TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA}
 
 
@@ -235,7 +232,7 @@ def bf16_bits(x: float) -> int:
     if math.isnan(f):
         return 0x7FC0
     try:
-        (bits,) = _U32.unpack(_F32.pack(f))
+        (bits,) = struct.unpack("<I", struct.pack("<f", f))
     except OverflowError:
         return 0x7F80 if f > 0 else 0xFF80
     bits += 0x7FFF + ((bits >> 16) & 1)

@@ -12,23 +12,12 @@ from ._metadata import ArtifactMetadata, Variant, read_cubin
 from .abi import Parameter
 
 _loaded_lock = threading.Lock()
-# (directory, checks) -> ((path, mtime_ns, size, inode) of each file read, Kernel)
-_loaded: dict[tuple[str, bool], tuple[tuple[tuple[str, int, int, int], ...], "Kernel"]] = {}
+_loaded: dict[tuple[str, bool], tuple[dict[str, tuple[int, int, int]], "Kernel"]] = {}  # (directory, checks) -> (stamps, Kernel)
 
 
-def _stamp(stats: dict[str, os.stat_result]) -> tuple[tuple[str, int, int, int], ...]:
-    return tuple((path, st.st_mtime_ns, st.st_size, st.st_ino) for path, st in stats.items())
-
-
-def _unchanged(stamp: tuple[tuple[str, int, int, int], ...]) -> bool:
-    for path, mtime, size, inode in stamp:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        if st.st_mtime_ns != mtime or st.st_size != size or st.st_ino != inode:
-            return False
-    return True
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    """What identifies a file's contents (it was read from this stat's file)."""
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 class Kernel:
@@ -73,12 +62,15 @@ class Kernel:
                                 f"({type(path).__name__}); pass the directory tmlr-build wrote, e.g. Kernel.load('build/add')",
                                 "path") from None
         hit = _loaded.get((directory, checks))
-        if hit is not None and _unchanged(hit[0]):
-            return hit[1]
+        try:
+            if hit is not None and all(_stamp(os.stat(path)) == stamp for path, stamp in hit[0].items()):
+                return hit[1]
+        except OSError:  # a file read is gone: load again (and say what is missing)
+            pass
         stats: dict[str, os.stat_result] = {}
         kernel = cls(ArtifactMetadata.read(directory, stats), directory, checks=checks, stats=stats)
         with _loaded_lock:
-            _loaded[directory, checks] = (_stamp(stats), kernel)
+            _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
         return kernel
 
     def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]:

@@ -35,13 +35,9 @@ from ._modules import LoadedFunction
 from .abi import SCALAR_TYPES, TMA_DESC, TYPES, Parameter, TritonType
 
 _MISSING = object()
-_POINTER = struct.Struct("<Q")
-
-
+_NoTorch = type("NoTorch", (), {})  # stands in for torch.Tensor when torch is not imported: no value has this type
 _POINTER_TYPE = TritonType("*", "Q", 8, 8, None, None, (), None, None, False, False)  # how any pointer is passed
 _BASE_ALIGN = TYPES[TMA_DESC].align  # a CUtensorMap passed by value needs its slot 64-byte aligned
-
-
 _struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
 
 
@@ -94,10 +90,6 @@ class ArgBuffer:
         pointers_view = ctypes.c_char.from_buffer(self.pointers)
         self.address = ctypes.addressof(pointers_view) if n else 0
         self._views = (raw_view, pointers_view)
-
-
-class _NoTorch:
-    """Stands in for ``torch.Tensor`` when torch is not imported: no value has this type."""
 
 
 class Slow:
@@ -230,7 +222,7 @@ class Slow:
             address, raw = self.alloc(gx * gy * gz * per_program, align, stream)
         try:
             if self.scratch is not None:
-                _POINTER.pack_into(buf, offset, address)
+                struct.pack_into("<Q", buf, offset, address)
             if not self.use_ex:
                 v = self.variant
                 return self.drv.cuLaunchKernel(self.function, gx, gy, gz, v.threads_per_block, 1, 1, v.shared, stream, kp, 0)

@@ -39,23 +39,15 @@ def _address(base: Any) -> tuple[int, int | None, tuple[int, ...] | None]:
 
 def _dims(what: str, value: Any) -> tuple[int, ...]:
     """``value`` as a tuple of positive ints, or an :class:`ArgumentError` saying how to pass it."""
-    fix = f"pass {what} as a tuple of positive ints, outer dimension first, e.g. {what}=(64, 64)"
-    if isinstance(value, (str, bytes)):
-        raise ArgumentError(f"make_tensor_map: {what} must be a sequence of ints, got {short_repr(value)}; {fix}", what)
     try:
-        items = tuple(value)
+        items = () if isinstance(value, (str, bytes)) else tuple(value)
+        dims = tuple(operator.index(d) for d in items if not isinstance(d, bool))
     except TypeError:
-        raise ArgumentError(f"make_tensor_map: {what} must be a sequence of ints, got {short_repr(value)} "
-                            f"({type(value).__name__}); {fix}", what) from None
-    dims = []
-    for d in items:
-        if isinstance(d, bool) or not hasattr(d, "__index__"):
-            raise ArgumentError(f"make_tensor_map: {what} holds {short_repr(d)} ({type(d).__name__}), not an int; {fix}", what)
-        n = operator.index(d)
-        if n <= 0:
-            raise ArgumentError(f"make_tensor_map: {what} holds {n}; {fix}", what)
-        dims.append(n)
-    return tuple(dims)
+        items = dims = ()
+    if not items or len(dims) != len(items) or min(dims) <= 0:
+        raise ArgumentError(f"make_tensor_map: {what} must be a tuple of positive ints, got {short_repr(value)}; pass {what} as a "
+                            f"tuple of positive ints, outer dimension first, e.g. {what}=(64, 64)", what)
+    return dims
 
 
 def make_tensor_map(base: Any, block_shape: Sequence[int], shape: Sequence[int] | None = None,
