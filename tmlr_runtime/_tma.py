@@ -45,8 +45,8 @@ def _dims(what: str, value: Any) -> tuple[int, ...]:
     except TypeError:
         items = dims = ()
     if not items or len(dims) != len(items) or min(dims) <= 0:
-        raise ArgumentError(f"make_tensor_map: {what} must be a tuple of positive ints, got {short_repr(value)}; pass {what} as a "
-                            f"tuple of positive ints, outer dimension first, e.g. {what}=(64, 64)", what)
+        raise ArgumentError(f"make_tensor_map: got {what}={short_repr(value)}; pass {what} as a tuple of positive ints, outer "
+                            f"dimension first, e.g. {what}=(64, 64)", what)
     return dims
 
 
