@@ -199,22 +199,26 @@ def _record(cls: type, fields: dict[str, Any]) -> Any:
 
 
 # --- the document, in the order of schema/metadata.schema.json -----------------------------------
-_IDENT = (_identifier, "an identifier")
-_SHA256 = (re.compile(r"[0-9a-f]{64}").fullmatch, "a sha256 in lowercase hex")
-_CUBIN_FILE = (re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch,
-               "a plain file name in the artifact directory, ending in .cubin")
-_ARCH = (re.compile(r"sm_[0-9]+a?").fullmatch, "an arch like sm_90a")
+_SHA256 = re.compile(r"[0-9a-f]{64}").fullmatch
+_CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
+_ARCH = re.compile(r"sm_[0-9]+a?").fullmatch
 _keys = dict.fromkeys
-_PARAMETER = {"runtime": _keys(("name", "kind", "type", "divisibility")), "constexpr": _keys(("name", "kind", "value")),
-              "equal_to_1": _keys(("name", "kind", "type"))}
+_DOCUMENT = _keys(("schema_version", "name", "signature", "variants"))
+_PARAMETER = {"runtime": _keys(("name", "kind", "type", "divisibility")).keys(), "constexpr": _keys(("name", "kind", "value")).keys(),
+              "equal_to_1": _keys(("name", "kind", "type")).keys()}
 _VARIANT = _keys(("target", "entry", "cubin", "launch", "scratch", "provenance"))
+_VARIANT_ALLOWED = _VARIANT | {"resources": None}
+_TARGET, _CUBIN = _keys(("backend", "capability", "arch", "warp_size")), _keys(("file", "sha256", "size"))
 _LAUNCH = _keys(("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl"))
+_SCRATCH = _keys(("global_scratch_size", "global_scratch_align", "hidden_params"))
+_RESOURCES = _keys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"))
 _PROVENANCE = _keys(("triton_version", "ptxas_version", "source_stage", "source_sha256", "options"))
+_PROVENANCE_ALLOWED = _PROVENANCE | {"source_name": None, "tmlr_version": None}
 
 
 def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]]:
-    _object(doc, "$", _keys(("schema_version", "name", "signature", "variants")))
-    name = _str(doc, "name", "$", *_IDENT)
+    _object(doc, "$", _DOCUMENT)
+    name = _str(doc, "name", "$", _identifier, "an identifier")
     signature = tuple([_parameter(p, i) for i, p in enumerate(_array(doc, "signature", "$"))])
     variants = tuple([_variant(v, f"$.variants[{i}]") for i, v in enumerate(_array(doc, "variants", "$", 1))])
     names = [p.name for p in signature]
@@ -229,10 +233,10 @@ def _parameter(p: Any, i: int) -> Parameter:
     # (the JSON path is formatted only for a message: it would be a good part of the cost)
     kind = p.get("kind") if type(p) is dict else None
     keys = _PARAMETER.get(kind) if type(kind) is str else None
-    if keys is None or p.keys() != keys.keys():
+    if keys is None or p.keys() != keys:
         if isinstance(p, dict) and "kind" in p and keys is None:
             raise _not(p, "kind", f"$.signature[{i}]", f"one of {list(_PARAMETER)}")
-        _object(p, f"$.signature[{i}]", keys or {"kind": None})
+        _object(p, f"$.signature[{i}]", dict.fromkeys(keys or ("kind",)))
     name, type_, value, divisibility = p["name"], p.get("type"), p.get("value"), p.get("divisibility", 1)
     if type(name) is not str or not _identifier(name):
         raise _not(p, "name", f"$.signature[{i}]", "an identifier")
@@ -252,32 +256,31 @@ def _parameter(p: Any, i: int) -> Parameter:
 
 
 def _variant(v: Any, path: str) -> Variant:
-    _object(v, path, _VARIANT, _VARIANT | {"resources": None})
-    t = _object(v["target"], tp := path + ".target", _keys(("backend", "capability", "arch", "warp_size")))
+    _object(v, path, _VARIANT, _VARIANT_ALLOWED)
+    t = _object(v["target"], tp := path + ".target", _TARGET)
     if t["backend"] != "cuda":
         raise _not(t, "backend", tp, "'cuda'")
     if t["warp_size"] != 32:  # as JSON Schema's const: 32.0 is 32 too
         raise _not(t, "warp_size", tp, "32")
-    c = _object(v["cubin"], cp := path + ".cubin", _keys(("file", "sha256", "size")))
+    c = _object(v["cubin"], cp := path + ".cubin", _CUBIN)
     launch = _object(v["launch"], lp := path + ".launch", _LAUNCH)
     dims = _array(launch, "cluster_dims", lp, 3, exactly=True)
     for key in ("launch_cooperative_grid", "launch_pdl"):
         if type(launch[key]) is not bool:
             raise _not(launch, key, lp, "a boolean")
-    scratch = _object(v["scratch"], sp := path + ".scratch", _keys(("global_scratch_size", "global_scratch_align", "hidden_params")))
+    scratch = _object(v["scratch"], sp := path + ".scratch", _SCRATCH)
     hidden = _array(scratch, "hidden_params", sp)
     for i, name in enumerate(hidden):
         if name not in ("global_scratch", "profile_scratch"):
             raise _not(hidden, i, sp + ".hidden_params", "global_scratch or profile_scratch")
     if len(set(hidden)) != len(hidden):
         raise _not(scratch, "hidden_params", sp, "a list without repeats")
-    resources = _object(v.get("resources", {}), rp := path + ".resources", {},
-                        _keys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared")))
+    resources = _object(v.get("resources", {}), rp := path + ".resources", {}, _RESOURCES)
     return _record(Variant, {
-        "target": _record(Target, {"capability": _int(t, "capability", tp, 50), "arch": _str(t, "arch", tp, *_ARCH)}),
-        "entry": _str(v, "entry", path, *_IDENT),
-        "cubin_file": _str(c, "file", cp, *_CUBIN_FILE),
-        "cubin_sha256": _str(c, "sha256", cp, *_SHA256),
+        "target": _record(Target, {"capability": _int(t, "capability", tp, 50), "arch": _str(t, "arch", tp, _ARCH, "an arch like sm_90a")}),
+        "entry": _str(v, "entry", path, _identifier, "an identifier"),
+        "cubin_file": _str(c, "file", cp, _CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"),
+        "cubin_sha256": _str(c, "sha256", cp, _SHA256, "a sha256 in lowercase hex"),
         "cubin_size": _int(c, "size", cp, 1),
         "num_warps": _int(launch, "num_warps", lp, 1, 32),
         "num_ctas": _int(launch, "num_ctas", lp, 1),
@@ -295,13 +298,13 @@ def _variant(v: Any, path: str) -> Variant:
 
 
 def _provenance(p: Any, path: str) -> dict[str, Any]:
-    _object(p, path, _PROVENANCE, _PROVENANCE | {"source_name": None, "tmlr_version": None})
+    _object(p, path, _PROVENANCE, _PROVENANCE_ALLOWED)
     for key in ("triton_version", "ptxas_version", "source_name", "tmlr_version"):
         if key in p:
             _str(p, key, path)
     if p["source_stage"] not in ("python", "ttir", "ttgir", "llir", "ptx", "cubin"):
         raise _not(p, "source_stage", path, "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']")
-    _str(p, "source_sha256", path, *_SHA256)
+    _str(p, "source_sha256", path, _SHA256, "a sha256 in lowercase hex")
     if type(p["options"]) is not dict:
         raise _not(p, "options", path, "an object")
     return dict(p)
@@ -331,7 +334,7 @@ def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[
     """The variant's cubin bytes, after checking size and sha256 against the metadata; ``stats`` as
     for :func:`read_file`."""
     name = variant.cubin_file
-    if _CUBIN_FILE[0](name) is None:  # the reader refuses it too; checked again before a file access
+    if _CUBIN_FILE(name) is None:  # the reader refuses it too; checked again before a file access
         raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact "
                           "directory", None, "$.variants[].cubin.file")
     path = os.path.join(os.fspath(directory), name)
