@@ -56,14 +56,16 @@ class Layout:
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
         types = [_POINTER_TYPE if p.type[0] == "*" else TYPES[p.type] for p in runtime_params]  # type: ignore[index]
         fmt, offsets, offset = "<", [], 0
-        for i, t in enumerate(types + [_POINTER_TYPE] * len(hidden_params)):
+        for t in types:
             pad = -offset % t.align
+            fmt += f"{pad}x{t.code}" if pad else t.code
             offsets.append(offset + pad)
             offset += pad + t.size
-            if i < len(types):
-                fmt += f"{pad}x{t.code}" if pad else t.code
-        names = tuple(p.name for p in runtime_params) + tuple(hidden_params)
-        return cls(names, tuple(offsets), tuple(t.size for t in types) + (8,) * len(hidden_params), max(offset, 1), _struct(fmt))
+        offset += -offset % 8  # then the hidden pointers
+        offsets += range(offset, offset + 8 * len(hidden_params), 8)
+        names = tuple([p.name for p in runtime_params]) + tuple(hidden_params)
+        sizes = tuple([t.size for t in types]) + (8,) * len(hidden_params)
+        return cls(names, tuple(offsets), sizes, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
 
 
 class ArgBuffer:
@@ -102,9 +104,15 @@ class Slow:
         while npos and signature[npos - 1].kind == "constexpr":
             npos -= 1
         self.npos = npos  # positional parameters: up to the last one that is not a constexpr
-        self.work = [(i, c, p) for i, p in enumerate(signature[:npos]) if (c := code(p, checks)) is not None]
+        self.work: list[tuple[int, int, Parameter]] = []  # (position, code, parameter) of each positional one with work
+        self.kept: list[int] = []  # the positions of the runtime parameters, which the cubin takes
+        for i, p in enumerate(signature[:npos]):
+            if (c := code(p, checks)) is not None:
+                self.work.append((i, c, p))
+            if p.kind == "runtime":
+                self.kept.append(i)
         self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
-        self.layout = Layout.build(tuple([p for p in signature if p.kind == "runtime"]), variant.hidden_params)
+        self.layout = Layout.build(tuple([signature[i] for i in self.kept]), variant.hidden_params)
         self.drv, self.function, self.what = _driver.api(), loaded.function, f"launching {name}"
         self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
         self.scratch = None
@@ -274,7 +282,7 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
             pointers.append((i + 2, torch_dtype(p), 16 if p.divisibility == 16 else 1))
         elif c == PTR or c == DIV16:
             (unchecked if c == PTR else div16).append(i + 2)
-    kept = [i for i, p in enumerate(signature[: slow.npos]) if p.kind == "runtime"]
+    kept = slow.kept
     head = slow.layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
     get_context = drv.cuCtxGetCurrent
     context = get_context()[1]  # compared by value with the current one at each launch

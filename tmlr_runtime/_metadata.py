@@ -238,7 +238,7 @@ def _parameter(p: Any, i: int) -> Parameter:
             raise _not(p, "kind", f"$.signature[{i}]", f"one of {list(_PARAMETER)}")
         _object(p, f"$.signature[{i}]", dict.fromkeys(keys or ("kind",)))
     name, type_, value, divisibility = p["name"], p.get("type"), p.get("value"), p.get("divisibility", 1)
-    if type(name) is not str or not _identifier(name):
+    if type(name) is not str or not name.isidentifier() or not name.isascii():  # as _identifier
         raise _not(p, "name", f"$.signature[{i}]", "an identifier")
     if kind == "runtime":
         if type(type_) is not str or type_ not in PARAM_TYPES:

@@ -3,8 +3,7 @@ an artifact already loaded in the current context does no driver work."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from . import _driver
 from ._errors import DeviceLimitError, DriverError
@@ -13,8 +12,7 @@ from ._metadata import Variant
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
-@dataclass(frozen=True)
-class LoadedFunction:
+class LoadedFunction(NamedTuple):
     """A kernel function ready to launch in one context."""
 
     context: int
