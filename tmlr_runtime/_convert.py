@@ -23,7 +23,7 @@ from typing import Any, Callable
 from . import _driver
 from ._errors import (ArgumentError, ConstexprMismatchError, PointerArgumentError, ScalarArgumentError, StreamError, TmlrError,
                       short_repr)
-from .abi import TYPES, Parameter
+from .abi import TYPES, Parameter, pointee
 
 PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE = range(7)  # per-argument codes
 _DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}  # DLPack (type code, bits) -> Triton type
@@ -96,15 +96,10 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
     return value
 
 
-def pointee(param: Parameter) -> str:
-    """``*fp16`` -> ``fp16`` (``*kfp16``, a constant pointer, too)."""
-    return (param.type or "")[1:].removeprefix("k")
-
-
 def torch_dtype(param: Parameter) -> Any:
     """The torch dtype a tensor for ``param`` must have; None when torch is not imported or the
     pointee has no torch equivalent (then dtype is not checked)."""
-    name = TYPES[pointee(param)].torch
+    name = TYPES[pointee(param.type)].torch
     return getattr(sys.modules.get("torch"), name, None) if name else None
 
 
@@ -176,7 +171,7 @@ def _cai_pointer(param: Parameter, cai: Any, device: int, checks: bool) -> int:
     if not 0 <= address < 2**64:
         raise _fail(param, f"its __cuda_array_interface__ address {short_repr(address)} is not a 64-bit unsigned value", "pass a device buffer")
     if checks:
-        want = pointee(param)
+        want = pointee(param.type)
         if TYPES[want].typestrs and str(cai.get("typestr", ""))[1:] not in TYPES[want].typestrs:
             raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
         owner = _host_or_device(address, device) if address else device
@@ -220,7 +215,7 @@ def _dlpack_pointer(param: Parameter, obj: Any, device: int, checks: bool) -> in
     # DLDataType dtype (u8 code, u8 bits, u16 lanes); int64* shape; int64* strides; u64 byte_offset}
     data = ctypes.c_void_p.from_address(managed).value or 0
     got = _DL_TYPES.get((ctypes.c_uint8.from_address(managed + 20).value, ctypes.c_uint8.from_address(managed + 21).value))
-    want = pointee(param)
+    want = pointee(param.type)
     if checks and got is not None and TYPES[want].dlpack is not None and got != want:
         raise _fail(param, f"got a DLPack array of {got}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
     return _aligned(param, data + ctypes.c_uint64.from_address(managed + 40).value, checks)

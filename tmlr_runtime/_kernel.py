@@ -9,7 +9,6 @@ from typing import Any, Callable
 from . import _driver, _launcher, _modules
 from ._errors import ArgumentError, short_repr
 from ._metadata import ArtifactMetadata, Variant, read_cubin
-from .abi import Parameter
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[dict[str, tuple[int, int, int]], "Kernel"]] = {}  # (directory, checks) -> (stamps, Kernel)
@@ -38,7 +37,7 @@ class Kernel:
 
     def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True,
                  stats: dict[str, os.stat_result] | None = None) -> None:
-        self.metadata = metadata
+        self.metadata, self.name, self.signature = metadata, metadata.name, metadata.signature
         self.directory = directory
         self.checks = checks
         self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]] = {}
@@ -98,14 +97,6 @@ class Kernel:
         return functools.partial(self.__call__, grid)
 
     # -- introspection ---------------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def signature(self) -> tuple[Parameter, ...]:
-        return self.metadata.signature
-
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""
