@@ -198,8 +198,6 @@ class Slow:
     def grid3(self, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:
         """``grid`` (an int, 1 to 3 ints, or a callable given :meth:`meta`) as ``(x, y, z)`` programs;
         raises :class:`GridError` unless they fit the device, the cluster multiplied in."""
-        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] * self.cluster[0] <= self.max_grid[0]:
-            return grid[0], 1, 1  # (n,): the common form
         if callable(grid):
             try:
                 grid = grid(self.meta(args))
@@ -224,7 +222,10 @@ class Slow:
     def launch(self, grid: Any, args: tuple[Any, ...], buf: Any, kp: int, config: Any, stream: int) -> Any:
         """A launch on any grid but an int in range, with global scratch (allocated for the grid,
         freed whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
-        gx, gy, gz = self.grid3(grid, args)
+        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] * self.cluster[0] <= self.max_grid[0]:
+            gx, gy, gz = grid[0], 1, 1  # (n,): the common form after an int
+        else:
+            gx, gy, gz = self.grid3(grid, args)
         if self.scratch is not None:
             per_program, align, offset = self.scratch
             address, raw = self.alloc(gx * gy * gz * per_program, align, stream)
