@@ -28,8 +28,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from . import _driver
-from ._errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
 from ._convert import DIV16, PTR, check_constexpr, code, convert, diagnose_scalar, stream_getter, stream_handle, torch_dtype
+from ._errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
 from ._metadata import Variant
 from ._modules import LoadedFunction
 from .abi import SCALAR_TYPES, TMA_DESC, TYPES, Parameter, TritonType
