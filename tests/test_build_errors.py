@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import tmlr_build
-from tmlr_build import errors as E
+from tmlr_build.common import errors as E
 from tmlr_build.cli import main, run
-from tmlr_build.signature import parse_signature
-from tmlr_build.triton_check import check_triton_version
+from tmlr_build.common.signature import parse_signature
+from tmlr_build.common.triton_check import check_triton_version
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ADD = f"{EXAMPLES}/kernels/vector_add.py:add"
@@ -130,9 +130,9 @@ def test_other_triton_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     with pytest.raises(E.TritonVersionError, match="triton==3.3.1"):
         check_triton_version("3.4.0")
     assert check_triton_version("3.3.1") == "3.3.1"
-    monkeypatch.setattr("tmlr_build.triton_check.installed_triton_version", lambda: "3.6.0")
+    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: "3.6.0")
     _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "3.6.0", "3.3")
-    monkeypatch.setattr("tmlr_build.triton_check.installed_triton_version", lambda: None)
+    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: None)
     _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "pip install")
 
 
@@ -229,9 +229,10 @@ def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[
 def test_all_errors_are_tmlr_errors() -> None:
     import tmlr_runtime
 
+    assert {n for n in tmlr_build.__all__ if n.endswith("Error")} == set(E.ERROR_CLASSES)  # every one exported
     for cls in E.ERROR_CLASSES.values():
         assert issubclass(cls, tmlr_runtime.TmlrError)
-        assert str(cls("why")) == "why"  # rebuilt by class name in the parent process
+        assert str(cls("why")) == "why"  # built from the message alone (pickled back from workers too)
 
 
 @pytest.mark.parametrize("option", ["arch=sm80", "extern_libs=1", "supported_fp8_dtypes=1"])

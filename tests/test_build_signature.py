@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tmlr_build.arch import parse_arch_list
-from tmlr_build.errors import IRParseError, SignatureError, UnsupportedArchError
-from tmlr_build.mlir_text import module_attributes, read_function
-from tmlr_build.signature import (SigEntry, bind_python_signature, check_against_ir,
-                                  parse_constexpr_assignments, parse_signature)
+from tmlr_build.common.arch import parse_arch_list
+from tmlr_build.common.errors import IRParseError, SignatureError, UnsupportedArchError
+from tmlr_build.common.mlir_text import module_attributes, read_function
+from tmlr_build.common.signature import (SigEntry, bind_python_signature, check_against_ir,
+                                         parse_constexpr_assignments, parse_signature)
 from tmlr_runtime.abi import Parameter as Param, format_signature as describe
 
 

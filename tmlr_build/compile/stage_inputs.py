@@ -14,11 +14,12 @@ import triton
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
-from . import mlir_text, options as opts, python_source, signature as sig
+from ..common import mlir_text, signature as sig
+from ..common.errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError,
+                             OptionError, SignatureError)
+from ..common.jobs import IR_STAGES, Job
+from . import options as opts, python_source
 from .diagnostics import Diagnostics, compiler_style, stage_failure
-from .errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError, OptionError,
-                     SignatureError)
-from .jobs import IR_STAGES, Job
 
 # Triton metadata keys each stage computes; a build that starts after that stage must take them
 # from the metadata JSON of the original compile (they cannot be recovered from the IR text).

@@ -7,24 +7,13 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from .arch import Target
+from ..common.arch import Target
+from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, UsageError
+from ..common.jobs import Job, JobResult
+from ..common.triton_check import check_triton_version
 from .artifact import artifact_files, prepare_output, write_directory
-from .errors import ArtifactWriteError, BuildError, UsageError
-from .jobs import Job, JobResult
 from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
-from .triton_check import check_triton_version
 from .workers import run_jobs
-
-
-class BuildFailedError(BuildError):
-    """Several kernels failed to build; ``errors`` holds each failure (the others were written).
-
-    A single failure is raised as itself, so callers can catch the specific class.
-    """
-
-    def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:
-        super().__init__(message)
-        self.errors = list(errors)
 
 
 @dataclass(frozen=True)

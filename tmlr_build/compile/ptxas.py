@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from .errors import PtxasError
+from ..common.errors import PtxasError
 from .source_names import stable_text
 
 

@@ -19,15 +19,16 @@ from triton._C.libtriton import get_cache_invalidating_env_vars, llvm
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from . import __version__ as tmlr_version
-from . import options as opts, ptxas, signature as sig
-from .source_names import stable_text
-from .arch import target_for
+from ..common import signature as sig
+from ..common.arch import target_for
+from ..common.errors import CompileError
+from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
+from ..common.triton_check import check_triton_version
+from ..version import __version__ as tmlr_version
+from . import options as opts, ptxas
 from .diagnostics import Diagnostics, captured_stderr, stage_failure
-from .errors import CompileError
-from .jobs import DIAGNOSTICS_FILE, Job, JobResult
+from .source_names import stable_text
 from .stage_inputs import STARTS, Start, cubin_function
-from .triton_check import check_triton_version
 
 _HIDDEN_PARAMS = ["global_scratch"]  # Triton 3.3.x appends one trailing pointer
 

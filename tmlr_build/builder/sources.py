@@ -8,10 +8,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .arch import Target
-from .errors import InputError, InputKindError, MissingMetadataError, UsageError
-from .jobs import STAGES, Job
-from .mlir_text import module_attributes, stage_of
+from ..common.arch import Target
+from ..common.errors import InputError, InputKindError, MissingMetadataError, UsageError
+from ..common.jobs import STAGES, Job
+from ..common.mlir_text import module_attributes, stage_of
 
 _EXT_STAGE = {".ttir": "ttir", ".ttgir": "ttgir", ".llir": "llir", ".ll": "llir", ".ptx": "ptx", ".cubin": "cubin"}
 

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 import tmlr_runtime
 from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
 
-from .errors import ArtifactWriteError, OutputPathError
-from .jobs import JobResult
+from ..common.errors import ArtifactWriteError, OutputPathError
+from ..common.jobs import JobResult
 
 IR_DIR = "ir"
 
