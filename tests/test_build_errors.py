@@ -282,26 +282,52 @@ def test_signature_for_an_ir_file_must_match_its_function(ir90: Path, tmp_path: 
     assert [p["name"] for p in doc["signature"]] == ["a", "b", "c", "n", "BLOCK"]
 
 
-def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path) -> None:
+# On PYTHONPATH: makes multiprocessing's forkserver (tmlr-build's compile server) wait 3 s before it
+# imports Triton, so that a Ctrl-C lands while tmlr-build waits for its first worker.
+_SLOW_SERVER = ("import time\n"
+                "if b'multiprocessing.forkserver' in open('/proc/self/cmdline', 'rb').read():\n"
+                "    time.sleep(3)\n")
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+@pytest.mark.parametrize("when", ["server-importing", "compile-running"])
+def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path, when: str, sigint: str) -> None:
+    # "ignored": started with SIGINT ignored, as a script's background job is (or under a runner that
+    # does so); Python then raises no KeyboardInterrupt unless the program asks for it.
     import signal
     import subprocess
     import sys
     import time
 
-    (tmp_path / "slow.py").write_text("import time\ntime.sleep(60)\n")
+    started = tmp_path / "worker.pid"
+    (tmp_path / "slow.py").write_text(f"import os, time\nopen({str(started)!r}, 'w').write(str(os.getpid()))\n"
+                                      "time.sleep(60)\n")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    if when == "server-importing":
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "sitecustomize.py").write_text(_SLOW_SERVER)
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint == "ignored" else None
     proc = subprocess.Popen([sys.executable, "-m", "tmlr_build", f"{tmp_path}/slow.py:k", "-o", str(tmp_path / "o"),
-                             "--arch", "80"], env=dict(os.environ, TMPDIR=str(scratch)), stderr=subprocess.PIPE,
-                            text=True, cwd=Path(__file__).resolve().parents[1])
+                             "--arch", "80"], env=env, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1], preexec_fn=ignore)
     deadline = time.monotonic() + 30
-    while not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)  # let the worker get into the kernel file's sleep
+    if when == "server-importing":  # tmlr-build has made the first job's work directory: it waits for the worker
+        while not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    else:  # the worker runs the kernel file's sleep
+        while not (started.is_file() and started.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir())
+    if when == "server-importing":
+        assert not started.exists()
+    else:  # killed and reaped before tmlr-build exits
+        assert not os.path.exists(f"/proc/{started.read_text()}")
 
 
 @pytest.mark.parametrize("name", ["add.v2", "out/add", "../add", "2add", "add-1", ""])

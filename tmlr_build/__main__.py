@@ -6,10 +6,15 @@ parses the command line and plans the build.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 
 
 def main() -> int:
+    # Ctrl-C (SIGINT) stops the build also when tmlr-build was started with SIGINT ignored, as a
+    # script's background job is: Python then raises no KeyboardInterrupt, and tmlr-build would go on
+    # waiting for its compile workers.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         from .builder import server
 
