@@ -58,6 +58,13 @@ def test_ttgir_made_for_another_arch(ir90: Path, tmp_path: Path) -> None:
            "cuda:90", "--arch 90", ".ttir")
 
 
+def test_ttgir_made_for_an_unsupported_arch(ir90: Path, tmp_path: Path) -> None:
+    # without --arch the file's own ttg.target is the target, checked like an --arch value
+    (tmp_path / "add.ttgir").write_text((ir90 / "add.ttgir").read_text().replace('"cuda:90"', '"cuda:75"'))
+    _fails([str(tmp_path / "add.ttgir"), "-o", str(tmp_path / "o"), "--signature", ADD_SIG], E.UnsupportedArchError,
+           "--arch 75 is not supported", "80,86,89,90,100")
+
+
 @pytest.mark.parametrize("ext", ["llir", "ptx"])
 def test_llir_and_ptx_need_the_metadata_json(ir90: Path, tmp_path: Path, ext: str) -> None:
     shutil.copy(ir90 / f"add.{ext}", tmp_path / f"add.{ext}")

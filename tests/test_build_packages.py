@@ -21,6 +21,7 @@ import pytest
 
 from tmlr_build.common import errors as E
 from tmlr_build.cli import run
+from tmlr_build.common.arch import Target
 from tmlr_build.common.jobs import Job
 from tmlr_build.builder.sources import package_module, parse_source
 
@@ -68,7 +69,7 @@ def test_package_root_and_relative_name(tmp_path: Path) -> None:
     assert package_module(str(KERNLIB / "ops" / "plain.py")) == "kernlib.ops.plain"
     assert package_module(str(KERNLIB / "ops" / "__init__.py")) == "kernlib.ops"
     assert package_module(str(ROOT / "examples" / "kernels" / "vector_add.py")) is None
-    job = Job(source=str(KERNLIB / "ops" / "plain.py"), stage="python", capability=90, kernel="scale",
+    job = Job(source=str(KERNLIB / "ops" / "plain.py"), stage="python", target=Target.from_capability(90), kernel="scale",
               module="kernlib.ops.plain")
     assert (job.source_name, job.import_root) == ("kernlib/ops/plain.py", str(DATA))
     assert job.label == "kernlib/ops/plain.py:scale for capability 90"

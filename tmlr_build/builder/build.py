@@ -35,16 +35,16 @@ class BuildReport:
     stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
 
 
-def _capabilities(req: KernelRequest, config: BuildConfig) -> tuple[int, ...]:
-    wanted = tuple(t.capability for t in config.archs) if config.archs else default_archs(req)
+def _targets(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
+    wanted = config.archs or default_archs(req)
     if wanted is None and req.archs is not None:  # no --arch, no spec-wide "arch": the kernel's own list
-        return tuple(t.capability for t in req.archs)
+        return req.archs
     if wanted is None:
         what = "a Python kernel" if req.stage == "python" else f"a .{req.stage} file"
         raise UsageError(f"{os.path.basename(req.source)}: pass --arch (e.g. --arch 80,90, or \"arch\" in a spec); "
                          f"{what} does not say which GPU architecture to build for")
     if req.archs is not None:
-        wanted = tuple(c for c in wanted if c in {t.capability for t in req.archs})
+        wanted = tuple(t for t in wanted if t in req.archs)
     return wanted
 
 
@@ -67,11 +67,11 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     owner: list[int] = []
     for i, req in enumerate(requests):
         check_input_kind(req)
-        caps = _capabilities(req, config)
-        if not caps:
+        targets = _targets(req, config)
+        if not targets:
             report.skipped.append(req.name or req.kernel or os.path.basename(req.source))
             continue
-        new = make_jobs(req, caps, config.stop_after, config.keep_ir, config.line_info)
+        new = make_jobs(req, targets, config.stop_after, config.keep_ir, config.line_info)
         jobs += new
         owner += [i] * len(new)
     if config.dump_passes is not None:

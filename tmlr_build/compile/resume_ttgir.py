@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from tmlr_runtime.abi import split_top_level
 
+from ..common.arch import triton_target
 from ..common.errors import BuildError, CompileError
 from ..common.jobs import DIAGNOSTICS_FILE
 from ..common.mlir_text import module_attributes
@@ -82,11 +83,12 @@ def resume(path: str, dumped: list[str], own: str, out: str, num_stages: int | N
 
     with open(path, encoding="utf-8") as f:
         attrs = module_attributes(f.read())
-    capability = int(str(attrs.get("ttg.target", "cuda:90")).split(":")[1])
+    target = triton_target(attrs.get("ttg.target"))
+    if target is None or "ttg.num-warps" not in attrs:
+        raise CompileError(f"{path}: finishing make_ttgir failed: no ttg.num-warps or CUDA ttg.target attribute: "
+                           "not TTGIR (build a TTIR dump as .ttir)")
+    capability = target.capability
     backend = CUDABackend(GPUTarget("cuda", capability, 32))
-    if "ttg.num-warps" not in attrs:
-        raise CompileError(f"{path}: finishing make_ttgir failed: no ttg.num-warps attribute: not TTGIR (build a "
-                           "TTIR dump as .ttir)")
     opts = {"num_warps": int(attrs["ttg.num-warps"]), "num_ctas": int(attrs.get("ttg.num-ctas", 1))}
     if num_stages is not None:
         opts["num_stages"] = num_stages
