@@ -69,8 +69,8 @@ def test_package_root_and_relative_name(tmp_path: Path) -> None:
     assert package_module(str(KERNLIB / "ops" / "plain.py")) == "kernlib.ops.plain"
     assert package_module(str(KERNLIB / "ops" / "__init__.py")) == "kernlib.ops"
     assert package_module(str(ROOT / "examples" / "kernels" / "vector_add.py")) is None
-    job = Job(source=str(KERNLIB / "ops" / "plain.py"), stage="python", target=Target.from_capability(90), kernel="scale",
-              module="kernlib.ops.plain")
+    job = Job(source=str(KERNLIB / "ops" / "plain.py"), stage="python", target=Target.from_capability(90),
+              kernel="scale", module="kernlib.ops.plain")
     assert (job.source_name, job.import_root) == ("kernlib/ops/plain.py", str(DATA))
     assert job.label == "kernlib/ops/plain.py:scale for capability 90"
 

@@ -30,7 +30,8 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     variants = []
     for r in sorted(results, key=lambda r: r.target):
         if r.cubin is None or r.entry is None:
-            raise ArtifactWriteError(f"{name}: no cubin for {r.target.arch} (the build stopped early); this is a tmlr-build bug")
+            raise ArtifactWriteError(f"{name}: no cubin for {r.target.arch} (the build stopped early); this is a "
+                                     "tmlr-build bug")
         variant: dict[str, Any] = {
             "target": {"backend": "cuda", "capability": r.target.capability, "arch": r.target.arch, "warp_size": 32},
             "entry": r.entry,
