@@ -110,7 +110,7 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
 
 
 def _import_validation() -> None:
-    # Writing metadata.json validates it with jsonschema (an import of ~50 ms): done while the
+    # Writing metadata.json validates it with jsonschema (a slow import): done while the
     # workers compile, it is off the critical path.
     try:
         import jsonschema  # noqa: F401
