@@ -316,10 +316,11 @@ def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path, when: str,
         (tmp_path / "site").mkdir()
         (tmp_path / "site" / "sitecustomize.py").write_text(_SLOW_SERVER)
         env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
-    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint == "ignored" else None
+    disposition = signal.SIG_IGN if sigint == "ignored" else signal.SIG_DFL  # whatever pytest runs with
     proc = subprocess.Popen([sys.executable, "-m", "tmlr_build", f"{tmp_path}/slow.py:k", "-o", str(tmp_path / "o"),
                              "--arch", "80"], env=env, stderr=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[1], preexec_fn=ignore)
+                            cwd=Path(__file__).resolve().parents[1],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
     deadline = time.monotonic() + 30
     if when == "server-importing":  # tmlr-build has made the first job's work directory: it waits for the worker
         while not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir()) and time.monotonic() < deadline:
