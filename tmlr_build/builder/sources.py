@@ -170,23 +170,19 @@ def check_input_kind(req: KernelRequest) -> None:
 def default_archs(req: KernelRequest) -> tuple[Target, ...] | None:
     """The target an architecture-specific input was made for, when it records one (the compile checks
     that tmlr-build supports it)."""
-    return None if (cap := _recorded_capability(req)) is None else (Target.from_capability(cap),)
-
-
-def _recorded_capability(req: KernelRequest) -> int | None:
     if req.stage == "ttgir":
         with open(req.source, encoding="utf-8", errors="replace") as f:
             target = triton_target(module_attributes(f.read()).get("ttg.target"))
-        return target.capability if target else None
+        return (target,) if target else None
     sidecar = _beside(req.source, ".tmlr.json")
     if req.stage == "ttir" and sidecar:
         cap = _read_json(sidecar, "tmlr sidecar").get("capability")
-        return cap if isinstance(cap, int) else None
+        return (Target.from_capability(cap),) if isinstance(cap, int) else None
     if req.stage in ("llir", "ptx", "cubin"):
         meta_path = req.metadata_path or _beside(req.source, ".json")
         if meta_path:
             arch = (_read_json(meta_path, "Triton metadata JSON").get("target") or {}).get("arch")
-            return int(arch) if arch is not None else None
+            return (Target.from_capability(int(arch)),) if arch is not None else None
     return None
 
 
