@@ -46,7 +46,7 @@ import fake_driver  # noqa: E402
 import tmlr_runtime as tr  # noqa: E402
 from fake_driver import A100, H200  # noqa: E402
 from skip_reasons import NEEDS_SM80, NEEDS_TWO_GPUS  # noqa: E402
-from tmlr_build import errors as E  # noqa: E402
+from tmlr_build.common import errors as E  # noqa: E402
 from tmlr_runtime import _driver  # noqa: E402
 from tmlr_runtime.cli import main as tmlr_main  # noqa: E402
 
@@ -598,7 +598,7 @@ def build_inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _triton(version: str | None) -> Callable[[pytest.MonkeyPatch], None]:
     def patch(mp: pytest.MonkeyPatch) -> None:
-        mp.setattr("tmlr_build.triton_check.installed_triton_version", lambda: version)
+        mp.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: version)
 
     return patch
 

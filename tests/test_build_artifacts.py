@@ -16,7 +16,7 @@ import pytest
 import tmlr_runtime
 from tmlr_build import BuildConfig, build, parse_arch_list, request
 from tmlr_build.cli import run
-from tmlr_build.errors import ArchMismatchError
+from tmlr_build.common.errors import ArchMismatchError
 from tmlr_runtime._metadata import read_cubin
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -167,7 +167,7 @@ def test_rebuilding_from_ir_inside_the_artifact_keeps_that_ir(tmp_path: Path) ->
 
 
 def test_user_environment_does_not_change_the_bytes(tmp_path: Path) -> None:
-    # A fresh process: compile workers fork from a server that captures the environment once.
+    # A fresh process: compile workers fork from a forkserver that captures the environment once.
     env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="0", TRITON_OVERRIDE_ARCH="sm80", TRITON_ALWAYS_COMPILE="1",
                TRITON_CACHE_DIR=str(tmp_path / "user-cache"), DISABLE_PTXAS_OPT="1")
     proc = subprocess.run([sys.executable, "-m", "tmlr_build", ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o"),

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import tmlr_build
-from tmlr_build import errors as E
+from tmlr_build.common import errors as E
 from tmlr_build.cli import main, run
-from tmlr_build.signature import parse_signature
-from tmlr_build.triton_check import check_triton_version
+from tmlr_build.common.signature import parse_signature
+from tmlr_build.common.triton_check import check_triton_version
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ADD = f"{EXAMPLES}/kernels/vector_add.py:add"
@@ -56,6 +56,13 @@ def test_ptxas_failure_reports_stage_log_and_repro(ir90: Path, tmp_path: Path) -
 def test_ttgir_made_for_another_arch(ir90: Path, tmp_path: Path) -> None:
     _fails([str(ir90 / "add.ttgir"), "-o", str(tmp_path / "o"), "--arch", "80"], E.ArchMismatchError,
            "cuda:90", "--arch 90", ".ttir")
+
+
+def test_ttgir_made_for_an_unsupported_arch(ir90: Path, tmp_path: Path) -> None:
+    # without --arch the file's own ttg.target is the target, checked like an --arch value
+    (tmp_path / "add.ttgir").write_text((ir90 / "add.ttgir").read_text().replace('"cuda:90"', '"cuda:75"'))
+    _fails([str(tmp_path / "add.ttgir"), "-o", str(tmp_path / "o"), "--signature", ADD_SIG], E.UnsupportedArchError,
+           "--arch 75 is not supported", "80,86,89,90,100")
 
 
 @pytest.mark.parametrize("ext", ["llir", "ptx"])
@@ -130,9 +137,9 @@ def test_other_triton_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     with pytest.raises(E.TritonVersionError, match="triton==3.3.1"):
         check_triton_version("3.4.0")
     assert check_triton_version("3.3.1") == "3.3.1"
-    monkeypatch.setattr("tmlr_build.triton_check.installed_triton_version", lambda: "3.6.0")
+    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: "3.6.0")
     _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "3.6.0", "3.3")
-    monkeypatch.setattr("tmlr_build.triton_check.installed_triton_version", lambda: None)
+    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: None)
     _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "pip install")
 
 
@@ -229,9 +236,10 @@ def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[
 def test_all_errors_are_tmlr_errors() -> None:
     import tmlr_runtime
 
+    assert {n for n in tmlr_build.__all__ if n.endswith("Error")} == set(E.ERROR_CLASSES)  # every one exported
     for cls in E.ERROR_CLASSES.values():
         assert issubclass(cls, tmlr_runtime.TmlrError)
-        assert str(cls("why")) == "why"  # rebuilt by class name in the parent process
+        assert str(cls("why")) == "why"  # built from the message alone (pickled back from workers too)
 
 
 @pytest.mark.parametrize("option", ["arch=sm80", "extern_libs=1", "supported_fp8_dtypes=1"])
@@ -281,26 +289,53 @@ def test_signature_for_an_ir_file_must_match_its_function(ir90: Path, tmp_path: 
     assert [p["name"] for p in doc["signature"]] == ["a", "b", "c", "n", "BLOCK"]
 
 
-def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path) -> None:
+# On PYTHONPATH: makes multiprocessing's forkserver (tmlr-build's compile server) wait 3 s before it
+# imports Triton, so that a Ctrl-C lands while tmlr-build waits for its first worker.
+_SLOW_SERVER = ("import time\n"
+                "if b'multiprocessing.forkserver' in open('/proc/self/cmdline', 'rb').read():\n"
+                "    time.sleep(3)\n")
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+@pytest.mark.parametrize("when", ["server-importing", "compile-running"])
+def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path, when: str, sigint: str) -> None:
+    # "ignored": started with SIGINT ignored, as a script's background job is (or under a runner that
+    # does so); Python then raises no KeyboardInterrupt unless the program asks for it.
     import signal
     import subprocess
     import sys
     import time
 
-    (tmp_path / "slow.py").write_text("import time\ntime.sleep(60)\n")
+    started = tmp_path / "worker.pid"
+    (tmp_path / "slow.py").write_text(f"import os, time\nopen({str(started)!r}, 'w').write(str(os.getpid()))\n"
+                                      "time.sleep(60)\n")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    if when == "server-importing":
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "sitecustomize.py").write_text(_SLOW_SERVER)
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
+    disposition = signal.SIG_IGN if sigint == "ignored" else signal.SIG_DFL  # whatever pytest runs with
     proc = subprocess.Popen([sys.executable, "-m", "tmlr_build", f"{tmp_path}/slow.py:k", "-o", str(tmp_path / "o"),
-                             "--arch", "80"], env=dict(os.environ, TMPDIR=str(scratch)), stderr=subprocess.PIPE,
-                            text=True, cwd=Path(__file__).resolve().parents[1])
+                             "--arch", "80"], env=env, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
     deadline = time.monotonic() + 30
-    while not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)  # let the worker get into the kernel file's sleep
+    if when == "server-importing":  # tmlr-build has made the first job's work directory: it waits for the worker
+        while not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    else:  # the worker runs the kernel file's sleep
+        while not (started.is_file() and started.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
     assert not any(p.name.startswith("tmlr-build-") for p in scratch.iterdir())
+    if when == "server-importing":
+        assert not started.exists()
+    else:  # killed and reaped before tmlr-build exits
+        assert not os.path.exists(f"/proc/{started.read_text()}")
 
 
 @pytest.mark.parametrize("name", ["add.v2", "out/add", "../add", "2add", "add-1", ""])

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from tmlr_build import BuildError, InputError, build, BuildConfig, parse_arch_list, request
-from tmlr_build.errors import UnsupportedArchError
-from tmlr_build.jit import jit
-from tmlr_build.jit_specialize import specialize
+from tmlr_build import BuildConfig, BuildError, InputError, build, jit, parse_arch_list, request
+from tmlr_build.builder.jit_specialize import specialize
+from tmlr_build.common.errors import UnsupportedArchError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples" / "kernels"))

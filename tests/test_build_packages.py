@@ -3,7 +3,7 @@
 ``tests/data/kernlib`` is laid out like such a library: its ``__init__`` imports an
 ``@triton.autotune`` module (which also asks Triton's driver for the current target at import) and
 an ``@triton.heuristics`` one, and the kernel modules import a sibling relatively. Without a GPU
-there is no active Triton driver, so the build installs a stand-in (tmlr_build/build_driver.py);
+there is no active Triton driver, so the build installs a stand-in (tmlr_build/compile/build_driver.py);
 a package member is imported from the package root's parent under its relative name, so the
 build's bytes do not depend on where the package lives. Bad package inputs (a relative import
 outside a package, an unknown module name) are cases of tests/test_bad_inputs.py.
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from tmlr_build import errors as E
+from tmlr_build.common import errors as E
 from tmlr_build.cli import run
-from tmlr_build.jobs import Job
-from tmlr_build.sources import package_module, parse_source
+from tmlr_build.common.arch import Target
+from tmlr_build.common.jobs import Job
+from tmlr_build.builder.sources import package_module, parse_source
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -68,8 +69,8 @@ def test_package_root_and_relative_name(tmp_path: Path) -> None:
     assert package_module(str(KERNLIB / "ops" / "plain.py")) == "kernlib.ops.plain"
     assert package_module(str(KERNLIB / "ops" / "__init__.py")) == "kernlib.ops"
     assert package_module(str(ROOT / "examples" / "kernels" / "vector_add.py")) is None
-    job = Job(source=str(KERNLIB / "ops" / "plain.py"), stage="python", capability=90, kernel="scale",
-              module="kernlib.ops.plain")
+    job = Job(source=str(KERNLIB / "ops" / "plain.py"), stage="python", target=Target.from_capability(90),
+              kernel="scale", module="kernlib.ops.plain")
     assert (job.source_name, job.import_root) == ("kernlib/ops/plain.py", str(DATA))
     assert job.label == "kernlib/ops/plain.py:scale for capability 90"
 
@@ -117,7 +118,7 @@ def test_the_stand_in_driver_answers_as_the_target() -> None:
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
 
-    from tmlr_build import build_driver
+    from tmlr_build.compile import build_driver
 
     before = driver.active
     try:

@@ -86,7 +86,7 @@ def test_builds_on_two_machines_are_byte_identical(tmp_path: Path, elsewhere: di
 
 
 def test_source_names_become_import_paths(tmp_path: Path) -> None:
-    from tmlr_build.source_names import stable_name, stable_text
+    from tmlr_build.compile.source_names import stable_name, stable_text
 
     std = "/opt/venv/lib/python3.11/site-packages/triton/language/standard.py"
     assert stable_name(std) == "triton/language/standard.py"

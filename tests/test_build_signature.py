@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tmlr_build.arch import parse_arch_list
-from tmlr_build.errors import IRParseError, SignatureError, UnsupportedArchError
-from tmlr_build.mlir_text import module_attributes, read_function
-from tmlr_build.signature import (SigEntry, bind_python_signature, check_against_ir,
-                                  parse_constexpr_assignments, parse_signature)
+from tmlr_build.common.arch import parse_arch_list, triton_target
+from tmlr_build.common.errors import IRParseError, SignatureError, UnsupportedArchError
+from tmlr_build.common.mlir_text import module_attributes, read_function
+from tmlr_build.common.signature import (SigEntry, bind_python_signature, check_against_ir,
+                                         parse_constexpr_assignments, parse_signature)
 from tmlr_runtime.abi import Parameter as Param, format_signature as describe
 
 
@@ -91,6 +91,12 @@ def test_arch_lists() -> None:
     for bad in ("70", "sm_120", "", "9.0"):
         with pytest.raises(UnsupportedArchError, match="80,86,89,90,100"):
             parse_arch_list(bad)
+
+
+def test_triton_target_text() -> None:
+    assert triton_target("cuda:90") == parse_arch_list("90")[0] and triton_target("cuda:80").arch == "sm_80"
+    for other in (None, "", "cuda:", "cuda:sm_90", "hip:gfx942", "90"):
+        assert triton_target(other) is None
 
 
 def test_the_parent_process_never_imports_triton(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tmlr_build import spec
+from tmlr_build.builder import spec
 from tmlr_build.cli import main, make_parser, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def test_the_doc_lists_every_spec_key_and_its_example_uses_only_those() -> None:
 def test_help_describes_the_spec_and_points_to_the_doc() -> None:
     text = " ".join(make_parser().format_help().split())
     assert "docs/spec-format.md" in text and '"kernels": [{"source": "k.py", "kernel": "add"' in text
-    assert "tmlr_build/spec.py" not in text
+    assert "tmlr_build/builder/spec.py" not in text
 
 
 def test_a_kernel_arch_alone_is_enough(tmp_path: Path) -> None:

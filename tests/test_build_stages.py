@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tmlr_build import BuildConfig, KernelRequest, build, parse_arch_list, request
-from tmlr_build.spec import load_spec
+from tmlr_build.builder.spec import load_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Kernels whose stage paths are checked: every feature the issue lists (tl.dot, scalars of every
@@ -180,7 +180,7 @@ def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
 
 def test_ttgir_loses_maxnreg_and_cluster_shape_unless_given_again(python_built: Path, tmp_path: Path) -> None:
     from tmlr_build.cli import run
-    from tmlr_build.errors import MissingMetadataError
+    from tmlr_build.common.errors import MissingMetadataError
 
     run([f"{EXAMPLES}/kernels/matmul.py:matmul", "--signature",
          "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32",

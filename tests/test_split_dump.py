@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from tmlr_build import ptxas
-from tmlr_build.arch import parse_arch_list
+from tmlr_build.compile import ptxas
+from tmlr_build.common.arch import Target, parse_arch_list
 from tmlr_build.cli import main
-from tmlr_build.dump_resume import build_from_dump
-from tmlr_build.errors import InputError
+from tmlr_build.passdump.dump_resume import build_from_dump
+from tmlr_build.common.errors import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COMPILE = f"""
@@ -39,8 +39,8 @@ def dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, bytes]:
     subprocess.run([sys.executable, "-c", _COMPILE, str(d / "ref.ptx")], env=env, check=True)
     assert main(["--split-dump", str(d / "d.log"), "-o", str(d / "split"), "-q"]) == 0
     # Triton's own PTX through tmlr's ptxas step: the same bytes as Triton's cubin but for the
-    # source file names, which tmlr makes machine-independent (tmlr_build/source_names.py)
-    reference = ptxas.assemble((d / "ref.ptx").read_text(), 90, "sm_90a", True, True, "ref").cubin
+    # source file names, which tmlr makes machine-independent (tmlr_build/compile/source_names.py)
+    reference = ptxas.assemble((d / "ref.ptx").read_text(), Target.from_capability(90), True, True, "ref").cubin
     return str(d / "split"), reference
 
 

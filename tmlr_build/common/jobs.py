@@ -5,6 +5,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from tmlr_runtime.abi import Target
+
 STAGES = ("python", "ttir", "ttgir", "llir", "ptx", "cubin")
 IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
 DIAGNOSTICS_FILE = "stderr.log"  # in a job's work directory: what Triton/LLVM printed on fd 2
@@ -12,11 +14,11 @@ DIAGNOSTICS_FILE = "stderr.log"  # in a job's work directory: what Triton/LLVM p
 
 @dataclass(frozen=True)
 class Job:
-    """Compile one kernel source for one target capability."""
+    """Compile one kernel source for one target."""
 
     source: str  # absolute path of the input file
     stage: str  # one of STAGES
-    capability: int
+    target: Target
     kernel: str | None = None  # Python function name (stage "python")
     module: str | None = None  # dotted name of a .py that is a package member ("pkg.ops.norm"), else None
     name: str | None = None  # artifact name, when the user gave one
@@ -33,6 +35,10 @@ class Job:
     keep_ir: bool = False
     line_info: bool = True
     dump_passes: str | None = None  # absolute path: MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=<it> in the worker only
+
+    @property
+    def capability(self) -> int:
+        return self.target.capability
 
     @property
     def source_name(self) -> str:
@@ -64,8 +70,7 @@ class JobResult:
 
     name: str  # kernel name (artifact directory name)
     signature: list[dict[str, Any]]
-    capability: int
-    arch: str
+    target: Target
     entry: str | None  # cubin symbol (None when stopped before ptx)
     cubin: bytes | None
     launch: dict[str, Any]

@@ -1,19 +1,24 @@
-"""Finishing a mid-``make_ttgir`` dump: run only the passes that had not run yet (a child process).
+"""Finishing a mid-``make_ttgir`` dump: run only the passes that had not run yet (in a compile worker).
 
-``python -m tmlr_build.resume_ttgir IN.mlir OUT.ttgir [num_stages]`` parses a file that
-``--split-dump`` wrote from inside Triton 3.3.1's make_ttgir, with index.json beside it, and runs make_ttgir itself with the ``add_*`` calls that already ran skipped, so the pass list,
-its order and its arguments are Triton's own (fence insertion after pipelining is never skipped when
-the dump was taken before it). The result is a finished TTGIR that builds like any ``.ttgir``.
+:func:`finish` parses a file that ``--split-dump`` wrote from inside Triton 3.3.1's make_ttgir and
+runs make_ttgir itself with the ``add_*`` calls that already ran skipped, so the pass list, its
+order and its arguments are Triton's own (fence insertion after pipelining is never skipped when the
+dump was taken before it). The result is a finished TTGIR that builds like any ``.ttgir``.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
 from typing import Any, Callable
 
 from tmlr_runtime.abi import split_top_level
+
+from ..common.arch import triton_target
+from ..common.errors import BuildError, CompileError
+from ..common.jobs import DIAGNOSTICS_FILE
+from ..common.mlir_text import module_attributes
+from .diagnostics import captured_stderr
+from .options import scrub_environment
 
 
 def _top_level(pipeline: str) -> list[str]:
@@ -76,14 +81,14 @@ def resume(path: str, dumped: list[str], own: str, out: str, num_stages: int | N
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import CUDABackend
 
-    from .mlir_text import module_attributes
-
     with open(path, encoding="utf-8") as f:
         attrs = module_attributes(f.read())
-    capability = int(str(attrs.get("ttg.target", "cuda:90")).split(":")[1])
+    target = triton_target(attrs.get("ttg.target"))
+    if target is None or "ttg.num-warps" not in attrs:
+        raise CompileError(f"{path}: finishing make_ttgir failed: no ttg.num-warps or CUDA ttg.target attribute: "
+                           "not TTGIR (build a TTIR dump as .ttir)")
+    capability = target.capability
     backend = CUDABackend(GPUTarget("cuda", capability, 32))
-    if "ttg.num-warps" not in attrs:
-        raise SystemExit(f"{path}: no ttg.num-warps attribute: not TTGIR (build a TTIR dump as .ttir)")
     opts = {"num_warps": int(attrs["ttg.num-warps"]), "num_ctas": int(attrs.get("ttg.num-ctas", 1))}
     if num_stages is not None:
         opts["num_stages"] = num_stages
@@ -110,18 +115,16 @@ def resume(path: str, dumped: list[str], own: str, out: str, num_stages: int | N
     return skip
 
 
-def _dumped_before(index_path: str, file: str) -> tuple[list[str], str]:
-    with open(index_path, encoding="utf-8") as f:
-        passes = json.load(f)["passes"]
-    pos = next(i for i, p in enumerate(passes) if p["file"] == file)
-    return [p["pass_arg"] for p in passes[:pos] if p["stage"] == "ttgir"], passes[pos]["pass_arg"]
-
-
-if __name__ == "__main__":
-    # IN.mlir OUT.ttgir [num_stages]; IN's folder holds the index.json that --split-dump wrote.
-    src = sys.argv[1]
-    dumped, own = _dumped_before(os.path.join(os.path.dirname(os.path.abspath(src)), "index.json"), os.path.basename(src))
-    try:
-        print(resume(src, dumped, own, sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None))
-    except Exception as e:  # MLIR has printed its diagnostics (file:line) on stderr already; no traceback
-        sys.exit(f"{type(e).__name__}: {e}")
+def finish(path: str, dumped: list[str], own: str, out: str, num_stages: int | None, workdir: str) -> int:
+    """:func:`resume` as a worker task: the user's TRITON_*/MLIR_* settings are dropped (an exported
+    MLIR_DUMP_PATH would be overwritten by these passes' dumps) and MLIR's diagnostics are kept for
+    the message."""
+    scrub_environment(True, os.path.join(workdir, "cache"))
+    with captured_stderr(os.path.join(workdir, DIAGNOSTICS_FILE)) as diag:
+        try:
+            return resume(path, dumped, own, out, num_stages)
+        except BuildError:
+            raise
+        except Exception as e:  # MLIR has printed its diagnostics (file:line) on fd 2
+            said = f"{diag.text()}\n{type(e).__name__}: {e}".strip()
+            raise CompileError(f"{path}: finishing make_ttgir failed:\n{said[-2000:]}") from None

@@ -7,24 +7,13 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from .arch import Target
+from ..common.arch import Target
+from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, UsageError
+from ..common.jobs import Job, JobResult
+from ..common.triton_check import check_triton_version
 from .artifact import artifact_files, prepare_output, write_directory
-from .errors import ArtifactWriteError, BuildError, UsageError
-from .jobs import Job, JobResult
 from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
-from .triton_check import check_triton_version
 from .workers import run_jobs
-
-
-class BuildFailedError(BuildError):
-    """Several kernels failed to build; ``errors`` holds each failure (the others were written).
-
-    A single failure is raised as itself, so callers can catch the specific class.
-    """
-
-    def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:
-        super().__init__(message)
-        self.errors = list(errors)
 
 
 @dataclass(frozen=True)
@@ -46,16 +35,16 @@ class BuildReport:
     stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
 
 
-def _capabilities(req: KernelRequest, config: BuildConfig) -> tuple[int, ...]:
-    wanted = tuple(t.capability for t in config.archs) if config.archs else default_archs(req)
+def _targets(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
+    wanted = config.archs or default_archs(req)
     if wanted is None and req.archs is not None:  # no --arch, no spec-wide "arch": the kernel's own list
-        return tuple(t.capability for t in req.archs)
+        return req.archs
     if wanted is None:
         what = "a Python kernel" if req.stage == "python" else f"a .{req.stage} file"
         raise UsageError(f"{os.path.basename(req.source)}: pass --arch (e.g. --arch 80,90, or \"arch\" in a spec); "
                          f"{what} does not say which GPU architecture to build for")
     if req.archs is not None:
-        wanted = tuple(c for c in wanted if c in {t.capability for t in req.archs})
+        wanted = tuple(t for t in wanted if t in req.archs)
     return wanted
 
 
@@ -78,11 +67,11 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     owner: list[int] = []
     for i, req in enumerate(requests):
         check_input_kind(req)
-        caps = _capabilities(req, config)
-        if not caps:
+        targets = _targets(req, config)
+        if not targets:
             report.skipped.append(req.name or req.kernel or os.path.basename(req.source))
             continue
-        new = make_jobs(req, caps, config.stop_after, config.keep_ir, config.line_info)
+        new = make_jobs(req, targets, config.stop_after, config.keep_ir, config.line_info)
         jobs += new
         owner += [i] * len(new)
     if config.dump_passes is not None:
@@ -121,7 +110,7 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
 
 
 def _import_validation() -> None:
-    # Writing metadata.json validates it with jsonschema (an import of ~50 ms): done while the
+    # Writing metadata.json validates it with jsonschema (a slow import): done while the
     # workers compile, it is off the critical path.
     try:
         import jsonschema  # noqa: F401

@@ -6,7 +6,7 @@ import os
 import re
 from typing import Iterator
 
-from .jobs import Job
+from ..common.jobs import Job
 
 
 class Diagnostics:

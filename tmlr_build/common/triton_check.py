@@ -12,7 +12,7 @@ def installed_triton_version() -> str | None:
     loaded = sys.modules.get("triton")
     if loaded is not None and isinstance(getattr(loaded, "__version__", None), str):
         return loaded.__version__  # a compile worker: the Triton it runs, with no metadata scan
-    from importlib import metadata  # ~20 ms: imported only when needed
+    from importlib import metadata  # a slow import, only where needed (the parent process)
 
     try:
         return metadata.version("triton")

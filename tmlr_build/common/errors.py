@@ -1,9 +1,11 @@
 """Errors of tmlr-build. Every message says what went wrong and how to fix it.
 
-Each class takes the message as its only constructor argument so that an error raised inside a
-compile worker can be rebuilt in the parent process by class name (see ``workers.py``).
+They are raised in compile workers too and pickled back to the parent (``builder/workers.py``):
+each class is built from its message alone, other facts live in attributes (which pickle keeps).
 """
 from __future__ import annotations
+
+from typing import Sequence
 
 from tmlr_runtime import TmlrError
 
@@ -80,12 +82,23 @@ class ArtifactWriteError(BuildError):
     """The finished artifact did not validate or could not be written."""
 
 
+class BuildFailedError(BuildError):
+    """Several kernels failed to build; ``errors`` holds each failure (the others were written).
+
+    A single failure is raised as itself, so callers can catch the specific class.
+    """
+
+    def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
 ERROR_CLASSES: dict[str, type[BuildError]] = {
     cls.__name__: cls
     for cls in (
         BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
         TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, MissingMetadataError,
         IRParseError, ArchMismatchError, CompileError, PtxasError, CompilerCrashError,
-        ArtifactWriteError,
+        ArtifactWriteError, BuildFailedError,
     )
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .errors import OptionError
+from ..common.errors import OptionError
 
 # Fields that parse_options derives from the target (or that hold a path); taking them from a
 # metadata file made for another arch, or another machine, would change or break the build.

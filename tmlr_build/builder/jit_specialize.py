@@ -12,7 +12,7 @@ from typing import Any
 
 from tmlr_runtime.abi import DTYPE_NAMES, TMA_DESC, Parameter, format_entry
 
-from .errors import SignatureError
+from ..common.errors import SignatureError
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+# Parameter and format_signature are the runtime's record and formatter; the build's modules name them
+# through this module (sig.Parameter, sig.format_signature)
 from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature,
                                split_top_level)
 
 from .errors import SignatureError
 
-# the names the build's modules use for the runtime's record and formatter
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

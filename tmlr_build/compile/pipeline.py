@@ -19,15 +19,16 @@ from triton._C.libtriton import get_cache_invalidating_env_vars, llvm
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from . import __version__ as tmlr_version
-from . import options as opts, ptxas, signature as sig
-from .source_names import stable_text
-from .arch import target_for
+from ..common import signature as sig
+from ..common.arch import check_supported
+from ..common.errors import CompileError
+from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
+from ..common.triton_check import check_triton_version
+from ..version import __version__ as tmlr_version
+from . import options as opts, ptxas
 from .diagnostics import Diagnostics, captured_stderr, stage_failure
-from .errors import CompileError
-from .jobs import DIAGNOSTICS_FILE, Job, JobResult
+from .source_names import stable_text
 from .stage_inputs import STARTS, Start, cubin_function
-from .triton_check import check_triton_version
 
 _HIDDEN_PARAMS = ["global_scratch"]  # Triton 3.3.x appends one trailing pointer
 
@@ -36,6 +37,7 @@ def run(job: Job, workdir: str) -> JobResult:
     """Compile ``job`` in a worker process (this changes cwd and environment); raises BuildError
     subclasses with messages fit for the user. ``workdir``: a scratch directory the caller removes."""
     check_triton_version()
+    check_supported(job.target)  # --arch was checked when parsed; an input's own target (ttg.target, ...) is here
     line_info = job.line_info and bool(((job.sidecar or {}).get("options") or {}).get("line_info", True))
     opts.scrub_environment(line_info, os.path.join(workdir, "cache"))
     if job.dump_passes:  # --dump-passes: Triton 3.3.1 prints the IR before each MLIR pass to this file
@@ -68,8 +70,7 @@ def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
     elif job.stop_after is None:
         ptx = module if isinstance(module, str) else texts["ptx"]
         ptx_name = base if job.stage == "ptx" else f"{start.name}.ptx"
-        done = ptxas.assemble(ptx, job.capability, target_for(job.capability).arch, start.options.enable_fp_fusion,
-                              line_info, job.label, ptx_name)
+        done = ptxas.assemble(ptx, job.target, start.options.enable_fp_fusion, line_info, job.label, ptx_name)
         cubin, resources = done.cubin, done.resources
     # a user-given name wins; else the name an earlier build recorded beside the IR; else the kernel's
     name = job.name or (job.sidecar or {}).get("name") or start.name
@@ -108,8 +109,7 @@ def _result(job: Job, name: str, params: list[sig.Parameter], metadata: dict[str
     return JobResult(
         name=name,
         signature=[p.to_json() for p in params],
-        capability=job.capability,
-        arch=target_for(job.capability).arch,
+        target=job.target,
         entry=metadata.get("name") if job.stop_after is None else None,
         cubin=cubin,
         launch={

@@ -14,11 +14,13 @@ import triton
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
-from . import mlir_text, options as opts, python_source, signature as sig
+from ..common import mlir_text, signature as sig
+from ..common.arch import triton_target
+from ..common.errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError,
+                             OptionError, SignatureError)
+from ..common.jobs import IR_STAGES, Job
+from . import options as opts, python_source
 from .diagnostics import Diagnostics, compiler_style, stage_failure
-from .errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError, OptionError,
-                     SignatureError)
-from .jobs import IR_STAGES, Job
 
 # Triton metadata keys each stage computes; a build that starts after that stage must take them
 # from the metadata JSON of the original compile (they cannot be recovered from the IR text).
@@ -165,13 +167,13 @@ def _parse_options(backend: Any, merged: dict[str, Any], job: Job) -> Any:
 
 
 def _check_ttgir_target(job: Job, base: str, attrs: dict[str, object]) -> None:
-    want = f"cuda:{job.capability}"
     have = attrs.get("ttg.target")
-    if have is not None and have != want:
-        made_for = str(have).split(":")[-1]
+    made_for = triton_target(have)
+    if have is not None and made_for != job.target:
         raise ArchMismatchError(
-            f"{base}: this .ttgir was made for {have} (ttg.target) but is being built for {want}; a .ttgir is "
-            f"architecture-specific: build it with --arch {made_for}, or build for {job.capability} from the .ttir/.py")
+            f"{base}: this .ttgir was made for {have} (ttg.target) but is being built for cuda:{job.capability}; a "
+            f".ttgir is architecture-specific: build it with --arch {made_for.capability if made_for else have}, or "
+            f"build for {job.capability} from the .ttir/.py")
     if attrs.get("ttg.threads-per-warp", 32) != 32:
         raise OptionError(f"{base}: ttg.threads-per-warp = {attrs['ttg.threads-per-warp']}; CUDA warps have 32 threads")
 

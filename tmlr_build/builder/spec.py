@@ -19,9 +19,9 @@ import json
 import os
 from typing import Any
 
-from .arch import Target, parse_arch_list
-from .errors import BuildError, SpecError
-from .signature import parse_arg_names
+from ..common.arch import Target, parse_arch_list
+from ..common.errors import BuildError, SpecError
+from ..common.signature import parse_arg_names
 from .sources import KernelRequest, check_name, parse_source
 
 _TOP_KEYS = {"arch", "options", "kernels", "$comment"}

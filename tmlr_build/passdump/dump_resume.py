@@ -4,19 +4,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from typing import Any
 
-from .arch import Target
-from .build import BuildConfig, BuildReport, build
-from .errors import CompileError, InputError
-from .options import affects_build
-from .sources import request
+from ..builder.build import BuildConfig, BuildReport, build
+from ..builder.sources import request
+from ..builder.workers import Task, run_task
+from ..common.arch import Target
+from ..common.errors import InputError
 
 # llir-lowering passes before this one still see TTGIR; make_llir re-runs them from the start.
 _FIRST_LLVM_PASS = "convert-scf-to-cf"
+_FINISH_TTGIR = "tmlr_build.compile.resume_ttgir:finish"  # runs in a compile worker
 
 
 def _entry(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -54,15 +53,8 @@ def _stage_input(path: str, work: str, num_stages: int | None) -> str:
         raise InputError(f"{path}: dumped after {_FIRST_LLVM_PASS} (LLVM dialect); tmlr cannot resume there: "
                          "take a file from before that pass")
     out = name + ".ttgir"
-    args = [sys.executable, "-m", "tmlr_build.resume_ttgir", os.path.abspath(path), out]
-    if num_stages is not None:
-        args.append(str(num_stages))
-    # A child keeps Triton's compiler out of this process; like the compile workers it does not inherit
-    # TRITON_*/MLIR_* settings (an exported MLIR_DUMP_PATH would be overwritten by its passes' dumps).
-    env = {k: v for k, v in os.environ.items() if not affects_build(k)}
-    done = subprocess.run(args, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise CompileError(f"{path}: finishing make_ttgir failed:\n{done.stderr[-2000:]}")
+    dumped = [p["pass_arg"] for p in before if p["stage"] == "ttgir"]
+    run_task(Task(_FINISH_TTGIR, (os.path.abspath(path), dumped, entry["pass_arg"], out, num_stages), path))
     return out
 
 

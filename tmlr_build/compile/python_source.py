@@ -17,8 +17,8 @@ import traceback
 import types
 from typing import Any
 
+from ..common.errors import InputError, KernelNotFoundError
 from . import build_driver
-from .errors import InputError, KernelNotFoundError
 
 
 class _RelativeSourceFinder(importlib.abc.MetaPathFinder):

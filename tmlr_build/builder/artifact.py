@@ -11,8 +11,8 @@ from typing import Any, Sequence
 import tmlr_runtime
 from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
 
-from .errors import ArtifactWriteError, OutputPathError
-from .jobs import JobResult
+from ..common.errors import ArtifactWriteError, OutputPathError
+from ..common.jobs import JobResult
 
 IR_DIR = "ir"
 
@@ -25,16 +25,17 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     """The metadata.json document of one kernel built for every arch in ``results``."""
     signatures = {json.dumps(r.signature, sort_keys=True) for r in results}
     if len(signatures) != 1:
-        raise ArtifactWriteError(f"{name}: the builds for {', '.join(r.arch for r in results)} disagree on the "
+        raise ArtifactWriteError(f"{name}: the builds for {', '.join(r.target.arch for r in results)} disagree on the "
                                  "signature; build each arch from the same source and options")
     variants = []
-    for r in sorted(results, key=lambda r: r.capability):
+    for r in sorted(results, key=lambda r: r.target):
         if r.cubin is None or r.entry is None:
-            raise ArtifactWriteError(f"{name}: no cubin for {r.arch} (the build stopped early); this is a tmlr-build bug")
+            raise ArtifactWriteError(f"{name}: no cubin for {r.target.arch} (the build stopped early); this is a "
+                                     "tmlr-build bug")
         variant: dict[str, Any] = {
-            "target": {"backend": "cuda", "capability": r.capability, "arch": r.arch, "warp_size": 32},
+            "target": {"backend": "cuda", "capability": r.target.capability, "arch": r.target.arch, "warp_size": 32},
             "entry": r.entry,
-            "cubin": {"file": cubin_file_name(name, r.arch), "sha256": hashlib.sha256(r.cubin).hexdigest(),
+            "cubin": {"file": cubin_file_name(name, r.target.arch), "sha256": hashlib.sha256(r.cubin).hexdigest(),
                       "size": len(r.cubin)},
             "launch": r.launch,
             "scratch": r.scratch,
@@ -73,11 +74,11 @@ def artifact_files(name: str, results: Sequence[JobResult], with_metadata: bool)
         validate(doc)
         files[METADATA_FILE] = (json.dumps(doc, indent=2) + "\n").encode()
         for r in results:
-            files[cubin_file_name(name, r.arch)] = r.cubin or b""
+            files[cubin_file_name(name, r.target.arch)] = r.cubin or b""
     for r in results:
         for fname, content in r.ir_files.items():
             data = content if isinstance(content, bytes) else content.encode()
-            files[f"{IR_DIR}/{r.arch}/{fname}"] = data
+            files[f"{IR_DIR}/{r.target.arch}/{fname}"] = data
     return files
 
 

@@ -8,10 +8,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .arch import Target
-from .errors import InputError, InputKindError, MissingMetadataError, UsageError
-from .jobs import STAGES, Job
-from .mlir_text import module_attributes, stage_of
+from ..common.arch import Target, triton_target
+from ..common.errors import InputError, InputKindError, MissingMetadataError, UsageError
+from ..common.jobs import STAGES, Job
+from ..common.mlir_text import module_attributes, stage_of
 
 _EXT_STAGE = {".ttir": "ttir", ".ttgir": "ttgir", ".llir": "llir", ".ll": "llir", ".ptx": "ptx", ".cubin": "cubin"}
 
@@ -167,27 +167,28 @@ def check_input_kind(req: KernelRequest) -> None:
                          f"rename it to {stem}.{found}{then}")
 
 
-def default_archs(req: KernelRequest) -> tuple[int, ...] | None:
-    """The capability an architecture-specific input was made for, when it records one."""
+def default_archs(req: KernelRequest) -> tuple[Target, ...] | None:
+    """The target an architecture-specific input was made for, when it records one (the compile checks
+    that tmlr-build supports it)."""
     if req.stage == "ttgir":
         with open(req.source, encoding="utf-8", errors="replace") as f:
-            target = str(module_attributes(f.read()).get("ttg.target", ""))
-        return (int(target.split(":")[1]),) if target.startswith("cuda:") else None
+            target = triton_target(module_attributes(f.read()).get("ttg.target"))
+        return (target,) if target else None
     sidecar = _beside(req.source, ".tmlr.json")
     if req.stage == "ttir" and sidecar:
         cap = _read_json(sidecar, "tmlr sidecar").get("capability")
-        return (int(cap),) if isinstance(cap, int) else None
+        return (Target.from_capability(cap),) if isinstance(cap, int) else None
     if req.stage in ("llir", "ptx", "cubin"):
         meta_path = req.metadata_path or _beside(req.source, ".json")
         if meta_path:
             arch = (_read_json(meta_path, "Triton metadata JSON").get("target") or {}).get("arch")
-            return (int(arch),) if arch is not None else None
+            return (Target.from_capability(int(arch)),) if arch is not None else None
     return None
 
 
-def make_jobs(req: KernelRequest, capabilities: tuple[int, ...], stop_after: str | None, keep_ir: bool,
+def make_jobs(req: KernelRequest, targets: tuple[Target, ...], stop_after: str | None, keep_ir: bool,
               line_info: bool) -> list[Job]:
-    """One Job per capability, with the metadata and sidecars found beside the input attached."""
+    """One Job per target, with the metadata and sidecars found beside the input attached."""
     if stop_after is not None and STAGES.index(stop_after) <= STAGES.index(req.stage):
         raise UsageError(f"--stop-after {stop_after}: the input {os.path.basename(req.source)} is already a "
                          f".{req.stage}; name a later stage ({', '.join(STAGES[STAGES.index(req.stage) + 1:-1])})")
@@ -202,12 +203,12 @@ def make_jobs(req: KernelRequest, capabilities: tuple[int, ...], stop_after: str
             with open(ir_path, encoding="utf-8", errors="replace") as f:
                 sibling = f.read()
     return [
-        Job(source=req.source, stage=req.stage, capability=cap, kernel=req.kernel, module=req.module, name=req.name,
+        Job(source=req.source, stage=req.stage, target=target, kernel=req.kernel, module=req.module, name=req.name,
             signature=req.signature, constexprs=dict(req.constexprs), arg_names=req.arg_names,
             options=dict(req.options), triton_metadata=meta, triton_metadata_path=meta_path, sidecar=sidecar,
             sibling_ir=sibling, sibling_ir_name=os.path.basename(ir_path) if ir_path else None,
             stop_after=stop_after, keep_ir=keep_ir, line_info=line_info)
-        for cap in capabilities
+        for target in targets
     ]
 
 

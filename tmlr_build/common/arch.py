@@ -1,4 +1,4 @@
-"""Which GPU architectures tmlr-build targets, and how --arch values name them."""
+"""Which GPU architectures tmlr-build targets, and how --arch values and Triton's target text name them."""
 from __future__ import annotations
 
 from tmlr_runtime.abi import Target
@@ -13,14 +13,26 @@ def supported_capabilities() -> tuple[int, ...]:
     return _SUPPORTED
 
 
-def target_for(capability: int) -> Target:
-    """The Target of a capability such as 90; raises UnsupportedArchError for others."""
-    if capability not in _SUPPORTED:
+def check_supported(target: Target) -> Target:
+    """``target`` itself; raises UnsupportedArchError when tmlr-build does not build for it."""
+    if target.capability not in _SUPPORTED:
         raise UnsupportedArchError(
-            f"--arch {capability} is not supported; use one or more of "
+            f"--arch {target.capability} is not supported; use one or more of "
             f"{','.join(map(str, _SUPPORTED))} (e.g. --arch 80,90)"
         )
-    return Target.from_capability(capability)
+    return target
+
+
+def target_for(capability: int) -> Target:
+    """The Target of a capability such as 90; raises UnsupportedArchError for others."""
+    return check_supported(Target.from_capability(capability))
+
+
+def triton_target(text: object) -> Target | None:
+    """The target that Triton's target text names (``"cuda:90"``, as in TTGIR's ``ttg.target``);
+    None for no text or text naming no CUDA capability. Whether tmlr-build supports it is not checked."""
+    backend, _, capability = str(text).partition(":")
+    return Target.from_capability(int(capability)) if backend == "cuda" and capability.isdigit() else None
 
 
 def parse_arch_list(text: str | int | list[object]) -> tuple[Target, ...]:

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
-from .errors import InputError
+from ..common.errors import InputError
 
 # A nested op's name may hold parentheses (the inliner's "@zeros____(0, 0)cconstexpr_64__..." functions).
 _HEADER = re.compile(r"^// -----// IR Dump (Before|After) (\S+) \(([^)]*)\) \('([^']+)' operation(?:: .*)?\) //----- //$",

@@ -12,7 +12,9 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from .errors import PtxasError
+from tmlr_runtime.abi import Target
+
+from ..common.errors import PtxasError
 from .source_names import stable_text
 
 
@@ -38,11 +40,11 @@ def ptxas_version(capability: int) -> str:
     return m.group(1) if m else text.strip().splitlines()[-1]
 
 
-def command(capability: int, arch: str, fp_fusion: bool, line_info: bool, src: str, out: str) -> list[str]:
+def command(target: Target, fp_fusion: bool, line_info: bool, src: str, out: str) -> list[str]:
     # Mirrors triton/backends/nvidia/compiler.py make_cubin (3.3.1).
     flags = ["-lineinfo"] if line_info else ["-lineinfo", "-suppress-debug-info"]
     fmad = [] if fp_fusion else ["--fmad=false"]
-    return [ptxas_path(capability), *flags, *fmad, "-v", f"--gpu-name={arch}", src, "-o", out]
+    return [ptxas_path(target.capability), *flags, *fmad, "-v", f"--gpu-name={target.arch}", src, "-o", out]
 
 
 def parse_resources(log: str) -> dict[str, int]:
@@ -62,14 +64,14 @@ def parse_resources(log: str) -> dict[str, int]:
     return out
 
 
-def assemble(ptx: str, capability: int, arch: str, fp_fusion: bool, line_info: bool, label: str,
+def assemble(ptx: str, target: Target, fp_fusion: bool, line_info: bool, label: str,
              ptx_name: str = "kernel.ptx") -> Assembled:
     """Run ptxas on ``ptx``; raises PtxasError with the log and a repro command on failure."""
     with tempfile.TemporaryDirectory(prefix="tmlr-ptxas-") as tmp:
         src, out = os.path.join(tmp, ptx_name), os.path.join(tmp, "kernel.cubin")
         with open(src, "w", encoding="utf-8") as f:
             f.write(stable_text(ptx))
-        cmd = command(capability, arch, fp_fusion, line_info, src, out)
+        cmd = command(target, fp_fusion, line_info, src, out)
         # cwd: with -lineinfo, ptxas embeds the size and mtime of each source file named by a .file
         # directive that it can open; stable_text made every name relative, and relative names
         # resolve against this empty directory, so no file of the build machine is found.
@@ -78,7 +80,7 @@ def assemble(ptx: str, capability: int, arch: str, fp_fusion: bool, line_info: b
             repro = shlex.join(cmd[:-3] + [ptx_name, "-o", "out.cubin"])
             log = proc.stdout.strip().replace(src, ptx_name)
             raise PtxasError(
-                f"{label}: ptxas (stage ptx -> cubin, {arch}) failed with exit status {proc.returncode}:\n{log}\n"
+                f"{label}: ptxas (stage ptx -> cubin, {target.arch}) failed with exit status {proc.returncode}:\n{log}\n"
                 f"Repro (get {ptx_name} with --stop-after ptx unless it is your input): {repro}"
             )
         with open(out, "rb") as f:

@@ -13,9 +13,9 @@ import json
 import os
 from typing import Any, Callable
 
-from .arch import parse_arch_list, target_for
+from ..common.arch import parse_arch_list, target_for
+from ..common.errors import InputError, SignatureError, UsageError
 from .build import BuildConfig, build
-from .errors import InputError, SignatureError, UsageError
 from .jit_specialize import Specialization, specialize
 from .sources import request
 
