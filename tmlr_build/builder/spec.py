@@ -11,7 +11,7 @@
 
 Paths are relative to the spec file. A kernel's "arch" restricts it to those archs (a num_ctas=2
 kernel lists [90]); "name" renames the artifact directory. docs/spec-format.md documents every key
-(tests/test_build_spec_format.py keeps it in step with the keys below).
+(tests/build/test_build_spec_format.py keeps it in step with the keys below).
 """
 from __future__ import annotations
 

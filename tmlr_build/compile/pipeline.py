@@ -3,7 +3,7 @@
 This drives Triton 3.3.1's backend stages directly instead of calling ``triton.compile`` because
 ``triton.compile`` cannot start from .llir/.ptx, cannot stop after a stage, and drops the
 ptxas report. The stage functions, the metadata they fill in and the ptxas flags are Triton's own,
-so the cubin bytes are the same as ``triton.compile``'s (tests/test_build_stages.py checks this),
+so the cubin bytes are the same as ``triton.compile``'s (tests/build/test_build_stages.py checks this),
 except that source file names are made machine-independent first (source_names.py).
 Importing this module imports Triton; the parent process never does.
 """

@@ -13,7 +13,7 @@ import conftest
 import skip_reasons
 from tmlr_runtime import CudaUnavailableError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class FakeDrv:
@@ -80,12 +80,12 @@ def test_devices_found_run_the_gpu_tests(probe) -> None:
 LOG = """\
 ........s
 =========================== short test summary info ============================
-SKIPPED [4] tests/test_multi_gpu.py: needs two GPUs
-SKIPPED [1] tests/test_runtime_gpu.py:260: needs two GPUs
-SKIPPED [5] tests/test_examples_gpu.py:34: needs an sm_80 GPU: softmax_sm80_ttir is built for sm_80, this GPU is sm_90
-SKIPPED [1] tests/test_runtime_gpu_inputs.py:40: CuPy is not installed (pip install cupy-cuda12x)
-SKIPPED [1] tests/test_runtime_gpu.py:101: needs an sm_90 GPU (sm_90a cubins)
-SKIPPED [2] tests/test_bad_inputs.py:477: needs a CUDA device (the NVIDIA driver reports 0 devices)
+SKIPPED [4] tests/gpu/test_multi_gpu.py: needs two GPUs
+SKIPPED [1] tests/gpu/test_runtime_gpu.py:260: needs two GPUs
+SKIPPED [5] tests/gpu/test_examples_gpu.py:34: needs an sm_80 GPU: softmax_sm80_ttir is built for sm_80, this GPU is sm_90
+SKIPPED [1] tests/gpu/test_runtime_gpu_inputs.py:40: CuPy is not installed (pip install cupy-cuda12x)
+SKIPPED [1] tests/gpu/test_runtime_gpu.py:101: needs an sm_90 GPU (sm_90a cubins)
+SKIPPED [2] tests/runtime/test_bad_inputs.py:477: needs a CUDA device (the NVIDIA driver reports 0 devices)
 40 passed, 14 skipped in 12.00s
 """
 
@@ -93,7 +93,7 @@ SKIPPED [2] tests/test_bad_inputs.py:477: needs a CUDA device (the NVIDIA driver
 def test_only_named_skips_are_allowed() -> None:
     bad = skip_reasons.unexpected_skips(LOG)
     assert [line.split("] ")[1].split(":")[0] for line in bad] == [
-        "tests/test_runtime_gpu_inputs.py", "tests/test_runtime_gpu.py", "tests/test_bad_inputs.py"]
+        "tests/gpu/test_runtime_gpu_inputs.py", "tests/gpu/test_runtime_gpu.py", "tests/runtime/test_bad_inputs.py"]
     assert skip_reasons.ALLOWED == ("needs an sm_80 GPU", "needs two GPUs")
 
 
@@ -106,6 +106,6 @@ def test_skip_check_command(tmp_path: Path) -> None:
     env = {"GPU_ALL_ALLOW_SKIPS": "needs an sm_90 GPU|CuPy is not installed|needs a CUDA device"}
     p = subprocess.run(run, capture_output=True, text=True, env={**os.environ, **env})
     assert p.returncode == 0 and p.stdout == ""
-    log.write_text(LOG.replace("SKIPPED [1] tests/test_runtime_gpu_inputs", "xx").replace("SKIPPED [1] tests/test_runtime_gpu.py:101", "xx")
-                   .replace("SKIPPED [2] tests/test_bad_inputs", "xx"))
+    log.write_text(LOG.replace("SKIPPED [1] tests/gpu/test_runtime_gpu_inputs", "xx").replace("SKIPPED [1] tests/gpu/test_runtime_gpu.py:101", "xx")
+                   .replace("SKIPPED [2] tests/runtime/test_bad_inputs", "xx"))
     assert subprocess.run(run, capture_output=True, text=True).returncode == 0

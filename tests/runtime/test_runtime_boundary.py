@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FORBIDDEN = {"triton", "tmlr_build", "torch", "numpy"}
 
 

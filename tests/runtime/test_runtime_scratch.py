@@ -12,7 +12,7 @@ import fake_driver
 import tmlr_runtime as tr
 from fake_driver import fake_launcher, metadata_doc, param
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from tmlr_build.cli import run
 from tmlr_build.common.errors import ArchMismatchError
 from tmlr_runtime._metadata import read_cubin
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 COMMITTED = EXAMPLES / "artifacts"
 ADD = f"{EXAMPLES}/kernels/vector_add.py:add"
 ADD_SIG = "*fp32:16, *fp32:16, *fp32:16, i32, 1024"

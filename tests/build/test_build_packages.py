@@ -6,7 +6,7 @@ an ``@triton.heuristics`` one, and the kernel modules import a sibling relativel
 there is no active Triton driver, so the build installs a stand-in (tmlr_build/compile/build_driver.py);
 a package member is imported from the package root's parent under its relative name, so the
 build's bytes do not depend on where the package lives. Bad package inputs (a relative import
-outside a package, an unknown module name) are cases of tests/test_bad_inputs.py.
+outside a package, an unknown module name) are cases of tests/runtime/test_bad_inputs.py.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from tmlr_build.common.arch import Target
 from tmlr_build.common.jobs import Job
 from tmlr_build.builder.sources import package_module, parse_source
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / "data"
 KERNLIB = DATA / "kernlib"
 SIG = "*fp32:16, *fp32:16, i32, 128"
 KERNELS = {"plain": "scale", "tuned": "tuned_scale", "heur": "heur_scale"}

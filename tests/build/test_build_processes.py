@@ -17,7 +17,7 @@ import pytest
 from tmlr_build.builder.workers import Task, run_task, run_tasks
 from tmlr_build.common import errors as E
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ADD = f"{ROOT}/examples/kernels/vector_add.py:add"
 ADD_SIG = "*fp32:16, *fp32:16, *fp32:16, i32, 1024"
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KERNELS = [
     (ROOT / "examples" / "kernels" / "vector_add.py", "add", "*fp32:16, *fp32:16, *fp32:16, i32, 1024"),
     (ROOT / "examples" / "stages" / "src" / "softmax.py", "softmax", "*fp32:16, *fp32:16, i32:16, i32:16, i32, 1024"),

@@ -6,7 +6,7 @@ with ``__cuda_array_interface__``, a stream given through ``__cuda_stream__``, l
 loaded with ``checks=False``, the driver's answer about host and device memory, and which cuda-python
 bindings ran all this (``TMLR_EXPECT_CUDA_BINDINGS=12.9`` makes a run with the 12.x bindings first on
 PYTHONPATH prove that it used them). Uses ``examples/artifacts/add`` (sm_80 and sm_90a cubins):
-``python -m pytest -m gpu tests/test_runtime_gpu_inputs.py``.
+``python -m pytest -m gpu tests/gpu/test_runtime_gpu_inputs.py``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from tmlr_runtime import _driver  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-ADD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "artifacts", "add")
+ADD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "artifacts", "add")
 N = 100_000
 GRID = (N + 1023) // 1024
 

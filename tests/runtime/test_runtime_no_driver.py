@@ -12,7 +12,7 @@ import tmlr_runtime as tr
 from conftest import cuda_device_count
 from fake_driver import metadata_doc, param, write_artifact
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.skipif(cuda_device_count() > 0, reason="this machine has a CUDA driver and device")

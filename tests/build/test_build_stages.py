@@ -15,7 +15,7 @@ import pytest
 from tmlr_build import BuildConfig, KernelRequest, build, parse_arch_list, request
 from tmlr_build.builder.spec import load_spec
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Kernels whose stage paths are checked: every feature the issue lists (tl.dot, scalars of every
 # type, clusters, device-side TMA with global scratch, > 48 KB shared memory).
 KERNELS = ("add", "matmul", "matmul_big_smem", "scalars", "cluster_add", "tma_scale")

@@ -13,7 +13,7 @@ from tmlr_build import BuildConfig, BuildError, InputError, build, jit, parse_ar
 from tmlr_build.builder.jit_specialize import specialize
 from tmlr_build.common.errors import UnsupportedArchError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "kernels"))
 import matmul as matmul_module  # noqa: E402
 import vector_add  # noqa: E402

@@ -13,7 +13,7 @@ from skip_reasons import NEEDS_SM80, NEEDS_SM90
 
 pytestmark = pytest.mark.gpu
 
-STAGES = Path(__file__).resolve().parents[1] / "examples" / "stages"
+STAGES = Path(__file__).resolve().parents[2] / "examples" / "stages"
 ENTRIES = json.loads((STAGES / "stages.json").read_text())["kernels"]
 
 

@@ -14,7 +14,7 @@ from tmlr_runtime import _stream
 from tmlr_runtime._pointers import tensor_pointer
 from tmlr_runtime._metadata import Parameter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SIG = [param("x", "*fp32", 16), param("n", "i32", 16), param("a", "fp32"), equal_to_1("one"), constexpr("BLOCK", 128)]
 

@@ -32,7 +32,7 @@ from tmlr_runtime.cli import verify_artifact
 np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "examples" / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "examples" / "artifacts"
 EXAMPLES = {name: json.loads((ARTIFACTS / name / "metadata.json").read_text())
             for name in ("add", "cluster_add", "tma_scale", "scalars")}
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,7 +11,7 @@ import pytest
 from tmlr_build.builder import spec
 from tmlr_build.cli import main, make_parser, run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "spec-format.md"
 EXAMPLES = ROOT / "examples"
 ADD = f"{EXAMPLES}/kernels/vector_add.py:add"

@@ -140,7 +140,7 @@ def test_no_variant_fits(archs, device):
 
 
 def test_example_artifacts_are_valid():
-    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "artifacts")
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "artifacts")
     names = sorted(os.listdir(root))
     assert names
     for name in names:

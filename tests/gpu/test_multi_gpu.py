@@ -18,7 +18,7 @@ import tmlr_runtime as tr  # noqa: E402
 from skip_reasons import NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_runtime import _modules  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ADD = os.path.join(ROOT, "examples", "artifacts", "add")
 TMA = os.path.join(ROOT, "examples", "artifacts", "tma_scale")
 BLOCK = 1024

@@ -15,7 +15,7 @@ from tmlr_build.cli import main, run
 from tmlr_build.common.signature import parse_signature
 from tmlr_build.common.triton_check import check_triton_version
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ADD = f"{EXAMPLES}/kernels/vector_add.py:add"
 ADD_SIG = "*fp32:16, *fp32:16, *fp32:16, i32, 1024"
 
@@ -319,7 +319,7 @@ def test_interrupt_leaves_no_worker_or_work_directory(tmp_path: Path, when: str,
     disposition = signal.SIG_IGN if sigint == "ignored" else signal.SIG_DFL  # whatever pytest runs with
     proc = subprocess.Popen([sys.executable, "-m", "tmlr_build", f"{tmp_path}/slow.py:k", "-o", str(tmp_path / "o"),
                              "--arch", "80"], env=env, stderr=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[1],
+                            cwd=Path(__file__).resolve().parents[2],
                             preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
     deadline = time.monotonic() + 30
     if when == "server-importing":  # tmlr-build has made the first job's work directory: it waits for the worker

@@ -16,7 +16,7 @@ import tmlr_runtime as tr
 from tmlr_runtime import _driver
 from tmlr_runtime.cli import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ADD = os.path.join(ROOT, "examples", "artifacts", "add")
 
 

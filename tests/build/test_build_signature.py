@@ -100,9 +100,9 @@ def test_triton_target_text() -> None:
 
 
 def test_the_parent_process_never_imports_triton(tmp_path: Path) -> None:
-    examples = Path(__file__).resolve().parents[1] / "examples"
+    examples = Path(__file__).resolve().parents[2] / "examples"
     code = ("import sys\nfrom tmlr_build.cli import run\n"
             f"run([{str(examples / 'kernels' / 'vector_add.py')!r} + ':add', '--signature', "
             f"'*fp32:16, *fp32:16, *fp32:16, i32, 1024', '-o', {str(tmp_path)!r}, '--arch', '80', '-q'])\n"
             "assert 'triton' not in sys.modules and 'torch' not in sys.modules\n")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])

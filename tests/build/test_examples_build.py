@@ -12,7 +12,7 @@ import pytest
 
 from tmlr_build.cli import run
 
-STAGES = Path(__file__).resolve().parents[1] / "examples" / "stages"
+STAGES = Path(__file__).resolve().parents[2] / "examples" / "stages"
 ENTRIES = json.loads((STAGES / "stages.json").read_text())["kernels"]
 
 

@@ -15,7 +15,7 @@ from tmlr_build.cli import main
 from tmlr_build.passdump.dump_resume import build_from_dump
 from tmlr_build.common.errors import InputError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _COMPILE = f"""
 import sys; sys.path.insert(0, {os.path.join(ROOT, 'examples', 'kernels')!r})
 import triton

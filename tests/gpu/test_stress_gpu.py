@@ -18,7 +18,7 @@ the same two streams.
 
 Knobs: ``TMLR_STRESS_LAUNCHES`` (launches per add thread), ``TMLR_STRESS_TIMEOUT_S`` (default 120: the
 test fails, instead of hanging, when the threads are not done by then), ``TMLR_STRESS_REPORT`` (a path:
-counts and launch rates are written there as JSON). Run: ``python -m pytest -m gpu tests/test_stress_gpu.py``.
+counts and launch rates are written there as JSON). Run: ``python -m pytest -m gpu tests/gpu/test_stress_gpu.py``.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ import tmlr_runtime as tr  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ADD = os.path.join(ROOT, "examples", "artifacts", "add")
 TMA = os.path.join(ROOT, "examples", "artifacts", "tma_scale")
 

@@ -1,7 +1,7 @@
 """The runtime on a real GPU: every launch feature against torch results.
 
 Artifacts come from ``examples/artifacts`` and ``tests/gpu/artifacts``, both built on a CPU by
-tmlr-build and committed; nothing here imports Triton. Run on the GPU machine: ``python -m pytest -m gpu tests/test_runtime_gpu.py``.
+tmlr-build and committed; nothing here imports Triton. Run on the GPU machine: ``python -m pytest -m gpu tests/gpu/test_runtime_gpu.py``.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tmlr_runtime import _modules  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def art(name: str) -> str:
