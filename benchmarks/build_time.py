@@ -11,6 +11,9 @@
 * whole spec: ``tmlr-build --spec examples/kernels.json -j N`` (every kernel for sm_80 and sm_90a)
   for each N of ``--jobs``, against one process compiling the same list serially with
   ``triton.compile``; ``--reps`` rounds, interleaved.
+* ``--baseline DIR``: another checkout's tmlr-build (e.g. ``git worktree add /tmp/base main``) is
+  timed in the same rounds, after this one's, so that a change is compared with what it changes
+  under the same load (``vs_baseline``: this tree / the baseline, per round).
 
 The JSON records the machine's load average before and after: on a shared machine the spread of
 the samples is part of the result. ``render.py --also cpu=FILE`` shows it beside a suite run.
@@ -27,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import EXAMPLES, MIN_SAMPLES, python_env, ratio_stats, require_triton, run_command, stats, triton_version, write_json  # noqa: E402
+from bench_common import EXAMPLES, MIN_SAMPLES, ROOT, python_env, ratio_stats, require_triton, run_command, stats, triton_version, write_json  # noqa: E402
 
 SPEC = os.path.join(EXAMPLES, "kernels.json")
 
@@ -85,15 +88,18 @@ def spec_cases() -> list[dict[str, object]]:
     return cases
 
 
-def run_tmlr_build(entries: list[dict[str, object]], archs: list[int], jobs: int, tmp: str) -> float:
-    """Wall seconds of one tmlr-build process on a spec holding ``entries``."""
+def run_tmlr_build(entries: list[dict[str, object]], archs: list[int], jobs: int, tmp: str,
+                   root: str | None = None) -> float:
+    """Wall seconds of one tmlr-build process on a spec holding ``entries`` (``root``: another checkout's)."""
     spec = os.path.join(tmp, "spec.json")
     kernels = [dict(e, source=os.path.join(EXAMPLES, str(e["source"]))) for e in entries]
     with open(spec, "w") as f:
         json.dump({"arch": archs, "kernels": kernels}, f)
     out = tempfile.mkdtemp(dir=tmp)
+    # cwd: ``python -m`` imports from the current directory before PYTHONPATH
+    env = python_env(PYTHONPATH=root) if root else python_env()
     rc, o, err, secs = run_command([sys.executable, "-m", "tmlr_build", "--spec", spec, "-o", out, "-q", "-j", str(jobs)],
-                                   env=python_env(), timeout=300)
+                                   env=env, timeout=300, cwd=root or ROOT)
     shutil.rmtree(out, ignore_errors=True)
     if rc != 0:
         raise RuntimeError(f"tmlr-build exit {rc}: {(err or o).strip()[-400:]}")
@@ -112,6 +118,24 @@ def run_triton_compile(cases: list[dict[str, object]], tmp: str) -> tuple[float,
     return secs, json.loads(out.strip().splitlines()[-1])
 
 
+def per_kernel(case: dict[str, object], reps: int, tmp: str, baseline: str | None) -> dict[str, object]:
+    """One kernel (sm_90a): ``reps`` rounds of tmlr-build (and the baseline's, first every other round),
+    then triton.compile."""
+    ours, base, theirs, inner = [], [], [], []
+    for i in range(reps):
+        for root in ([None, baseline] if i % 2 == 0 else [baseline, None]) if baseline else [None]:
+            (base if root else ours).append(run_tmlr_build([case["entry"]], [90], 1, tmp, root=root))  # type: ignore[list-item]
+        secs, rep = run_triton_compile([case], tmp)
+        theirs.append(secs)
+        inner.append(rep["compile_s"][0])
+    row = {"tmlr_build_s": stats(ours), "triton_compile_process_s": stats(theirs),
+           "triton_compile_call_s": stats(inner), "ratio": ratio_stats(ours, theirs)}
+    if baseline:
+        row.update(baseline_tmlr_build_s=stats(base), baseline_ratio=ratio_stats(base, theirs),
+                   vs_baseline=ratio_stats(ours, base))
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
@@ -119,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", default="add4,matmul,tma_scale", help="names from examples/kernels.json (sm_90a)")
     ap.add_argument("--jobs", default=f"1,{os.cpu_count() or 1}", help="tmlr-build -j values for the whole spec")
     ap.add_argument("--no-spec", action="store_true", help="skip the whole-spec build")
+    ap.add_argument("--baseline", metavar="DIR", help="another checkout whose tmlr-build is timed in the same rounds "
+                                                      "(per kernel only)")
     args = ap.parse_args(argv)
     if args.reps < MIN_SAMPLES:
         ap.error(f"--reps must be at least {MIN_SAMPLES}: every figure rests on {MIN_SAMPLES} samples or more")
@@ -127,26 +153,22 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, object] = {"section": "build", "command": "python benchmarks/build_time.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                               "date": time.strftime("%Y-%m-%d %H:%M:%S"), "host": platform.node(), "python": platform.python_version(),
                               "triton": triton_version(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg(),
-                              "reps": args.reps, "per_kernel": {}, "spec": {}, "errors": {}}
+                              "reps": args.reps, "baseline": args.baseline and os.path.abspath(args.baseline),
+                              "per_kernel": {}, "spec": {}, "errors": {}}
     errors: dict[str, str] = doc["errors"]  # type: ignore[assignment]
     try:
         cases = {c["name"]: c for c in spec_cases() if c["cap"] == 90}
         for name in args.kernels.split(","):
             try:
-                case = cases[name]
-                ours, theirs, inner = [], [], []
-                for _ in range(args.reps):
-                    ours.append(run_tmlr_build([case["entry"]], [90], 1, tmp))  # type: ignore[list-item]
-                    secs, rep = run_triton_compile([case], tmp)
-                    theirs.append(secs)
-                    inner.append(rep["compile_s"][0])
-                row = {"tmlr_build_s": stats(ours), "triton_compile_process_s": stats(theirs),
-                       "triton_compile_call_s": stats(inner), "ratio": ratio_stats(ours, theirs)}
-                doc["per_kernel"][name] = row  # type: ignore[index]
+                row = doc["per_kernel"][name] = per_kernel(cases[name], args.reps, tmp, args.baseline)  # type: ignore[index]
                 r = row["ratio"]
                 print(f"{name:12s} tmlr-build {row['tmlr_build_s']['median']:.3f} s  triton.compile process "
                       f"{row['triton_compile_process_s']['median']:.3f} s (compile call {row['triton_compile_call_s']['median']:.3f} s)  "
                       f"ratio {r['median']:.3f} [{r['min']:.3f}–{r['max']:.3f}] (medians [min–max] of {args.reps})")
+                if args.baseline:
+                    b = row["vs_baseline"]
+                    print(f"{'':12s} baseline tmlr-build {row['baseline_tmlr_build_s']['median']:.3f} s, ratio "
+                          f"{row['baseline_ratio']['median']:.3f}; this tree / baseline {b['median']:.3f} [{b['min']:.3f}–{b['max']:.3f}]")
             except Exception as e:  # noqa: BLE001
                 errors[name] = f"{type(e).__name__}: {e}"[:500]
                 print(f"{name:12s} ERROR {errors[name]}")

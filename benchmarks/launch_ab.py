@@ -12,6 +12,9 @@ shared machine slows them alike — which separate processes (``cpu_load_profile
 promise. Reported per form: the median over ``--runs`` runs of each run's lowest burst mean (ns
 per call), and the ratio of each checkout to the first.
 
+``--gpu`` (on the GPU machine): the real driver and CUDA tensors instead of the fake driver, so the
+A/B is measured where users launch; the device is synchronized between bursts, outside the timing.
+
 ``--c-stream``: give the CPU-only torch a C function as ``torch._C._cuda_getCurrentRawStream``
 (``(0).__mul__``, 0 for every device) before loading, so the default stream is found as on a GPU
 machine (one C call) instead of through Python code that returns 0.
@@ -37,25 +40,28 @@ from cpu_load_profile import ARTIFACTS, NOP_ARGS_INTS, make_fake_driver  # noqa:
 FORMS = ("checks", "checks=False", "grid (1,)")
 
 
-def import_checkouts(dirs: list[str], tmp: str) -> list[Any]:
+def import_checkouts(dirs: list[str], tmp: str, gpu: bool = False) -> list[Any]:
     sys.path.insert(0, tmp)
     packages = []
     for n, d in enumerate(dirs):
         name = f"tmlr_runtime_ab{n}"
         shutil.copytree(os.path.join(d, "tmlr_runtime"), os.path.join(tmp, name))
         pkg = importlib.import_module(name)
-        drv = importlib.import_module(name + "._driver")
-        drv._api, drv._initialised = make_fake_driver(ordinal=-1), True
-        drv._devices.clear()
+        if not gpu:
+            drv = importlib.import_module(name + "._driver")
+            drv._api, drv._initialised = make_fake_driver(ordinal=-1), True
+            drv._devices.clear()
         packages.append(pkg)
     return packages
 
 
-def one_run(packages: list[Any], rounds: int, burst: int) -> dict[str, dict[str, list[float]]]:
+def one_run(packages: list[Any], rounds: int, burst: int, gpu: bool = False) -> dict[str, dict[str, list[float]]]:
     import torch
 
-    tensors = [torch.empty(1024) for _ in range(5)]
-    x, y, out = (torch.empty(1024) for _ in range(3))
+    device = "cuda" if gpu else "cpu"
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    tensors = [torch.empty(1024, device=device) for _ in range(5)]
+    x, y, out = (torch.empty(1024, device=device) for _ in range(3))
     workloads = {"nop": [], "nop_args": tensors + NOP_ARGS_INTS, "add4": [x, y, out, 1024]}
     result: dict[str, dict[str, list[float]]] = {}
     for w, args in workloads.items():
@@ -73,6 +79,7 @@ def one_run(packages: list[Any], rounds: int, burst: int) -> dict[str, dict[str,
         pc = time.perf_counter
         for _ in range(rounds):
             for key, f in calls.items():
+                sync()
                 t0 = pc()
                 for _ in range(burst):
                     f()
@@ -87,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=150)
     ap.add_argument("--burst", type=int, default=200)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--gpu", action="store_true", help="real driver and CUDA tensors (the GPU machine)")
     ap.add_argument("--c-stream", action="store_true", help="torch's current stream as a C call, as on a GPU machine")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
@@ -95,13 +103,13 @@ def main(argv: list[str] | None = None) -> int:
 
         torch._C._cuda_getCurrentRawStream = (0).__mul__
     with tempfile.TemporaryDirectory(prefix="tmlr-ab-") as tmp:
-        packages = import_checkouts([os.path.abspath(d) for d in a.dirs], tmp)
+        packages = import_checkouts([os.path.abspath(d) for d in a.dirs], tmp, a.gpu)
         runs: dict[str, dict[str, list[float]]] = {}
         for _ in range(a.runs):
-            for w, rows in one_run(packages, a.rounds, a.burst).items():
+            for w, rows in one_run(packages, a.rounds, a.burst, a.gpu).items():
                 for key, v in rows.items():
                     runs.setdefault(w, {}).setdefault(key, []).extend(v)
-    report: dict[str, Any] = {"checkouts": a.dirs, "c_stream": a.c_stream, "python": sys.version.split()[0], "runs": runs, "median": {}}
+    report: dict[str, Any] = {"checkouts": a.dirs, "gpu": a.gpu, "c_stream": a.c_stream, "python": sys.version.split()[0], "runs": runs, "median": {}}
     for w, rows in runs.items():
         for form in FORMS:
             cells = []

@@ -6,17 +6,23 @@ bindings (``cuda.bindings.driver``, or ``cuda.cuda`` on cuda-python before 12.6:
 runtime's). If that fails or finds no device, plain runs skip the ``gpu`` tests saying why, and a
 run selected with ``-m gpu`` stops with the driver's error: asked to test the GPU, it must not pass
 by skipping everything.
+
+Tests live in runtime/, build/ and gpu/ (the GPU tests and their artifacts); the helpers they share
+(fake_driver, schema_sample, skip_reasons) stay here, on the import path of every test.
 """
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import re
 import sys
 
 import pytest
 
-from tmlr_runtime import TmlrError, _driver
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from tmlr_runtime import TmlrError, _driver  # noqa: E402
 
 NO_DRIVER_LIBRARY = "no NVIDIA driver library (libcuda) on this machine"
 

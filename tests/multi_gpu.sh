@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$OUT/multi_gpu_machine.txt"
-python3 -m pytest -q -rs -p no:cacheprovider tests/test_multi_gpu.py "tests/test_runtime_gpu.py::test_launch_while_second_device_current" \
+python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_multi_gpu.py "tests/gpu/test_runtime_gpu.py::test_launch_while_second_device_current" \
   2>&1 | tee "$OUT/multi_gpu.log"
 rc=${PIPESTATUS[0]}
 if grep -q "skipped" "$OUT/multi_gpu.log"; then echo "multi_gpu.sh: some tests were skipped (fewer than two GPUs?)"; rc=1; fi

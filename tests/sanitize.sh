@@ -3,19 +3,19 @@
 #   . .device/prelude.sh && bash tests/sanitize.sh            (tests/gpu_all.sh runs it after pytest)
 #
 # Tools: memcheck, racecheck, synccheck, initcheck (--tools to choose). Targets, each a separate process:
-#   - tests/test_runtime_gpu.py under pytest: every examples/artifacts and tests/gpu/artifacts kernel the
+#   - tests/gpu/test_runtime_gpu.py under pytest: every examples/artifacts and tests/gpu/artifacts kernel the
 #     runtime GPU tests launch (add, scalars, matmul, matmul_big_smem, cluster_add, grid_sync, tma_scale,
 #     tma_host_copy). memcheck/initcheck run it twice: the non-graph tests with torch's caching allocator
 #     off (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor is its own allocation, so an access past a
 #     tensor's end is caught) and the two CUDA-graph tests with it on (capture needs it);
 #     racecheck/synccheck (shared memory, barriers: the allocator is irrelevant) run the file once.
 #   - examples/stages/run_<kernel>.py on the stage artifacts of this GPU's family (sm90 on 9.x, sm80 on 8.x),
-#     as tests/test_examples_gpu.py runs them. The five stage builds of a kernel give the same cubin, so
+#     as tests/gpu/test_examples_gpu.py runs them. The five stage builds of a kernel give the same cubin, so
 #     each distinct (cubin sha256, launch data) runs once per tool and the others are listed as covered
 #     by it (SANITIZE_ALL_STAGES=1 runs every one).
-#   - tests/test_stress_gpu.py with 200 launches per thread, memcheck only (threads, 2 streams,
+#   - tests/gpu/test_stress_gpu.py with 200 launches per thread, memcheck only (threads, 2 streams,
 #     stream-ordered scratch allocations under the sanitizer); and, where the file exists, the GPU cases of
-#     tests/test_bad_inputs.py, memcheck only (every refused call must leave the device untouched).
+#     tests/runtime/test_bad_inputs.py, memcheck only (every refused call must leave the device untouched).
 # Jobs run SANITIZE_JOBS at a time (default 6) on the one GPU, each under `timeout`; a job not started within
 # the time budget (SANITIZE_BUDGET_S, default 180 s) is reported NOT RUN. One line per (tool, target), then a
 # total. Full logs: $OUT/sanitizer/ when OUT is set, else ./sanitizer-logs.
@@ -173,7 +173,7 @@ for tool in "${TOOL_LIST[@]}"; do  # the long ones first
 done
 for tool in "${TOOL_LIST[@]}"; do
   [ "$tool" = memcheck ] || continue
-  [ -f tests/test_bad_inputs.py ] && add_job memcheck bad_inputs "pytest test_bad_inputs.py -m gpu (uncached allocator)" "$T_PYTEST"
+  [ -f tests/runtime/test_bad_inputs.py ] && add_job memcheck bad_inputs "pytest test_bad_inputs.py -m gpu (uncached allocator)" "$T_PYTEST"
   add_job memcheck stress "pytest test_stress_gpu.py ($STRESS_LAUNCHES launches/thread, uncached allocator)" "$T_STRESS"
 done
 DUPS=()
@@ -190,11 +190,11 @@ job_argv() {
   case "$tool" in memcheck|initcheck) uncached=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;; esac
   local pytest=("$PY" -m pytest -q -rs -p no:cacheprovider -m gpu)
   case "$target" in
-    rt_uncached) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${pytest[@]}" tests/test_runtime_gpu.py -k "not graph") ;;
-    rt_graph) ARGV=(env "${pytest[@]}" tests/test_runtime_gpu.py -k "$(graph_filter "$tool")") ;;
-    rt_all) ARGV=(env "${pytest[@]}" tests/test_runtime_gpu.py) ;;
-    bad_inputs) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${pytest[@]}" tests/test_bad_inputs.py) ;;
-    stress) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 TMLR_STRESS_LAUNCHES="$STRESS_LAUNCHES" TMLR_STRESS_TIMEOUT_S=$((T_STRESS - 20)) "${pytest[@]}" tests/test_stress_gpu.py) ;;
+    rt_uncached) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${pytest[@]}" tests/gpu/test_runtime_gpu.py -k "not graph") ;;
+    rt_graph) ARGV=(env "${pytest[@]}" tests/gpu/test_runtime_gpu.py -k "$(graph_filter "$tool")") ;;
+    rt_all) ARGV=(env "${pytest[@]}" tests/gpu/test_runtime_gpu.py) ;;
+    bad_inputs) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${pytest[@]}" tests/runtime/test_bad_inputs.py) ;;
+    stress) ARGV=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1 TMLR_STRESS_LAUNCHES="$STRESS_LAUNCHES" TMLR_STRESS_TIMEOUT_S=$((T_STRESS - 20)) "${pytest[@]}" tests/gpu/test_stress_gpu.py) ;;
     stage:*)
       local rest="${target#stage:}"; local kernel="${rest%%:*}" name="${rest#*:}"
       ARGV=(env ${uncached[@]+"${uncached[@]}"} "$PY" "examples/stages/run_$kernel.py" "examples/stages/artifacts/$name") ;;

@@ -4,7 +4,7 @@ The first known false report: initcheck's ``Uninitialized __global__ memory read
 that build TMA descriptors on the device (``tma_scale``; the ``fp8_matmul`` stage example). Triton
 writes those descriptors into the kernel's global scratch with
 ``tensormap.cp_fenceproxy``, which initcheck does not model as a write, so the TMA unit's reads of
-the descriptors look uninitialized; the results are right (tests/test_runtime_gpu.py and
+the descriptors look uninitialized; the results are right (tests/gpu/test_runtime_gpu.py and
 examples/stages/run_fp8_matmul.py check them against torch). Only reports of that kind, in that kernel, under initcheck are discounted; any other
 report, any other kernel or tool, stays an error.
 

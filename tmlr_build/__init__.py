@@ -6,17 +6,50 @@ loadable by ``tmlr_runtime.Kernel.load`` on a machine without Triton. Building n
     from tmlr_build import BuildConfig, build, request, parse_arch_list
     build([request("k.py:add", signature="*fp32:16, *fp32:16, *fp32:16, i32, 1024")],
           BuildConfig(out="out", archs=parse_arch_list("80,90")))
+
+The parts: ``builder/`` (the parent process: requests, jobs, workers, artifacts), ``compile/`` (the
+worker processes, which import Triton), ``passdump/`` (MLIR pass dumps), ``common/`` (what both use).
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .arch import Target, parse_arch_list  # noqa: E402
-from .build import BuildConfig, BuildFailedError, BuildReport, build  # noqa: E402
-from .errors import *  # noqa: E402,F401,F403
-from .errors import ERROR_CLASSES  # noqa: E402
-from .sources import KernelRequest, request  # noqa: E402
-from .jit import JitKernel, jit  # noqa: E402
+from .version import __version__
 
-__all__ = ["BuildConfig", "BuildFailedError", "BuildReport", "JitKernel", "KernelRequest", "Target", "build", "jit",
-           "parse_arch_list", "request", *ERROR_CLASSES]
+# Loaded on first use: every import of a tmlr_build module runs this file first - in a compile
+# worker, which must not load the builder, and in tmlr-build, which starts its compile processes
+# before importing anything heavy.
+_API = {
+    "builder.build": ("BuildConfig", "BuildReport", "build"),
+    "builder.sources": ("KernelRequest", "request"),
+    "builder.jit": ("JitKernel", "jit"),
+    "common.arch": ("Target", "parse_arch_list"),
+    "common.errors": ("BuildError", "UsageError", "UnsupportedArchError", "OptionError", "SpecError",
+                      "OutputPathError", "TritonVersionError", "InputError", "InputKindError", "KernelNotFoundError",
+                      "SignatureError", "MissingMetadataError", "IRParseError", "ArchMismatchError", "CompileError",
+                      "PtxasError", "CompilerCrashError", "ArtifactWriteError", "BuildFailedError"),
+}
+_LAZY = {name: module for module, names in _API.items() for name in names}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from .builder.build import BuildConfig, BuildReport, build
+    from .builder.jit import JitKernel, jit
+    from .builder.sources import KernelRequest, request
+    from .common.arch import Target, parse_arch_list
+    from .common.errors import *  # noqa: F401,F403

@@ -1,5 +1,31 @@
+"""``python -m tmlr_build`` and the ``tmlr-build`` command.
+
+The compile processes' server starts first: it imports Triton while this process imports the CLI,
+parses the command line and plans the build.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
 import sys
 
-from .cli import main
 
-sys.exit(main())
+def main() -> int:
+    # Ctrl-C (SIGINT) stops the build also when tmlr-build was started with SIGINT ignored, as a
+    # script's background job is: Python then raises no KeyboardInterrupt, and tmlr-build would go on
+    # waiting for its compile workers.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        from .builder import server
+
+        with contextlib.suppress(OSError):  # the build starts it again, and reports why it cannot
+            server.start(quiet=True)
+        from .cli import main as run_cli
+    except KeyboardInterrupt:  # Ctrl-C while starting: as cli.main reports it later
+        print("tmlr-build: interrupted", file=sys.stderr)
+        return 130
+    return run_cli()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,11 +1,11 @@
-"""``tmlr-build``: a thin command line over :func:`tmlr_build.build.build`.
+"""``tmlr-build``: a thin command line over :func:`tmlr_build.builder.build.build`.
 
 All error reporting happens in :func:`main`: a BuildError becomes its message on stderr and exit
 status 1 (2 for usage errors); nothing the user can cause prints a traceback.
 
-:func:`main` first forks the compile server (see ``workers.py``), so that its import of Triton runs
-while this process parses and plans; what only this process needs later (the spec reader) is
-imported there, not here.
+The ``tmlr-build`` command (``__main__.py``) starts the compile processes' server before it imports
+this module, so that the server's import of Triton runs while this process imports, parses and
+plans; what only this process needs later (the spec reader) is imported there, not here.
 """
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import os
 import sys
 from typing import Any, Sequence
 
-from . import __version__
-from .arch import parse_arch_list, supported_capabilities
-from .build import BuildConfig, BuildFailedError, BuildReport, build
-from .errors import BuildError, InputError, OptionError, UsageError
-from .jobs import IR_STAGES
-from .signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value  # the server needs it too
-from .sources import KernelRequest, check_name, parse_source
+from .builder.build import BuildConfig, BuildReport, build
+from .builder.sources import KernelRequest, check_name, parse_source
+from .common.arch import parse_arch_list, supported_capabilities
+from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
+from .common.jobs import IR_STAGES
+from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
+from .version import __version__
 
 
 class _Parser(argparse.ArgumentParser):
@@ -139,7 +139,7 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
     archs = parse_arch_list(args.arch) if args.arch else None
     requests: list[KernelRequest] = []
     if args.spec:
-        from .spec import load_spec
+        from .builder.spec import load_spec
 
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
@@ -161,7 +161,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
     """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
     args = make_parser().parse_args(argv)
     if args.split_dump:
-        from .split_dump import split_dump
+        from .passdump.split_dump import split_dump
 
         entries = split_dump(args.split_dump, args.out)
         return BuildReport(written=[os.path.join(args.out, e.file) for e in entries]), args.quiet
@@ -177,7 +177,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
 
 def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> BuildReport:
     """``tmlr-build DIR/NN-Pass.mlir``: resume the pipeline from one file that --split-dump wrote."""
-    from .dump_resume import build_from_dump
+    from .passdump.dump_resume import build_from_dump
 
     if len(args.sources) != 1 or args.spec:
         raise UsageError("a .mlir pass-dump file is built on its own: name it as the only SRC, without --spec")
@@ -193,21 +193,6 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
     given = _given(args)
     return build_from_dump(path, args.out, parse_arch_list(args.arch) if args.arch else None, given.pop("options"),
                            given.pop("name"), **given, **config)
-
-
-_NO_COMPILE_FLAGS = frozenset({"-h", "--help", "--version", "--split-dump"})
-
-
-def _start_compile_server(argv: Sequence[str]) -> None:
-    """Fork the compile server before anything else, so that its import of Triton (~0.1 s) runs
-    while this process parses, validates and plans; the workers it forks do the compiling."""
-    if not any(a.split("=", 1)[0] in _NO_COMPILE_FLAGS for a in argv):
-        from .workers import start_server
-
-        try:
-            start_server(fork=True)
-        except OSError:
-            pass  # no fork now (out of processes or memory): the build starts a server when it needs one
 
 
 def _summary(report: BuildReport) -> list[str]:
@@ -227,7 +212,6 @@ def _summary(report: BuildReport) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
     try:
-        _start_compile_server(sys.argv[1:] if argv is None else argv)
         report, quiet = run(argv)
     except BuildError as e:
         errors = e.errors if isinstance(e, BuildFailedError) else [e]

@@ -1,0 +1,191 @@
+"""tmlr-build --split-dump: splitting a Triton 3.3.1 MLIR dump and building from the split files."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tmlr_build.compile import ptxas
+from tmlr_build.common.arch import Target, parse_arch_list
+from tmlr_build.cli import main
+from tmlr_build.passdump.dump_resume import build_from_dump
+from tmlr_build.common.errors import InputError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_COMPILE = f"""
+import sys; sys.path.insert(0, {os.path.join(ROOT, 'examples', 'kernels')!r})
+import triton
+from triton.backends.compiler import GPUTarget
+from matmul import matmul
+sig = {{n: "*fp16" for n in ("a_ptr", "b_ptr", "c_ptr")}}
+sig.update({{n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}})
+sig.update({{n: "constexpr" for n in ("BM", "BN", "BK")}})
+src = triton.compiler.ASTSource(fn=matmul, signature=sig, constexprs={{"BM": 64, "BN": 64, "BK": 32}},
+                                attrs={{(i,): [["tt.divisibility", 16]] for i in range(9)}})
+k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={{"num_warps": 4, "num_stages": 2}})
+open(sys.argv[1], "w").write(k.asm["ptx"])
+"""
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, bytes]:
+    d = tmp_path_factory.mktemp("dump")
+    env = {**os.environ, "MLIR_ENABLE_DUMP": "1", "MLIR_DUMP_PATH": str(d / "d.log"),
+           "TRITON_CACHE_DIR": str(d / "cache")}
+    subprocess.run([sys.executable, "-c", _COMPILE, str(d / "ref.ptx")], env=env, check=True)
+    assert main(["--split-dump", str(d / "d.log"), "-o", str(d / "split"), "-q"]) == 0
+    # Triton's own PTX through tmlr's ptxas step: the same bytes as Triton's cubin but for the
+    # source file names, which tmlr makes machine-independent (tmlr_build/compile/source_names.py)
+    reference = ptxas.assemble((d / "ref.ptx").read_text(), Target.from_capability(90), True, True, "ref").cubin
+    return str(d / "split"), reference
+
+
+def test_index_records_stage_and_position(dump: tuple[str, bytes]) -> None:
+    split, _ = dump
+    with open(os.path.join(split, "index.json")) as f:
+        passes = json.load(f)["passes"]
+    assert all(p["position"] == "before" for p in passes)  # Triton 3.3.1 dumps before each pass
+    stages = [p["stage"] for p in passes]
+    assert stages == sorted(stages, key=["ttir", "ttgir", "llir-lowering"].index)
+    first_ttgir = next(p for p in passes if p["stage"] == "ttgir")
+    assert first_ttgir["pass_arg"] == "convert-triton-to-tritongpu"
+    assert not all(p["buildable"] for p in passes)  # the inliner's per-function canonicalize dumps
+    for p in passes:
+        with open(os.path.join(split, p["file"])) as f:
+            assert "// -----// IR Dump" not in f.read()  # one dump per file, even for "@zeros____(0, 0)..." headers
+
+
+def _passes(split: str) -> list[dict]:
+    with open(os.path.join(split, "index.json")) as f:
+        return json.load(f)["passes"]
+
+
+def test_every_resumable_file_builds(dump: tuple[str, bytes], tmp_path) -> None:
+    split, reference = dump
+    same, differ, refused = [], [], []
+    for p in _passes(split):
+        path = os.path.join(split, p["file"])
+        try:
+            build_from_dump(path, str(tmp_path / p["file"]), parse_arch_list("90"),
+                            {"num_warps": 4, "num_stages": 2}, name="matmul")
+        except InputError:
+            refused.append(p["file"])
+            continue
+        cubin = (tmp_path / p["file"] / "matmul" / "matmul.sm_90a.cubin").read_bytes()
+        (same if cubin == reference else differ).append(p["file"])
+    # Every file whose remaining passes are re-run (ttgir stage, finished TTIR/TTGIR) is byte-identical.
+    for p in _passes(split):
+        if p["stage"] == "ttgir" or (p["stage"] == "llir-lowering" and p["file"] not in refused):
+            assert p["file"] in same, p["file"]
+    pre_llvm = next(p["file"] for p in _passes(split) if p["pass_arg"] == "convert-scf-to-cf")
+    assert pre_llvm in same  # still TTGIR: resumed, not refused
+    # Mid-TTIR files re-run all of make_ttir (not only the rest): a valid cubin, other bytes.
+    assert all(_entry_stage(split, f) == "ttir" for f in differ), differ
+    assert all(_entry_stage(split, f) in ("ttir", "llir-lowering") for f in refused), refused
+
+
+def _entry_stage(split: str, file: str) -> str:
+    return next(p["stage"] for p in _passes(split) if p["file"] == file)
+
+
+@pytest.mark.gpu
+def test_resumed_matmul_runs(dump: tuple[str, bytes], tmp_path) -> None:
+    import torch
+    import tmlr_runtime as tr
+
+    split, _ = dump
+    mid = next(p["file"] for p in _passes(split) if p["pass_arg"] == "tritongpu-pipeline")  # mid-ttgir
+    build_from_dump(os.path.join(split, mid), str(tmp_path / "out"), parse_arch_list("90"),
+                    {"num_warps": 4, "num_stages": 2}, name="matmul")
+    k = tr.Kernel.load(str(tmp_path / "out" / "matmul"))
+    M = N = K = 256
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    k[(M // 64, N // 64)](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
+    torch.testing.assert_close(c, (a.float() @ b.float()).half(), atol=1e-1, rtol=1e-2)
+
+
+# ---- the command line: tmlr-build DIR/NN-Pass.mlir, --dump-passes ----
+
+_MATMUL_SIG = "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32"
+
+
+def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tmlr_build", *argv], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **(env or {})})
+
+
+def _file(split: str, pass_arg: str, nth: int = 0) -> str:
+    return os.path.join(split, [p["file"] for p in _passes(split) if p["pass_arg"] == pass_arg][nth])
+
+
+@pytest.mark.parametrize("pass_arg", ["tritongpu-pipeline", "convert-triton-to-tritongpu", "convert-scf-to-cf"])
+def test_cli_builds_a_split_dump_file(dump: tuple[str, bytes], tmp_path, pass_arg: str) -> None:
+    # mid-ttgir (only the remaining passes run), the finished TTIR, the last file that is still TTGIR
+    split, reference = dump
+    leak = tmp_path / "leak.log"  # an exported dump setting reaches neither the compile nor make_ttgir's child
+    done = _cli(_file(split, pass_arg), "-o", str(tmp_path), "--arch", "90", "--num-warps", "4", "--num-stages", "2",
+                env={"MLIR_ENABLE_DUMP": "1", "MLIR_DUMP_PATH": str(leak)})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "matmul" / "matmul.sm_90a.cubin").read_bytes() == reference
+    assert not leak.exists()
+
+
+def test_cli_refuses_dump_files_it_cannot_resume(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    per_function = next(p["file"] for p in _passes(split) if not p["buildable"])
+    for path, needle in [(_file(split, "inline"), "before the inliner"),
+                         (os.path.join(split, per_function), "inside the inliner"),
+                         (_file(split, "convert-triton-gpu-to-llvm"), "LLVM dialect")]:
+        done = _cli(path, "-o", str(tmp_path), "--arch", "90")
+        assert done.returncode == 1 and needle in done.stderr, done.stderr
+        assert done.stderr.startswith("tmlr-build: error: ") and "Traceback" not in done.stderr
+
+
+def test_cli_mlir_without_index_or_with_other_inputs(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    lone = tmp_path / "k.mlir"
+    shutil.copy(_file(split, "tritongpu-pipeline"), lone)
+    done = _cli(str(lone), "-o", str(tmp_path / "o"))
+    assert done.returncode == 1 and "no index.json" in done.stderr and "--split-dump" in done.stderr, done.stderr
+    done = _cli(_file(split, "tritongpu-pipeline"), _file(split, "cse"), "-o", str(tmp_path / "o"))
+    assert done.returncode == 2 and "only SRC" in done.stderr, done.stderr
+
+
+def test_cli_edited_dump_file_that_does_not_parse(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    edited = tmp_path / "split"
+    edited.mkdir()
+    shutil.copy(os.path.join(split, "index.json"), edited)
+    mid = _file(split, "tritongpu-pipeline")
+    with open(mid) as f:
+        (edited / os.path.basename(mid)).write_text(f.read().replace("ttng.warp_group_dot ", "ttng.bogus_dot ", 1))
+    done = _cli(str(edited / os.path.basename(mid)), "-o", str(tmp_path / "o"), "--num-stages", "2")
+    assert done.returncode == 1 and "'ttng.bogus_dot' is unknown" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_dump_passes_writes_the_log_in_the_worker(dump: tuple[str, bytes], tmp_path) -> None:
+    split, _ = dump
+    log = tmp_path / "logs" / "d.log"
+    done = _cli("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "--num-warps", "4",
+                "--num-stages", "2", "-o", str(tmp_path / "o"), "--arch", "90", "--dump-passes", str(log))
+    assert done.returncode == 0, done.stderr
+    # the dump changes nothing: the same bytes as the committed artifact (the spec builds it with these options)
+    cubin = os.path.join(ROOT, "examples", "artifacts", "matmul", "matmul.sm_90a.cubin")
+    with open(cubin, "rb") as f:
+        assert (tmp_path / "o" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == f.read()
+    assert main(["--split-dump", str(log), "-o", str(tmp_path / "split"), "-q"]) == 0
+    ours = [(p["pass_arg"], p["stage"]) for p in _passes(str(tmp_path / "split"))]
+    assert ours == [(p["pass_arg"], p["stage"]) for p in _passes(split)]  # the same passes as triton.compile's
+
+
+def test_dump_passes_needs_one_compile(tmp_path) -> None:
+    done = _cli("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "-o", str(tmp_path),
+                "--arch", "80,90", "--dump-passes", str(tmp_path / "d.log"))
+    assert done.returncode == 2 and "one SRC and one --arch" in done.stderr, done.stderr

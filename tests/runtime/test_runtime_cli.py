@@ -1,0 +1,145 @@
+"""tmlr inspect / verify / --version on CPU (no GPU here: device checks are skipped or disabled), and a closed
+output pipe."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import fake_driver
+import tmlr_runtime as tr
+from tmlr_runtime import _driver
+from tmlr_runtime.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ADD = os.path.join(ROOT, "examples", "artifacts", "add")
+
+
+def test_inspect_text(capsys):
+    assert main(["inspect", "--no-device", ADD]) == 0
+    out = capsys.readouterr().out
+    assert "add[grid](x_ptr: *fp32 (16-byte aligned)" in out
+    assert "sm_80" in out and "sm_90a" in out and "regs " in out and "sha256" in out
+
+
+def test_inspect_json(capsys):
+    assert main(["inspect", "--json", "--no-device", ADD]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert [v["arch"] for v in info["variants"]] == ["sm_80", "sm_90a"]
+    assert all(isinstance(v["registers"], int) and v["registers"] > 0 for v in info["variants"])
+    assert info["signature"][-1] == {"name": "BLOCK", "kind": "constexpr", "type": None, "divisibility": 1, "value": 1024}
+
+
+def test_verify_ok_and_failures(tmp_path, capsys):
+    assert main(["verify", "--no-device", ADD]) == 0
+    bad = tmp_path / "add"
+    shutil.copytree(ADD, bad)
+    cubin = next(p for p in bad.iterdir() if p.suffix == ".cubin")
+    data = bytearray(cubin.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    cubin.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["verify", "--no-device", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "sha256" in out
+
+
+def test_verify_applies_jsonschema_where_installed(monkeypatch, capsys):
+    assert main(["verify", "--no-device", ADD]) == 0
+    assert "ok       metadata.json validates with jsonschema  - schema/metadata.schema.json" in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # import jsonschema raises ImportError
+    assert main(["verify", "--json", "--no-device", ADD]) == 0
+    rows = {r["check"]: r for r in json.loads(capsys.readouterr().out)}
+    row = rows["metadata.json validates with jsonschema"]
+    assert (row["verdict"], row["detail"]) == ("skipped", "jsonschema not installed: schema check skipped, fields checked by the reader")
+    assert rows["metadata.json follows the schema"]["ok"] is True
+
+
+def test_verify_reports_what_jsonschema_finds(tmp_path, monkeypatch, capsys):
+    # a document the reader accepted but jsonschema would not (here: the reader is told to accept it)
+    bad = tmp_path / "add"
+    shutil.copytree(ADD, bad)
+    meta = json.loads((bad / "metadata.json").read_text())
+    meta["variants"][0]["launch"]["num_warps"] = 64
+    (bad / "metadata.json").write_text(json.dumps(meta))
+    monkeypatch.setattr("tmlr_runtime._metadata._int", lambda obj, key, path, minimum=0, maximum=None: int(obj[key]))
+    assert main(["verify", "--no-device", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL     metadata.json validates with jsonschema  - $.variants[0].launch.num_warps: 64 is greater than the maximum of 32" in out
+
+
+def test_verify_entry_symbol_missing(tmp_path, capsys):
+    bad = tmp_path / "add"
+    shutil.copytree(ADD, bad)
+    meta = json.loads((bad / "metadata.json").read_text())
+    meta["variants"][0]["entry"] = "not_there"
+    (bad / "metadata.json").write_text(json.dumps(meta))
+    assert main(["verify", "--json", "--no-device", str(bad)]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert any(not r["ok"] and "not_there" in r["check"] for r in rows)
+
+
+def test_errors_are_messages_not_tracebacks(tmp_path, capsys):
+    assert main(["inspect", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tmlr inspect: error:") and "Traceback" not in err
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """The driver library is missing, whatever this machine has (and no kernel is cached)."""
+
+    def init():
+        raise tr.CudaUnavailableError("the NVIDIA driver library (libcuda) could not be loaded: (test)")
+
+    monkeypatch.setattr(_driver, "init", init)
+    with fake_driver.fresh_caches():
+        yield
+
+
+def test_verify_without_gpu_says_skipped_not_ok(no_gpu, capsys):
+    assert main(["verify", ADD]) == 0  # nothing failed
+    lines = capsys.readouterr().out.splitlines()
+    device = [line for line in lines if "this device can load and run it" in line]
+    assert len(device) == 1 and device[0].startswith("skipped  ")
+    assert "not checked: loading the cubin on a device needs an NVIDIA GPU and driver" in device[0]
+    assert all(line.startswith("ok       ") for line in lines if line not in device)
+    assert main(["verify", "--json", ADD]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["verdict"], r["ok"]) for r in rows if r["check"] == "this device can load and run it"] == [("skipped", None)]
+    assert all(r["verdict"] == "ok" and r["ok"] is True for r in rows[:-1])
+
+
+def test_verify_no_device_says_what_was_not_checked(capsys):
+    assert main(["verify", "--no-device", ADD]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == "skipped  this device can load and run it  - not checked: loading the cubin on a device (--no-device)"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    pyproject = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    assert capsys.readouterr().out == f"tmlr {version}\n" and tr.__version__ == version
+
+
+@pytest.mark.parametrize("args", [["inspect", "--no-device", ADD], ["inspect", "--json", "--no-device", ADD],
+                                  ["verify", "--no-device", ADD], ["--help"]])
+def test_closed_pipe_ends_quietly_with_sigpipe_status(args):
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write: every write to stdout fails with EPIPE
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    try:
+        p = subprocess.run([sys.executable, "-m", "tmlr_runtime", *args], stdout=write, stderr=subprocess.PIPE,
+                           text=True, env=env, timeout=60)
+    finally:
+        os.close(write)
+    expected = 141 if args[0] != "--help" else 0  # argparse's help exits by itself (SystemExit) after printing
+    assert (p.returncode, p.stderr) == (expected, "")

@@ -1,0 +1,134 @@
+"""Assembling metadata.json from compile results, validating it, and writing the directory atomically."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Sequence
+
+import tmlr_runtime
+from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
+
+from ..common.errors import ArtifactWriteError, OutputPathError
+from ..common.jobs import JobResult
+
+IR_DIR = "ir"
+
+
+def cubin_file_name(name: str, arch: str) -> str:
+    return f"{name}.{arch}.cubin"
+
+
+def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]:
+    """The metadata.json document of one kernel built for every arch in ``results``."""
+    signatures = {json.dumps(r.signature, sort_keys=True) for r in results}
+    if len(signatures) != 1:
+        raise ArtifactWriteError(f"{name}: the builds for {', '.join(r.target.arch for r in results)} disagree on the "
+                                 "signature; build each arch from the same source and options")
+    variants = []
+    for r in sorted(results, key=lambda r: r.target):
+        if r.cubin is None or r.entry is None:
+            raise ArtifactWriteError(f"{name}: no cubin for {r.target.arch} (the build stopped early); this is a "
+                                     "tmlr-build bug")
+        variant: dict[str, Any] = {
+            "target": {"backend": "cuda", "capability": r.target.capability, "arch": r.target.arch, "warp_size": 32},
+            "entry": r.entry,
+            "cubin": {"file": cubin_file_name(name, r.target.arch), "sha256": hashlib.sha256(r.cubin).hexdigest(),
+                      "size": len(r.cubin)},
+            "launch": r.launch,
+            "scratch": r.scratch,
+        }
+        if r.resources:
+            variant["resources"] = r.resources
+        variant["provenance"] = r.provenance
+        variants.append(variant)
+    return {"schema_version": tmlr_runtime.SCHEMA_VERSION, "name": name, "signature": results[0].signature,
+            "variants": variants}
+
+
+def validate(doc: dict[str, Any]) -> None:
+    """Check ``doc`` with the real jsonschema and with the runtime's own reader."""
+    import jsonschema
+
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        schema = json.load(f)
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if error is not None:
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise ArtifactWriteError(f"{doc.get('name')}: the metadata would not follow the schema at {where}: "
+                                 f"{error.message}; this is a tmlr-build bug, please report it")
+    try:
+        ArtifactMetadata.from_dict(doc)
+    except SchemaError as e:
+        raise ArtifactWriteError(f"{doc.get('name')}: tmlr_runtime would reject the metadata: {e}; this is a "
+                                 "tmlr-build bug, please report it") from None
+
+
+def artifact_files(name: str, results: Sequence[JobResult], with_metadata: bool) -> dict[str, bytes]:
+    """Relative path -> bytes of everything the artifact directory holds."""
+    files: dict[str, bytes] = {}
+    if with_metadata:
+        doc = metadata_document(name, results)
+        validate(doc)
+        files[METADATA_FILE] = (json.dumps(doc, indent=2) + "\n").encode()
+        for r in results:
+            files[cubin_file_name(name, r.target.arch)] = r.cubin or b""
+    for r in results:
+        for fname, content in r.ir_files.items():
+            data = content if isinstance(content, bytes) else content.encode()
+            files[f"{IR_DIR}/{r.target.arch}/{fname}"] = data
+    return files
+
+
+def prepare_output(out: str) -> str:
+    """Create the output directory; refuse a path that is a file."""
+    out = os.path.abspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise OutputPathError(f"{out}: exists and is not a directory; -o names a directory that receives one "
+                              "folder per kernel - pick another path or remove the file")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise OutputPathError(f"{out}: cannot create the output directory: {e.strerror}") from None
+    return out
+
+
+def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequence[str] = ()) -> str:
+    """Write ``out/name`` so that readers see the old directory or the complete new one, never a mix.
+
+    ``carry``: folders of the old directory (relative) to keep when the new files do not replace
+    them - the IR a user edited in place and is building from must survive the rebuild.
+    """
+    final = os.path.join(out, name)
+    if os.path.exists(final) and not os.path.isdir(final):
+        raise OutputPathError(f"{final}: exists and is not a directory; remove it so the artifact can be written")
+    tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=out)
+    try:
+        for rel, data in sorted(files.items()):
+            path = os.path.join(tmp, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+        for rel in carry:
+            if os.path.isdir(os.path.join(final, rel)) and not os.path.exists(os.path.join(tmp, rel)):
+                shutil.copytree(os.path.join(final, rel), os.path.join(tmp, rel))
+        os.chmod(tmp, 0o755)
+        if os.path.isdir(final):
+            # A directory cannot replace a non-empty one in a single rename: move the old one aside first.
+            old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=out)
+            os.replace(final, os.path.join(old, name))
+            try:
+                os.replace(tmp, final)
+            except OSError:
+                os.replace(os.path.join(old, name), final)  # put the previous artifact back
+                raise
+            finally:
+                shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ArtifactWriteError(f"{final}: cannot write the artifact: {e}") from None
+    return final

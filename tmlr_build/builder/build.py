@@ -1,0 +1,150 @@
+"""The library entry point: build kernel requests into artifact directories."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+from ..common.arch import Target
+from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, UsageError
+from ..common.jobs import Job, JobResult
+from ..common.triton_check import check_triton_version
+from .artifact import artifact_files, prepare_output, write_directory
+from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
+from .workers import run_jobs
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    out: str
+    archs: tuple[Target, ...] | None = None  # None: each input's own arch (ttgir/llir/ptx/cubin)
+    stop_after: str | None = None
+    keep_ir: bool = False
+    line_info: bool = True
+    max_workers: int | None = None
+    progress: bool = True
+    dump_passes: str | None = None  # write Triton's MLIR pass dump of the (single) job to this file
+
+
+@dataclass
+class BuildReport:
+    written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # requests with no arch in common with --arch
+    stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
+
+
+def _targets(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
+    wanted = config.archs or default_archs(req)
+    if wanted is None and req.archs is not None:  # no --arch, no spec-wide "arch": the kernel's own list
+        return req.archs
+    if wanted is None:
+        what = "a Python kernel" if req.stage == "python" else f"a .{req.stage} file"
+        raise UsageError(f"{os.path.basename(req.source)}: pass --arch (e.g. --arch 80,90, or \"arch\" in a spec); "
+                         f"{what} does not say which GPU architecture to build for")
+    if req.archs is not None:
+        wanted = tuple(t for t in wanted if t in req.archs)
+    return wanted
+
+
+def _stderr_progress(done: int, total: int, job: Job, outcome: JobResult | BuildError, seconds: float) -> None:
+    status = "failed" if isinstance(outcome, BuildError) else "ok"
+    print(f"tmlr-build: [{done}/{total}] {job.label}: {status} ({seconds:.1f}s)", file=sys.stderr, flush=True)
+
+
+def build(requests: Sequence[KernelRequest], config: BuildConfig,
+          on_progress: Callable[..., None] | None = None) -> BuildReport:
+    """Compile every request for its archs and write ``config.out/<name>/``.
+
+    Kernels whose every arch compiled are written (atomically, one directory each). Then a single
+    failure is raised as itself; several as a BuildFailedError listing each.
+    """
+    check_triton_version()
+    out = prepare_output(config.out)
+    report = BuildReport(stopped_after=config.stop_after)
+    jobs: list[Job] = []
+    owner: list[int] = []
+    for i, req in enumerate(requests):
+        check_input_kind(req)
+        targets = _targets(req, config)
+        if not targets:
+            report.skipped.append(req.name or req.kernel or os.path.basename(req.source))
+            continue
+        new = make_jobs(req, targets, config.stop_after, config.keep_ir, config.line_info)
+        jobs += new
+        owner += [i] * len(new)
+    if config.dump_passes is not None:
+        jobs = _with_pass_dump(jobs, config.dump_passes)
+    progress = on_progress or (_stderr_progress if config.progress and len(jobs) > 2 else None)
+    outcomes = run_jobs(jobs, config.max_workers, progress,
+                        while_waiting=_import_validation if config.stop_after is None else None)
+    errors: list[BuildError] = []
+    by_request: dict[int, list[JobResult | BuildError]] = {}
+    for i, outcome in zip(owner, outcomes):
+        by_request.setdefault(i, []).append(outcome)
+    names: dict[str, int] = {}
+    for i, outs in sorted(by_request.items()):
+        failed = [o for o in outs if isinstance(o, BuildError)]
+        if failed:
+            errors += _unique(failed)
+            continue
+        results = [o for o in outs if isinstance(o, JobResult)]
+        name = results[0].name
+        if name in names:
+            errors.append(ArtifactWriteError(
+                f"two inputs build a kernel named {name!r} ({os.path.basename(requests[names[name]].source)} and "
+                f"{os.path.basename(requests[i].source)}); give one another name (--name or the spec's \"name\")"))
+            continue
+        names[name] = i
+        try:
+            files = artifact_files(name, results, with_metadata=config.stop_after is None)
+            report.written.append(write_directory(out, name, files, _inputs_inside(requests, os.path.join(out, name))))
+        except BuildError as e:
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise BuildFailedError("\n".join(str(e) for e in errors), errors)
+    return report
+
+
+def _import_validation() -> None:
+    # Writing metadata.json validates it with jsonschema (a slow import): done while the
+    # workers compile, it is off the critical path.
+    try:
+        import jsonschema  # noqa: F401
+    except ImportError:
+        pass
+
+
+def _with_pass_dump(jobs: list[Job], path: str) -> list[Job]:
+    if len(jobs) != 1:
+        raise UsageError(f"--dump-passes {path}: dumps one compile, but this build has {len(jobs)} "
+                         f"({', '.join(j.label for j in jobs) or 'none'}); name one SRC and one --arch")
+    if jobs[0].stage in ("llir", "ptx", "cubin"):
+        raise UsageError(f"--dump-passes {path}: a .{jobs[0].stage} input runs no MLIR pass; dump from the .py, "
+                         ".ttir or .ttgir")
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--dump-passes {path}: cannot create its folder ({e}); name another file") from None
+    return [replace(jobs[0], dump_passes=os.path.abspath(path))]
+
+
+def _inputs_inside(requests: Sequence[KernelRequest], directory: str) -> list[str]:
+    """Folders of ``directory`` holding an input of this build (relative paths)."""
+    inside = []
+    for req in requests:
+        rel = os.path.relpath(os.path.dirname(req.source), directory)
+        if rel != "." and not rel.startswith(".."):
+            inside.append(rel)
+    return inside
+
+
+def _unique(errors: list[BuildError]) -> list[BuildError]:
+    # The same mistake usually fails every arch alike; report it once.
+    seen: dict[str, BuildError] = {}
+    for e in errors:
+        seen.setdefault(re.sub(r" for capability \d+", "", str(e)), e)
+    return list(seen.values())

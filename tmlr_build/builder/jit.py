@@ -1,0 +1,120 @@
+"""``tmlr_build.jit``: a drop-in for ``@triton.jit`` that builds through tmlr-build and launches with tmlr_runtime.
+
+``kernel[grid](*args, ttgir_dir=D)`` builds ``D/<kernel>.ttgir`` (any of ttir/ttgir/llir/ptx/cubin) with the
+call's specialization; without a ``*_dir`` it builds the Python source. Artifacts live under a content-keyed
+cache (``$TMLR_CACHE_DIR`` or ``~/.cache/tmlr``): an edited input file changes the key, so the next call
+rebuilds without a restart, and an unchanged one is loaded from memory.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from typing import Any, Callable
+
+from ..common.arch import parse_arch_list, target_for
+from ..common.errors import InputError, SignatureError, UsageError
+from .build import BuildConfig, build
+from .jit_specialize import Specialization, specialize
+from .sources import request
+
+DIR_KWARGS = {"ttir_dir": "ttir", "ttgir_dir": "ttgir", "llir_dir": "llir", "ptx_dir": "ptx", "cubin_dir": "cubin"}
+# Files that change what a stage input builds (see sources.make_jobs): hashed with the input.
+_SIDECARS = (".json", ".tmlr.json")
+
+
+def cache_root() -> str:
+    return os.path.abspath(os.path.expanduser(os.environ.get("TMLR_CACHE_DIR") or "~/.cache/tmlr"))
+
+
+def _current_capability() -> int:
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return major * 10 + minor
+    raise UsageError("no CUDA device to build for: pass arch=<capability> (e.g. arch=90) to the call")
+
+
+class JitKernel:
+    """What ``@tmlr_build.jit`` returns; ``kernel[grid](...)`` or ``kernel.build_only(...)``."""
+
+    def __init__(self, fn: Any) -> None:
+        import triton
+
+        self.fn = fn if isinstance(fn, triton.runtime.JITFunction) else triton.jit(fn)
+        self.__name__ = self.fn.__name__
+        self.builds = 0  # how many times a build ran (cache misses), for tests and diagnostics
+        self._loaded: dict[str, Any] = {}
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(grid, *args, **kwargs)
+
+    def _input(self, stage_dirs: dict[str, str]) -> tuple[str, str]:
+        if len(stage_dirs) > 1:
+            raise UsageError(f"{self.__name__}: pass one of {', '.join(DIR_KWARGS)}, not {', '.join(stage_dirs)}")
+        if not stage_dirs:
+            return inspect.getsourcefile(self.fn.fn) or "", "python"
+        (kw, directory), = stage_dirs.items()
+        path = os.path.abspath(os.path.join(os.path.expanduser(directory), f"{self.__name__}.{DIR_KWARGS[kw]}"))
+        if not os.path.isfile(path):
+            raise InputError(f"{path}: no such file ({kw}={directory!r}); write it there, e.g. with "
+                             f"tmlr-build --stop-after {DIR_KWARGS[kw]} --keep-ir, or pass another {kw}")
+        return path, DIR_KWARGS[kw]
+
+    def _key(self, path: str, stage: str, spec: Specialization, capability: int) -> str:
+        h = hashlib.sha256()
+        stem = os.path.splitext(path)[0]
+        for p in [path] + ([stem + s for s in _SIDECARS] if stage != "python" else []):
+            if os.path.isfile(p):
+                with open(p, "rb") as f:
+                    h.update(p.encode() + b"\0" + hashlib.sha256(f.read()).digest())
+        h.update(json.dumps([self.__name__, stage, spec.signature, spec.options, capability], sort_keys=True,
+                            default=repr).encode())
+        return h.hexdigest()[:32]
+
+    def build_only(self, *args: Any, **kwargs: Any) -> str:
+        """Build (or find in the cache) what ``kernel[grid](*args, **kwargs)`` would launch; return its dir."""
+        stage_dirs = {k: kwargs.pop(k) for k in list(kwargs) if k in DIR_KWARGS}
+        arch = kwargs.pop("arch", None)
+        target = parse_arch_list(str(arch))[0] if arch else target_for(_current_capability())
+        spec = specialize(self.fn, args, kwargs)
+        path, stage = self._input(stage_dirs)
+        key = self._key(path, stage, spec, target.capability)
+        out = os.path.join(cache_root(), key)
+        artifact = os.path.join(out, self.__name__)
+        if not os.path.isfile(os.path.join(artifact, "metadata.json")):
+            source = f"{path}:{self.__name__}" if stage == "python" else path
+            req = request(source, signature=spec.signature, options=spec.options, name=self.__name__)
+            self.builds += 1
+            try:
+                build([req], BuildConfig(out=out, archs=(target,), progress=False))
+            except SignatureError as e:
+                # The build's hint speaks of --signature; here the signature came from the call's arguments.
+                raise SignatureError(f"{e} (signature derived from the call {self.__name__}[grid](...): "
+                                     f"{spec.signature}; pass arguments matching {path} or regenerate it)") from None
+        return artifact
+
+    def run(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
+        """Build if needed, load once per cache key, launch through tmlr_runtime."""
+        import tmlr_runtime
+
+        artifact = self.build_only(*args, **kwargs)
+        kernel = self._loaded.get(artifact)
+        if kernel is None:
+            kernel = self._loaded[artifact] = tmlr_runtime.Kernel.load(artifact)
+        values = specialize(self.fn, args, {k: v for k, v in kwargs.items()
+                                            if k not in DIR_KWARGS and k != "arch"}).values
+        return kernel(grid, *values, stream=stream)
+
+
+def jit(fn: Any = None, **triton_kwargs: Any) -> Any:
+    """``@tmlr_build.jit`` / ``@tmlr_build.jit(do_not_specialize=[...])``: like ``@triton.jit``."""
+    import triton
+
+    if fn is None:
+        return lambda f: JitKernel(triton.jit(f, **triton_kwargs))
+    return JitKernel(triton.jit(fn) if not isinstance(fn, triton.runtime.JITFunction) else fn)

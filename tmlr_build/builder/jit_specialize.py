@@ -1,0 +1,82 @@
+"""Deriving a tmlr signature from the arguments of one call, exactly as Triton 3.3.1's JIT does.
+
+Mirrors ``triton.runtime.jit.create_specialize_impl`` + ``BaseBackend.get_arg_specialization``:
+ints -> i32/u64/i64 by value, == 1 -> constexpr 1, divisible by 16 -> ``:16``; objects with a
+``dtype`` -> ``*<type>`` (``:16`` when ``data_ptr() % 16 == 0``); bool -> i1; float -> fp32.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from tmlr_runtime.abi import DTYPE_NAMES, TMA_DESC, Parameter, format_entry
+
+from ..common.errors import SignatureError
+
+
+@dataclass(frozen=True)
+class Specialization:
+    names: tuple[str, ...]
+    entries: tuple[str, ...]  # one tmlr --signature entry per parameter ("*fp16:16", "i32", "64")
+    values: tuple[Any, ...]  # the bound argument of each parameter, in order
+    options: dict[str, Any]  # keyword arguments that are no parameter: Triton's launch options
+
+    @property
+    def signature(self) -> str:
+        return ", ".join(self.entries)
+
+
+def _constexpr(name: str, value: Any) -> Parameter:
+    unwrapped = getattr(value, "value", value)  # tl.constexpr wrapper
+    if value is not None and not isinstance(unwrapped, (bool, int, float)):
+        raise SignatureError(f"constexpr {name}={unwrapped!r}: tmlr builds only bool/int/float constexprs; "
+                             "pass a number")
+    return Parameter(name, "constexpr", value=unwrapped)
+
+
+def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: bool) -> Parameter:
+    if isinstance(arg, bool):
+        return Parameter(name, "runtime", "i1")
+    if isinstance(arg, int):
+        if arg == 1 and specialize:
+            return Parameter(name, "equal_to_1", "i32", value=1)
+        ty = "i32" if -(2**31) <= arg <= 2**31 - 1 else "u64" if 2**63 <= arg <= 2**64 - 1 else "i64"
+        return Parameter(name, "runtime", ty, 16 if specialize and align and arg % 16 == 0 else 1)
+    if isinstance(arg, float):
+        return Parameter(name, "runtime", "fp32")
+    if hasattr(arg, "tma_desc_cpu_ptr"):
+        return Parameter(name, "runtime", TMA_DESC)
+    dtype = getattr(arg, "dtype", None)
+    if dtype is None:
+        raise SignatureError(f"argument {name}={type(arg).__name__}: not a tensor (no .dtype), int, float or "
+                             "bool; pass one of those or make the parameter a tl.constexpr")
+    word = str(dtype).split(".")[-1]
+    if word not in DTYPE_NAMES:
+        raise SignatureError(f"argument {name}: dtype {dtype} has no Triton pointer type; known: "
+                             f"{', '.join(sorted(DTYPE_NAMES))}")
+    ty = ("*k" if is_const else "*") + DTYPE_NAMES[word]
+    return Parameter(name, "runtime", ty, 16 if specialize and align and arg.data_ptr() % 16 == 0 else 1)
+
+
+def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
+    """The specialization Triton 3.3.1's ``fn[grid](*args, **kwargs)`` compiles, as tmlr signature entries."""
+    sig = inspect.signature(fn.fn)
+    names = tuple(sig.parameters)
+    bound_kwargs = {k: v for k, v in kwargs.items() if k in sig.parameters}
+    options = {k: v for k, v in kwargs.items() if k not in sig.parameters}
+    try:
+        bound = sig.bind(*args, **bound_kwargs)
+    except TypeError as e:
+        raise SignatureError(f"{fn.__name__}: {e}; the kernel takes ({', '.join(names)})") from None
+    bound.apply_defaults()
+    entries, values = [], []
+    for p, name in zip(fn.params, names):
+        value = bound.arguments[name]
+        values.append(value)
+        if p.is_constexpr or value is None:
+            param = _constexpr(name, value)
+        else:
+            param = _parameter(name, value, not p.do_not_specialize, not p.do_not_specialize_on_alignment, p.is_const)
+        entries.append(format_entry(param))
+    return Specialization(names, tuple(entries), tuple(values), options)

@@ -1,0 +1,221 @@
+"""Turning what the user named (files, ``file.py:kernel``, Triton cache entries) into compile jobs."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..common.arch import Target, triton_target
+from ..common.errors import InputError, InputKindError, MissingMetadataError, UsageError
+from ..common.jobs import STAGES, Job
+from ..common.mlir_text import module_attributes, stage_of
+
+_EXT_STAGE = {".ttir": "ttir", ".ttgir": "ttgir", ".llir": "llir", ".ll": "llir", ".ptx": "ptx", ".cubin": "cubin"}
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """One kernel to build, with everything the user said about it."""
+
+    source: str  # absolute path of the input file
+    stage: str
+    kernel: str | None = None
+    module: str | None = None  # dotted name of a .py that is a package member
+    name: str | None = None  # artifact name, when it should differ from the kernel's
+    signature: str | None = None
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    arg_names: tuple[str, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    metadata_path: str | None = None
+    archs: tuple[Target, ...] | None = None  # the archs this kernel may be built for (None: any)
+
+
+def check_name(name: str, what: str = "") -> str:
+    """``name`` if it may name an artifact (its directory, cubin files and metadata "name"), else UsageError."""
+    if name.isascii() and name.isidentifier():
+        return name
+    fixed = re.sub(r"\W", "_", name, flags=re.ASCII)
+    fixed = fixed if fixed[:1].isalpha() or fixed[:1] == "_" else "_" + fixed
+    raise UsageError(f"{what}{' ' if what else ''}{name!r}: a kernel or artifact name may hold only ASCII letters, "
+                     f"digits and '_', and may not start with a digit (no '.', '/', '-' or spaces); e.g. {fixed!r}")
+
+
+class Source(NamedTuple):
+    """What one input names: a file, its stage, and for Python the kernel and its module name."""
+
+    source: str  # absolute path
+    stage: str
+    kernel: str | None = None
+    module: str | None = None  # dotted name of a package member ("pkg.ops.norm"); None outside a package
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def parse_source(text: str, base_dir: str | None = None) -> Source:
+    """``"k.py:add"`` / ``"pkg.ops.norm:add"`` / ``"k.ttgir"`` / ``"cache/HASH/"`` -> a Source."""
+    path, kernel = text, None
+    head, sep, tail = text.rpartition(":")
+    if sep and (head.endswith(".py") or _is_module_name(head)):
+        path, kernel = head, tail.strip() or None
+        if kernel is not None:
+            check_name(kernel, f"{text}: kernel")
+        if not head.endswith(".py"):
+            return _module_source(head, kernel, text, base_dir)
+    path = os.path.abspath(os.path.join(base_dir or "", os.path.expanduser(path)))
+    if os.path.isdir(path):
+        return Source(_cache_entry(path), "cubin")
+    if not os.path.exists(path):
+        where = "the spec file's directory" if base_dir else "the current directory"
+        raise InputError(f"{text}: no such file; check the path (a relative one is taken from {where})")
+    ext = os.path.splitext(path)[1]
+    if ext == ".py":
+        if kernel is None:
+            raise InputError(f"{text}: name the kernel to build as {text}:<kernel_name>")
+        return Source(path, "python", kernel, package_module(path))
+    if ext not in _EXT_STAGE:
+        raise InputError(f"{text}: unknown input kind {ext or '(no extension)'}; give a .py (as file.py:kernel or "
+                         "package.module:kernel), .ttir, .ttgir, .llir, .ptx or .cubin file, or a Triton cache entry "
+                         "directory")
+    return Source(path, _EXT_STAGE[ext], None)
+
+
+def _is_module_name(text: str) -> bool:
+    """``pkg.ops.norm`` as ``python -m`` takes it (and not a stage file's name such as ``k.ttgir``)."""
+    return _DOTTED.fullmatch(text) is not None and os.path.splitext(text)[1] not in _EXT_STAGE
+
+
+def _module_source(name: str, kernel: str | None, text: str, base_dir: str | None) -> Source:
+    """``pkg.ops.norm:kernel`` found the way ``python -m`` finds it: the current (or spec file's) folder, then sys.path."""
+    if kernel is None:
+        raise InputError(f"{text}: name the kernel to build as {text}:<kernel_name>")
+    rel = os.path.join(*name.split("."))
+    for root in [os.path.abspath(base_dir or os.getcwd())] + [os.path.abspath(p) for p in sys.path if p]:
+        for path in (rel + ".py", os.path.join(rel, "__init__.py")):
+            if os.path.isfile(os.path.join(root, path)):
+                member = "." in name or path.endswith("__init__.py")  # else a plain file, as for file.py:kernel
+                return Source(os.path.join(root, path), "python", kernel, name if member else None)
+    where = "the spec file's directory" if base_dir else "the current directory"
+    raise InputError(f"{text}: no module {name} in {where} or on sys.path; run tmlr-build from the folder that holds "
+                     f"{name.split('.')[0]}/, or give the file's path ({rel}.py:{kernel})")
+
+
+def package_module(path: str) -> str | None:
+    """The dotted name of a .py inside a package (``pkg/ops/norm.py`` -> ``pkg.ops.norm``): the package
+    root is the highest folder reached through ``__init__.py`` files. None outside a package."""
+    folder = os.path.dirname(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    parts = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.basename(folder).isidentifier():
+        parts.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    return ".".join(parts) if folder != os.path.dirname(path) else None
+
+
+def _cache_entry(path: str) -> str:
+    cubins = sorted(f for f in os.listdir(path) if f.endswith(".cubin"))
+    if len(cubins) != 1:
+        raise InputError(f"{path}: a directory input must be one Triton cache entry holding exactly one .cubin "
+                         f"(found {len(cubins)}); pass the .cubin file and its --metadata instead")
+    return os.path.join(path, cubins[0])
+
+
+def _read_json(path: str, what: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise MissingMetadataError(f"{path}: no such file ({what})") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot read {what}: {e}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: {what} must be a JSON object")
+    return doc
+
+
+def _beside(source: str, suffix: str) -> str | None:
+    path = os.path.splitext(source)[0] + suffix
+    return path if os.path.isfile(path) else None
+
+
+_STAGE_WORDS = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLVM IR", "ptx": "PTX", "cubin": "a cubin (ELF)"}
+_WHY = {"ttir": " (a tt.func but no ttg.* layouts or module attributes)", "ttgir": " (it has ttg.* layouts)"}
+_THEN = {"ttir": " and pass --arch (TTIR is portable)", "ttgir": ""}
+
+
+def check_input_kind(req: KernelRequest) -> None:
+    """An IR input must hold the stage its extension names: Triton aborts, or tmlr-build would give
+    a misleading message, on TTIR saved as .ttgir, PTX saved as .llir, or a file that is no IR."""
+    if req.stage not in ("ttir", "ttgir", "llir", "ptx"):
+        return
+    with open(req.source, "rb") as f:
+        found = stage_of(f.read())
+    if found == req.stage:
+        return
+    name = os.path.basename(req.source)
+    if found is None:
+        raise InputKindError(
+            f"{name}: is not {_STAGE_WORDS[req.stage]}, nor any IR tmlr-build reads (no tt.func, no LLVM 'define', "
+            f"no PTX .version/.target); pass the .{req.stage} file Triton wrote (tmlr-build --keep-ir or "
+            "--stop-after, or Triton's cache)")
+    stem = os.path.splitext(name)[0]
+    then = _THEN.get(found, " and keep Triton's metadata JSON of its compile beside it (or pass --metadata)")
+    raise InputKindError(f"{name}: holds {_STAGE_WORDS[found]}{_WHY.get(found, '')}, not {_STAGE_WORDS[req.stage]}: "
+                         f"rename it to {stem}.{found}{then}")
+
+
+def default_archs(req: KernelRequest) -> tuple[Target, ...] | None:
+    """The target an architecture-specific input was made for, when it records one (the compile checks
+    that tmlr-build supports it)."""
+    if req.stage == "ttgir":
+        with open(req.source, encoding="utf-8", errors="replace") as f:
+            target = triton_target(module_attributes(f.read()).get("ttg.target"))
+        return (target,) if target else None
+    sidecar = _beside(req.source, ".tmlr.json")
+    if req.stage == "ttir" and sidecar:
+        cap = _read_json(sidecar, "tmlr sidecar").get("capability")
+        return (Target.from_capability(cap),) if isinstance(cap, int) else None
+    if req.stage in ("llir", "ptx", "cubin"):
+        meta_path = req.metadata_path or _beside(req.source, ".json")
+        if meta_path:
+            arch = (_read_json(meta_path, "Triton metadata JSON").get("target") or {}).get("arch")
+            return (Target.from_capability(int(arch)),) if arch is not None else None
+    return None
+
+
+def make_jobs(req: KernelRequest, targets: tuple[Target, ...], stop_after: str | None, keep_ir: bool,
+              line_info: bool) -> list[Job]:
+    """One Job per target, with the metadata and sidecars found beside the input attached."""
+    if stop_after is not None and STAGES.index(stop_after) <= STAGES.index(req.stage):
+        raise UsageError(f"--stop-after {stop_after}: the input {os.path.basename(req.source)} is already a "
+                         f".{req.stage}; name a later stage ({', '.join(STAGES[STAGES.index(req.stage) + 1:-1])})")
+    meta_path = req.metadata_path or (_beside(req.source, ".json") if req.stage != "python" else None)
+    meta = _read_json(meta_path, "Triton metadata JSON") if meta_path else None
+    sidecar_path = _beside(req.source, ".tmlr.json") if req.stage != "python" else None
+    sidecar = _read_json(sidecar_path, "tmlr sidecar") if sidecar_path else None
+    sibling = ir_path = None
+    if req.stage in ("llir", "ptx", "cubin"):
+        ir_path = _beside(req.source, ".ttgir") or _beside(req.source, ".ttir")
+        if ir_path:
+            with open(ir_path, encoding="utf-8", errors="replace") as f:
+                sibling = f.read()
+    return [
+        Job(source=req.source, stage=req.stage, target=target, kernel=req.kernel, module=req.module, name=req.name,
+            signature=req.signature, constexprs=dict(req.constexprs), arg_names=req.arg_names,
+            options=dict(req.options), triton_metadata=meta, triton_metadata_path=meta_path, sidecar=sidecar,
+            sibling_ir=sibling, sibling_ir_name=os.path.basename(ir_path) if ir_path else None,
+            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info)
+        for target in targets
+    ]
+
+
+def request(source: str, *, signature: str | None = None, constexprs: dict[str, Any] | None = None,
+            arg_names: tuple[str, ...] | None = None, options: dict[str, Any] | None = None,
+            metadata: str | None = None, name: str | None = None) -> KernelRequest:
+    """A KernelRequest from the same words the command line takes (``"k.py:add"``, ``"k.ttgir"``)."""
+    return KernelRequest(**parse_source(source)._asdict(), name=name, signature=signature,
+                         constexprs=dict(constexprs or {}), arg_names=arg_names, options=dict(options or {}),
+                         metadata_path=os.path.abspath(metadata) if metadata else None)

@@ -1,0 +1,94 @@
+"""Spec files: several kernels, each with its own source, signature, options and archs.
+
+    {
+      "arch": [80, 90],                       # default archs (--arch overrides)
+      "options": {"num_warps": 4},            # default options for every kernel
+      "kernels": [
+        {"source": "kernels/add.py", "kernel": "add", "signature": "*fp32:16, *fp32:16, *fp32:16, i32",
+         "constexprs": {"BLOCK": 1024}, "options": {"num_warps": 4}, "arch": [90], "name": "add_1024"}
+      ]
+    }
+
+Paths are relative to the spec file. A kernel's "arch" restricts it to those archs (a num_ctas=2
+kernel lists [90]); "name" renames the artifact directory. docs/spec-format.md documents every key
+(tests/build/test_build_spec_format.py keeps it in step with the keys below).
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..common.arch import Target, parse_arch_list
+from ..common.errors import BuildError, SpecError
+from ..common.signature import parse_arg_names
+from .sources import KernelRequest, check_name, parse_source
+
+_TOP_KEYS = {"arch", "options", "kernels", "$comment"}
+_KERNEL_KEYS = {"source", "kernel", "name", "signature", "constexprs", "arg_names", "options", "arch", "metadata",
+                "$comment"}
+
+
+def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None]:
+    """The kernel requests of a spec file, and its default archs."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such spec file") from None
+    except ValueError as e:
+        raise SpecError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
+        raise SpecError(f'{path}: a spec is a JSON object with a "kernels" list')
+    _no_unknown(path, "the spec", doc, _TOP_KEYS)
+    base = os.path.dirname(os.path.abspath(path))
+    defaults = _options(path, "the spec", doc.get("options", {}))
+    archs = _archs(path, "the spec", doc["arch"]) if "arch" in doc else None
+    requests = [_kernel(path, base, i, k, defaults) for i, k in enumerate(doc["kernels"])]
+    return requests, archs
+
+
+def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> KernelRequest:
+    where = f"kernels[{i}]"
+    if not isinstance(k, dict) or not isinstance(k.get("source"), str):
+        raise SpecError(f'{path}: {where} must be an object with a "source" string')
+    _no_unknown(path, where, k, _KERNEL_KEYS)
+    source = k["source"] + (f":{k['kernel']}" if "kernel" in k and ":" not in k["source"] else "")
+    try:
+        parsed = parse_source(source, base)
+        arg_names = tuple(parse_arg_names(k["arg_names"])) if "arg_names" in k else None
+        if "name" in k:
+            check_name(str(k["name"]), '"name"')
+    except BuildError as e:
+        raise SpecError(f"{path}: {where}: {e}") from None
+    constexprs = k.get("constexprs", {})
+    if not isinstance(constexprs, dict):
+        raise SpecError(f'{path}: {where}: "constexprs" must be an object like {{"BLOCK": 128}}')
+    signature = k.get("signature")
+    if signature is not None and not isinstance(signature, str):
+        raise SpecError(f'{path}: {where}: "signature" must be a string like "*fp16:16, i32, 128"')
+    options = {**defaults, **_options(path, where, k.get("options", {}))}
+    metadata = os.path.join(base, k["metadata"]) if "metadata" in k else None
+    archs = _archs(path, where, k["arch"]) if "arch" in k else None
+    return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
+                         constexprs=dict(constexprs), arg_names=arg_names, options=options, metadata_path=metadata,
+                         archs=archs)
+
+
+def _options(path: str, where: str, options: Any) -> dict[str, Any]:
+    if not isinstance(options, dict):
+        raise SpecError(f'{path}: {where}: "options" must be an object like {{"num_warps": 4}}')
+    return dict(options)
+
+
+def _archs(path: str, where: str, value: Any) -> tuple[Target, ...]:
+    try:
+        return parse_arch_list(value if isinstance(value, list) else str(value))
+    except BuildError as e:
+        raise SpecError(f"{path}: {where}: {e}") from None
+
+
+def _no_unknown(path: str, where: str, doc: dict[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(doc) - allowed)
+    if unknown:
+        raise SpecError(f"{path}: {where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")

@@ -1,0 +1,52 @@
+"""Which GPU architectures tmlr-build targets, and how --arch values and Triton's target text name them."""
+from __future__ import annotations
+
+from tmlr_runtime.abi import Target
+
+from .errors import UnsupportedArchError
+
+# the capabilities Triton 3.3.1's CUDA backend and its bundled ptxas compile for
+_SUPPORTED = (80, 86, 89, 90, 100)
+
+
+def supported_capabilities() -> tuple[int, ...]:
+    return _SUPPORTED
+
+
+def check_supported(target: Target) -> Target:
+    """``target`` itself; raises UnsupportedArchError when tmlr-build does not build for it."""
+    if target.capability not in _SUPPORTED:
+        raise UnsupportedArchError(
+            f"--arch {target.capability} is not supported; use one or more of "
+            f"{','.join(map(str, _SUPPORTED))} (e.g. --arch 80,90)"
+        )
+    return target
+
+
+def target_for(capability: int) -> Target:
+    """The Target of a capability such as 90; raises UnsupportedArchError for others."""
+    return check_supported(Target.from_capability(capability))
+
+
+def triton_target(text: object) -> Target | None:
+    """The target that Triton's target text names (``"cuda:90"``, as in TTGIR's ``ttg.target``);
+    None for no text or text naming no CUDA capability. Whether tmlr-build supports it is not checked."""
+    backend, _, capability = str(text).partition(":")
+    return Target.from_capability(int(capability)) if backend == "cuda" and capability.isdigit() else None
+
+
+def parse_arch_list(text: str | int | list[object]) -> tuple[Target, ...]:
+    """Parse ``"80,90"`` (or ``"sm_90a"``, ``[80, 90]``) into sorted, de-duplicated targets."""
+    items = text if isinstance(text, list) else str(text).split(",")
+    targets: set[Target] = set()
+    for item in items:
+        if not str(item).strip():
+            continue
+        try:
+            capability = Target.parse(item).capability
+        except ValueError as e:
+            raise UnsupportedArchError(f"--arch value {e} (supported: {','.join(map(str, _SUPPORTED))})") from None
+        targets.add(target_for(capability))
+    if not targets:
+        raise UnsupportedArchError(f"--arch is empty; name at least one of {','.join(map(str, _SUPPORTED))}")
+    return tuple(sorted(targets))

@@ -1,0 +1,104 @@
+"""Errors of tmlr-build. Every message says what went wrong and how to fix it.
+
+They are raised in compile workers too and pickled back to the parent (``builder/workers.py``):
+each class is built from its message alone, other facts live in attributes (which pickle keeps).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tmlr_runtime import TmlrError
+
+
+class BuildError(TmlrError):
+    """Base class of every error tmlr-build reports (exit status 1, no traceback)."""
+
+
+class UsageError(BuildError):
+    """The command line or spec file asks for something impossible (exit status 2)."""
+
+
+class UnsupportedArchError(UsageError):
+    """An --arch value this build cannot target."""
+
+
+class OptionError(UsageError):
+    """A compile option is malformed or contradicts the input file."""
+
+
+class SpecError(UsageError):
+    """The spec file (--spec) is unreadable or malformed."""
+
+
+class OutputPathError(UsageError):
+    """The output location cannot hold artifact directories."""
+
+
+class TritonVersionError(BuildError):
+    """Triton is missing or is not the 3.3.x this build tool knows the ABI of."""
+
+
+class InputError(BuildError):
+    """An input file is missing, of an unknown kind, or does not hold what it must."""
+
+
+class InputKindError(InputError):
+    """An input file holds another stage than its extension says (TTIR saved as .ttgir), or no IR at all."""
+
+
+class KernelNotFoundError(InputError):
+    """The named kernel is not a @triton.jit function of the Python file."""
+
+
+class SignatureError(InputError):
+    """The kernel signature is malformed, of the wrong length, or cannot be recovered."""
+
+
+class MissingMetadataError(InputError):
+    """A .llir/.ptx/.cubin input lacks the Triton metadata JSON of its original compile."""
+
+
+class IRParseError(InputError):
+    """A .ttir/.ttgir file is not valid MLIR for this Triton."""
+
+
+class ArchMismatchError(InputError):
+    """An architecture-specific input (.ttgir, .llir, .ptx, .cubin) was made for another arch."""
+
+
+class CompileError(BuildError):
+    """Triton failed while lowering the kernel."""
+
+
+class PtxasError(CompileError):
+    """ptxas rejected the PTX."""
+
+
+class CompilerCrashError(CompileError):
+    """The compile worker died from a signal (Triton/LLVM crashed on this input)."""
+
+
+class ArtifactWriteError(BuildError):
+    """The finished artifact did not validate or could not be written."""
+
+
+class BuildFailedError(BuildError):
+    """Several kernels failed to build; ``errors`` holds each failure (the others were written).
+
+    A single failure is raised as itself, so callers can catch the specific class.
+    """
+
+    def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
+ERROR_CLASSES: dict[str, type[BuildError]] = {
+    cls.__name__: cls
+    for cls in (
+        BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
+        TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, MissingMetadataError,
+        IRParseError, ArchMismatchError, CompileError, PtxasError, CompilerCrashError,
+        ArtifactWriteError, BuildFailedError,
+    )
+}

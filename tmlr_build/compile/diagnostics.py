@@ -1,0 +1,77 @@
+"""What Triton, MLIR and LLVM say when a compile fails, turned into messages for the user."""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from typing import Iterator
+
+from ..common.jobs import Job
+
+
+class Diagnostics:
+    """MLIR/LLVM print their diagnostics on fd 2; keep them to put into error messages."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def text(self) -> str:
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+
+
+@contextlib.contextmanager
+def captured_stderr(path: str) -> Iterator[Diagnostics]:
+    saved = os.dup(2)
+    with open(path, "wb") as f:
+        os.dup2(f.fileno(), 2)
+    try:
+        yield Diagnostics(path)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def compiler_style(diagnostics: str, source: str) -> str:
+    """``loc("k.ttir":3:10): error: ...`` as ``k.ttir:3:10: error: ...`` plus the offending line."""
+    lines = source.splitlines()
+    out = []
+    for line in diagnostics.splitlines():
+        m = re.match(r'loc\("([^"]+)":(\d+):(\d+)\):\s*(.*)', line)
+        if m is None:
+            out.append(line)
+            continue
+        file, row, col, msg = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        out.append(f"{file}:{row}:{col}: {msg}")
+        if 0 < row <= len(lines) and os.path.basename(file) == file:
+            out += [f"    {lines[row - 1]}", "    " + " " * max(col - 1, 0) + "^"]
+    return "\n".join(out)
+
+
+def causes(e: BaseException) -> list[str]:
+    """``Type: message`` of each exception ``e`` was raised from, outermost first.
+
+    Triton's frontend raises a CompilationError whose text is only the caret under the failing
+    call; the reason ("arange's range must be a power of 2") is in its ``__cause__``."""
+    out: list[str] = []
+    seen = {id(e)}
+    cause = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    while cause is not None and id(cause) not in seen and len(out) < 8:
+        seen.add(id(cause))
+        out.append(f"{type(cause).__name__}: {str(cause).strip() or '(no message)'}")
+        cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
+    return out
+
+
+def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
+    detail = str(e).strip() or type(e).__name__
+    chain = causes(e)
+    if chain:  # the innermost cause is the reason: say it first, then where (each caret) it happened
+        where = f"{job.label}: Triton failed in stage {ext}: {chain[-1]}\n{type(e).__name__}: {detail}"
+        where += "".join(f"\ncaused by {c}" for c in chain[:-1])
+    else:
+        where = f"{job.label}: Triton failed in stage {ext} ({type(e).__name__}): {detail}"
+    notes = diag.text()
+    if notes:
+        where += "\n" + "\n".join(notes.splitlines()[-40:])
+    return where + "\nFix the kernel or the options; --stop-after and --keep-ir write the IR up to the failing stage"

@@ -1,0 +1,103 @@
+"""Triton compile options: merging their sources, and recording them without machine-specific paths.
+
+Sources, later wins: Triton metadata JSON of an earlier compile < tmlr sidecar < the .ttgir's own
+module attributes < explicit command-line/spec options (which must not contradict the .ttgir).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..common.errors import OptionError
+
+# Fields that parse_options derives from the target (or that hold a path); taking them from a
+# metadata file made for another arch, or another machine, would change or break the build.
+_DERIVED = frozenset({"arch", "extern_libs", "supported_fp8_dtypes", "deprecated_fp8_dtypes",
+                      "max_num_imprecise_acc_default", "backend_name"})
+_TTGIR_ATTRS = {"num_warps": "ttg.num-warps", "num_ctas": "ttg.num-ctas"}
+
+# Environment variables that change what Triton 3.3.1 or ptxas produce; a reproducible build
+# must not inherit them from the user's shell.
+_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_")
+_ENV_NAMES = ("DISABLE_PTXAS_OPT", "USE_IR_LOC", "DISABLE_LLVM_OPT")
+
+
+def cuda_option_fields() -> tuple[str, ...]:
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    return tuple(CUDAOptions.__dataclass_fields__)
+
+
+def _as_tuples(value: Any) -> Any:
+    # CUDAOptions is hashed through lru_cache: lists read back from JSON must become tuples again.
+    if isinstance(value, list):
+        return tuple(_as_tuples(v) for v in value)
+    return value
+
+
+def _as_lists(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_as_lists(v) for v in value]
+    return value
+
+
+def rebuildable(options: dict[str, Any] | None) -> dict[str, Any]:
+    """The options of a recorded compile that may be passed again to parse_options."""
+    if not options:
+        return {}
+    fields = set(cuda_option_fields())
+    return {k: _as_tuples(v) for k, v in options.items() if k in fields and k not in _DERIVED and v is not None}
+
+
+def check_known(options: dict[str, Any], where: str) -> None:
+    settable = [f for f in cuda_option_fields() if f not in _DERIVED]
+    unknown = sorted(set(options) - set(settable))
+    if unknown:
+        derived = [k for k in unknown if k in _DERIVED]
+        why = (f" ({', '.join(derived)} follow from --arch, and extern libraries other than libdevice are not "
+               "supported)") if derived else ""
+        raise OptionError(f"{where}: cannot set Triton option(s) {', '.join(unknown)}{why}; Triton 3.3.1's "
+                          f"settable CUDAOptions are {', '.join(settable)}")
+
+
+def merge(explicit: dict[str, Any], recorded: list[dict[str, Any] | None], ttgir_attrs: dict[str, object],
+          where: str) -> dict[str, Any]:
+    """Merge option sources (see the module docstring) into the dict given to parse_options."""
+    check_known(explicit, where)
+    merged: dict[str, Any] = {}
+    for rec in recorded:
+        merged.update(rebuildable(rec))
+    for opt, attr in _TTGIR_ATTRS.items():
+        if attr in ttgir_attrs:
+            have = ttgir_attrs[attr]
+            if opt in explicit and explicit[opt] != have:
+                flag = opt.replace("_", "-")
+                raise OptionError(f"{where}: --{flag} {explicit[opt]} contradicts the .ttgir, which was made with "
+                                  f"{attr} = {have}; drop --{flag} or build again from the .ttir/.py")
+            merged[opt] = have
+    merged.update({k: _as_tuples(v) for k, v in explicit.items() if v is not None})
+    return merged
+
+
+def record(options: Any, line_info: bool) -> dict[str, Any]:
+    """CUDAOptions as JSON for provenance: lists for tuples, extern libraries by name only."""
+    out = {k: _as_lists(v) for k, v in sorted(vars(options).items()) if k != "extern_libs"}
+    out["extern_libs"] = sorted(name for name, _path in (options.extern_libs or ()))
+    # Not a CUDAOptions field, but it changes the cubin bytes (ptxas -suppress-debug-info).
+    out["line_info"] = line_info
+    return out
+
+
+def affects_build(key: str) -> bool:
+    """Whether the environment variable ``key`` may change what Triton or ptxas produce."""
+    return key.startswith(_ENV_PREFIXES) or key in _ENV_NAMES
+
+
+def scrub_environment(line_info: bool, cache_dir: str) -> None:
+    """Make this (worker) process's Triton independent of the user's shell and cache."""
+    for key in list(os.environ):
+        if affects_build(key):
+            del os.environ[key]
+    os.environ["TRITON_CACHE_DIR"] = cache_dir
+    if not line_info:
+        os.environ["TRITON_DISABLE_LINE_INFO"] = "1"

@@ -1,0 +1,157 @@
+"""Runs inside a compile worker: one kernel source, one target, from its stage down to a cubin.
+
+This drives Triton 3.3.1's backend stages directly instead of calling ``triton.compile`` because
+``triton.compile`` cannot start from .llir/.ptx, cannot stop after a stage, and drops the
+ptxas report. The stage functions, the metadata they fill in and the ptxas flags are Triton's own,
+so the cubin bytes are the same as ``triton.compile``'s (tests/build/test_build_stages.py checks this),
+except that source file names are made machine-independent first (source_names.py).
+Importing this module imports Triton; the parent process never does.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+import triton
+from triton._C.libtriton import get_cache_invalidating_env_vars, llvm
+from triton.backends.compiler import GPUTarget
+from triton.compiler.compiler import make_backend
+
+from ..common import signature as sig
+from ..common.arch import check_supported
+from ..common.errors import CompileError
+from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
+from ..common.triton_check import check_triton_version
+from ..version import __version__ as tmlr_version
+from . import options as opts, ptxas
+from .diagnostics import Diagnostics, captured_stderr, stage_failure
+from .source_names import stable_text
+from .stage_inputs import STARTS, Start, cubin_function
+
+_HIDDEN_PARAMS = ["global_scratch"]  # Triton 3.3.x appends one trailing pointer
+
+
+def run(job: Job, workdir: str) -> JobResult:
+    """Compile ``job`` in a worker process (this changes cwd and environment); raises BuildError
+    subclasses with messages fit for the user. ``workdir``: a scratch directory the caller removes."""
+    check_triton_version()
+    check_supported(job.target)  # --arch was checked when parsed; an input's own target (ttg.target, ...) is here
+    line_info = job.line_info and bool(((job.sidecar or {}).get("options") or {}).get("line_info", True))
+    opts.scrub_environment(line_info, os.path.join(workdir, "cache"))
+    if job.dump_passes:  # --dump-passes: Triton 3.3.1 prints the IR before each MLIR pass to this file
+        os.environ.update(MLIR_ENABLE_DUMP="1", MLIR_DUMP_PATH=job.dump_passes)
+    os.chdir(os.path.dirname(job.source))
+    with captured_stderr(os.path.join(workdir, DIAGNOSTICS_FILE)) as diag:
+        return _run(job, line_info, diag)
+
+
+def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
+    backend = make_backend(GPUTarget("cuda", job.capability, 32))
+    base = os.path.basename(job.source)
+    with open(base, "rb") as f:
+        raw = f.read()
+    start = STARTS[job.stage](job, backend, base, raw, diag)
+    metadata: dict[str, Any] = {
+        "target": backend.target,
+        **vars(start.options),
+        **get_cache_invalidating_env_vars(),
+        "triton_version": triton.__version__,
+        **start.inherited,
+    }
+    texts = {start.input_ext: raw.decode("utf-8", errors="replace")} if start.input_ext else {}
+    module = _lower(job, backend, start, metadata, texts, diag)
+    cubin, resources = None, {}
+    if start.first_stage == "done":
+        cubin = start.module
+        registers = cubin_function(job, base, cubin, start.name).registers
+        resources = {"registers": registers} if registers is not None else {}
+    elif job.stop_after is None:
+        ptx = module if isinstance(module, str) else texts["ptx"]
+        ptx_name = base if job.stage == "ptx" else f"{start.name}.ptx"
+        done = ptxas.assemble(ptx, job.target, start.options.enable_fp_fusion, line_info, job.label, ptx_name)
+        cubin, resources = done.cubin, done.resources
+    # a user-given name wins; else the name an earlier build recorded beside the IR; else the kernel's
+    name = job.name or (job.sidecar or {}).get("name") or start.name
+    options_record = opts.record(start.options, line_info)
+    result = _result(job, name, start.params, metadata, cubin, resources)
+    result.provenance = _provenance(job, base, raw, options_record)
+    if job.keep_ir or job.stop_after is not None:
+        result.ir_files = _ir_folder(name, texts, metadata, start.params, options_record, job.capability)
+    return result
+
+
+def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts: dict[str, str],
+           diag: Diagnostics) -> Any:
+    """Run Triton's stages from ``start.first_stage`` up to the PTX (or --stop-after), keeping each text."""
+    module = start.module
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, start.options)
+    order = list(stages)[:-1]  # the last stage (cubin) is ptxas, run by the caller
+    if start.first_stage not in order or (job.stop_after and job.stop_after == start.input_ext):
+        return module
+    for ext in order[order.index(start.first_stage):]:
+        if ext == "ptx":
+            llvm.init_targets()  # make_llir normally does this; without it make_ptx segfaults
+        try:
+            module = stages[ext](module, metadata)
+        except Exception as e:
+            raise CompileError(stage_failure(job, ext, e, diag)) from None
+        texts[ext] = stable_text(str(module))  # kept IR names no file of this machine
+        if ext == job.stop_after:
+            break
+    return module
+
+
+def _result(job: Job, name: str, params: list[sig.Parameter], metadata: dict[str, Any], cubin: bytes | None,
+            resources: dict[str, int]) -> JobResult:
+    return JobResult(
+        name=name,
+        signature=[p.to_json() for p in params],
+        target=job.target,
+        entry=metadata.get("name") if job.stop_after is None else None,
+        cubin=cubin,
+        launch={
+            "num_warps": metadata["num_warps"],
+            "num_ctas": metadata["num_ctas"],
+            "cluster_dims": list(metadata["cluster_dims"]),
+            "shared": metadata.get("shared") or 0,
+            "tmem_size": metadata.get("tmem_size") or 0,
+            "launch_cooperative_grid": bool(metadata.get("launch_cooperative_grid", False)),
+            "launch_pdl": bool(metadata.get("launch_pdl", False)),  # 3.4+ only
+        },
+        scratch={
+            "global_scratch_size": metadata.get("global_scratch_size") or 0,
+            "global_scratch_align": metadata.get("global_scratch_align") or 1,
+            "hidden_params": list(_HIDDEN_PARAMS),
+        },
+        resources=resources,
+        provenance={},
+    )
+
+
+def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "triton_version": triton.__version__,
+        "ptxas_version": ptxas.ptxas_version(job.capability),
+        "source_stage": job.stage,
+        "source_name": job.source_name,  # relative to the import root: no absolute path
+        "source_sha256": hashlib.sha256(raw).hexdigest(),
+        "options": options_record,
+        "tmlr_version": tmlr_version,
+    }
+
+
+def _ir_folder(name: str, texts: dict[str, str], metadata: dict[str, Any], params: list[sig.Parameter],
+               options_record: dict[str, Any], capability: int) -> dict[str, str | bytes]:
+    """Every stage's text plus what a later build from any of them needs (ir/<arch>/)."""
+    files: dict[str, str | bytes] = {f"{name}.{ext}": text for ext, text in texts.items()}
+    meta = dict(metadata)
+    # Triton's JSON holds libdevice's absolute path; keep only the file name (see options.record).
+    meta["extern_libs"] = [[lib, os.path.basename(path)] for lib, path in meta.get("extern_libs", ())]
+    files[f"{name}.json"] = json.dumps(meta, default=vars, sort_keys=True, indent=1) + "\n"
+    sidecar = {"name": name, "capability": capability, "signature": [p.to_json() for p in params],
+               "options": options_record}
+    files[f"{name}.tmlr.json"] = json.dumps(sidecar, sort_keys=True, indent=1) + "\n"
+    return files

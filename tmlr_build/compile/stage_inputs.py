@@ -1,0 +1,270 @@
+"""The starting points of a compile: a Python kernel, a .ttir/.ttgir module, .llir/.ptx text or
+a cubin, each turned into the first module of the pipeline, its full signature and its options.
+
+Runs inside a compile worker (imports Triton).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+from triton._C.libtriton import ir
+from triton.compiler.compiler import ASTSource
+
+from ..common import mlir_text, signature as sig
+from ..common.arch import triton_target
+from ..common.errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError,
+                             OptionError, SignatureError)
+from ..common.jobs import IR_STAGES, Job
+from . import options as opts, python_source
+from .diagnostics import Diagnostics, compiler_style, stage_failure
+
+# Triton metadata keys each stage computes; a build that starts after that stage must take them
+# from the metadata JSON of the original compile (they cannot be recovered from the IR text).
+_PRODUCED_BY = {
+    "ttgir": ("cluster_dims",),
+    "llir": ("num_warps", "shared", "tmem_size", "global_scratch_size", "global_scratch_align"),
+    "ptx": ("name",),
+}
+
+
+@dataclass
+class Start:
+    """A source turned into the first module of the pipeline."""
+
+    name: str
+    params: list[sig.Parameter]
+    options: Any  # CUDAOptions
+    module: Any  # MLIR module, LLVM IR text, PTX text or cubin bytes
+    first_stage: str  # the first stage to run ("cubin": none but ptxas, "done": nothing)
+    inherited: dict[str, Any]  # Triton metadata computed by stages that are not rerun
+    input_ext: str | None  # stage whose text is the input file itself (for the ir/ folder)
+
+
+# --- starting points -----------------------------------------------------------------------------
+def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
+    name = job.source_name  # what Triton sees as the file name (co_filename): never an absolute path
+    if not job.kernel:
+        raise SignatureError(f"{name}: name the kernel as {name}:<kernel_name>")
+    os.chdir(job.import_root)
+    module = python_source.load_module(name, job.module, job.capability)
+    fn = python_source.find_kernel(module, job.kernel, name)
+    defaults = {p.name: p.default for p in fn.params if p.has_default}
+    constexpr_params = {p.name for p in fn.params if p.is_constexpr}
+    if job.signature is None:
+        _check_signature_needed(f"{name}:{job.kernel}", fn.arg_names, job.constexprs, defaults, constexpr_params)
+    entries = sig.parse_signature(job.signature or "")
+    params = sig.bind_python_signature(f"{name}:{job.kernel}", fn.arg_names, entries, dict(job.constexprs),
+                                       defaults, constexpr_params)
+    options = _parse_options(backend, opts.merge(job.options, [], {}, job.label), job)
+    signature, constexprs, attrs = sig.to_triton(params)
+    src = ASTSource(fn, signature, constexprs, attrs)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    try:
+        mod = src.make_ir(options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
+    except Exception as e:
+        message = stage_failure(job, "python -> ttir", e, diag)
+        raise CompileError(f"{_python_location(fn, e, name)}: {message}") from None
+    return Start(job.kernel, params, options, mod, "ttir", {}, None)
+
+
+def _check_signature_needed(kernel: str, arg_names: list[str], constexprs: dict[str, Any], defaults: dict[str, Any],
+                            constexpr_params: set[str]) -> None:
+    """No --signature: fine only when --constexpr and defaults give every parameter."""
+    open_names = [n for n in arg_names if n not in constexprs]
+    if all(n in defaults and n in constexpr_params for n in open_names):
+        return
+    listing = ", ".join(f"{n} (tl.constexpr)" if n in constexpr_params else n for n in open_names)
+    raise SignatureError(
+        f"{kernel}: --signature is missing (a spec entry: \"signature\"); the kernel's parameters are {listing}. "
+        "Give one entry per parameter, in order: a type for each runtime parameter ('*fp32:16' a pointer to fp32 "
+        "aligned to 16 bytes, 'i32' an int, 'i32:16' one divisible by 16) and a bare value for each tl.constexpr, e.g. "
+        "--signature '*fp32:16, *fp32:16, i32, 1024'")
+
+
+def _python_location(fn: Any, e: Exception, name: str) -> str:
+    """``file.py:LINE`` of a frontend error; Triton reports lines relative to the ``def``."""
+    node = getattr(e, "node", None)
+    if getattr(e, "src", None) != fn.src or not hasattr(node, "lineno"):
+        return name
+    from triton.runtime.jit import get_jit_fn_file_line
+
+    _file, def_line = get_jit_fn_file_line(fn)
+    return f"{name}:{def_line + node.lineno - 1}"
+
+
+def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
+    text = raw.decode("utf-8", errors="replace")
+    fn = mlir_text.read_function(text, base)
+    attrs = mlir_text.module_attributes(text) if job.stage == "ttgir" else {}
+    if job.stage == "ttgir":
+        _check_ttgir_target(job, base, attrs)
+    params = _ir_params(job, base, fn.name, list(fn.params))
+    recorded = [job.triton_metadata, (job.sidecar or {}).get("options")]
+    options = _parse_options(backend, opts.merge(job.options, recorded, attrs, job.label), job)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    try:
+        module = ir.parse_mlir_module(base, context)
+    except Exception:
+        raise IRParseError(f"{base}: not valid {job.stage.upper()} for Triton {triton.__version__}:\n"
+                           f"{compiler_style(diag.text(), text)}\nFix the IR at the line shown (file:line:column)") from None
+    module.context = context
+    inherited = {}
+    if job.stage == "ttgir":
+        inherited = _inherit(job, "ttgir", required=options.num_ctas > 1,
+                             why=f"its ttg.num-ctas = {options.num_ctas} needs the cluster shape")
+    next_stage = "ttgir" if job.stage == "ttir" else "llir"
+    return Start(fn.name, params, options, module, next_stage, inherited, job.stage)
+
+
+def _from_text(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
+    """.llir and .ptx: Triton 3.3.1's compile() cannot start here, so run the later stages ourselves."""
+    meta = _require_metadata(job, base)
+    text = raw.decode("utf-8", errors="replace")
+    name = meta.get("name") or _symbol(job.stage, text, base)
+    params = _ir_params(job, base, name, None)
+    recorded = [meta, (job.sidecar or {}).get("options")]
+    options = _parse_options(backend, opts.merge(job.options, recorded, {}, job.label), job)
+    inherited = _inherit(job, job.stage, required=True, why="")
+    first = "ptx" if job.stage == "llir" else "cubin"
+    return Start(name, params, options, text, first, inherited, job.stage)
+
+
+def _from_cubin(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
+    meta = _require_metadata(job, base)
+    name = meta.get("name")
+    if not name:
+        raise MissingMetadataError(f"{job.triton_metadata_path}: has no 'name' (the cubin's kernel symbol); pass the "
+                                   "metadata JSON Triton wrote beside this cubin")
+    params = _ir_params(job, base, name, None)
+    options = _parse_options(backend, opts.merge(job.options, [meta], {}, job.label), job)
+    inherited = _inherit(job, "ptx", required=True, why="")
+    return Start(name, params, options, raw, "done", inherited, None)
+
+
+STARTS = {"python": _from_python, "ttir": _from_mlir, "ttgir": _from_mlir, "llir": _from_text, "ptx": _from_text,
+          "cubin": _from_cubin}
+
+
+# --- helpers -------------------------------------------------------------------------------------
+def _parse_options(backend: Any, merged: dict[str, Any], job: Job) -> Any:
+    try:
+        options = backend.parse_options(merged)
+    except (AssertionError, TypeError, ValueError) as e:
+        raise OptionError(f"{job.label}: invalid compile options {merged}: {e or type(e).__name__}") from None
+    if options.num_ctas > 1 and job.capability < 90:
+        # Triton 3.3.1 aborts the process on this instead of reporting it
+        raise OptionError(f"{job.label}: num_ctas = {options.num_ctas} (thread-block clusters) needs capability 90 "
+                          "or newer; build this kernel with --arch 90 (a spec entry can say \"arch\": [90])")
+    return options
+
+
+def _check_ttgir_target(job: Job, base: str, attrs: dict[str, object]) -> None:
+    have = attrs.get("ttg.target")
+    made_for = triton_target(have)
+    if have is not None and made_for != job.target:
+        raise ArchMismatchError(
+            f"{base}: this .ttgir was made for {have} (ttg.target) but is being built for cuda:{job.capability}; a "
+            f".ttgir is architecture-specific: build it with --arch {made_for.capability if made_for else have}, or "
+            f"build for {job.capability} from the .ttir/.py")
+    if attrs.get("ttg.threads-per-warp", 32) != 32:
+        raise OptionError(f"{base}: ttg.threads-per-warp = {attrs['ttg.threads-per-warp']}; CUDA warps have 32 threads")
+
+
+def _require_metadata(job: Job, base: str) -> dict[str, Any]:
+    if job.triton_metadata is None:
+        stem = os.path.splitext(base)[0]
+        raise MissingMetadataError(
+            f"{base}: a .{job.stage} input needs the Triton metadata JSON of the compile that produced it "
+            f"(shared memory, scratch and launch sizes cannot be recovered from the {job.stage}): keep {stem}.json "
+            f"beside it (as Triton's cache and tmlr-build --keep-ir do) or pass --metadata FILE")
+    have = (job.triton_metadata.get("target") or {}).get("arch")
+    if have is not None and int(have) != job.capability:
+        raise ArchMismatchError(
+            f"{base}: was compiled for capability {have} (its metadata JSON says so) but is being built for "
+            f"{job.capability}; build it with --arch {have}, or build for {job.capability} from the .ttir/.py")
+    return job.triton_metadata
+
+
+def _inherit(job: Job, upto: str, required: bool, why: str) -> dict[str, Any]:
+    keys = [k for stage, ks in _PRODUCED_BY.items() if IR_STAGES.index(stage) <= IR_STAGES.index(upto) for k in ks]
+    meta = job.triton_metadata or {}
+    missing = [k for k in keys if k not in meta]
+    if required and missing:
+        source = job.triton_metadata_path or "the metadata JSON"
+        raise MissingMetadataError(
+            f"{os.path.basename(job.source)}: {source} lacks {', '.join(missing)} ({why or 'computed by earlier stages'}); "
+            "pass the metadata JSON Triton (or tmlr-build --keep-ir) wrote for this exact compile with --metadata FILE")
+    out = {k: meta[k] for k in keys if k in meta}
+    if "cluster_dims" in out:
+        out["cluster_dims"] = tuple(out["cluster_dims"])
+    return out
+
+
+def _symbol(stage: str, text: str, base: str) -> str:
+    pattern = r"\.visible\s+\.entry\s+([A-Za-z_][A-Za-z0-9_]*)" if stage == "ptx" else r"define\s+[^@]*@([A-Za-z_][A-Za-z0-9_]*)\s*\("
+    m = re.search(pattern, text)
+    if m is None:
+        raise IRParseError(f"{base}: no kernel entry found; is this a {stage} file written by Triton?")
+    return m.group(1)
+
+
+def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Parameter] | None) -> list[sig.Parameter]:
+    """The full signature of an IR input: sidecar, then --signature, then the IR's own types."""
+    if ir_params is None and job.sibling_ir is not None:
+        ir_params = _sibling_params(job, base)
+    if job.signature is not None:
+        entries = sig.parse_signature(job.signature)
+        names = list(job.arg_names or [f"arg{i}" for i in range(len(entries))])
+        if len(names) != len(entries):
+            raise SignatureError(f"{base}: --arg-names has {len(names)} names but the signature {len(entries)} entries")
+        params = [e.named(n) for n, e in zip(names, entries)]
+        if ir_params is not None:
+            sig.check_against_ir(base, params, ir_params)
+        return params
+    if job.sidecar and job.sidecar.get("signature") is not None:
+        return [sig.Parameter.from_json(p) for p in job.sidecar["signature"]]
+    if ir_params is None:
+        stem = os.path.splitext(base)[0]
+        raise SignatureError(
+            f"{base}: the parameter types of {name} cannot be recovered from a .{job.stage}; pass --signature "
+            f"'*fp16:16, i32, ...' (and --arg-names), or keep {stem}.tmlr.json or {stem}.ttir beside it")
+    if job.arg_names is not None:
+        if len(job.arg_names) != len(ir_params):
+            raise SignatureError(f"{base}: --arg-names has {len(job.arg_names)} names but {name} has "
+                                 f"{len(ir_params)} parameters ({sig.format_signature(ir_params)})")
+        return [sig.Parameter(n, p.kind, p.type, p.divisibility) for n, p in zip(job.arg_names, ir_params)]
+    return ir_params
+
+
+def _sibling_params(job: Job, base: str) -> list[sig.Parameter]:
+    """The parameter types of the .ttgir/.ttir beside a .llir/.ptx/.cubin input."""
+    sibling = job.sibling_ir_name or "the .ttgir/.ttir beside it"
+    try:
+        return list(mlir_text.read_function(job.sibling_ir or "", sibling).params)
+    except IRParseError as e:
+        raise IRParseError(f"{e} tmlr-build reads {sibling}, which lies beside {base}, for the parameter types of "
+                           f"{base}: fix it or move it away (then pass --signature, or keep "
+                           f"{os.path.splitext(base)[0]}.tmlr.json beside {base})") from None
+
+
+def cubin_function(job: Job, base: str, cubin: bytes, entry: str) -> Any:
+    """The entry's record in an imported cubin; the metadata JSON must belong to this cubin."""
+    from tmlr_runtime import IntegrityError
+    from tmlr_runtime._elf import functions
+
+    try:
+        found = functions(cubin, base)
+    except IntegrityError:
+        raise InputError(f"{base}: not a cubin (not a 64-bit ELF file); pass the .cubin Triton wrote") from None
+    if entry not in found:
+        raise InputError(f"{base}: has no kernel {entry!r}, which {job.triton_metadata_path} names; it has "
+                         f"{', '.join(sorted(found)) or 'no functions'} - pass the metadata JSON of this very cubin")
+    return found[entry]
