@@ -38,7 +38,7 @@ import tmlr_runtime as tr
 from tmlr_runtime import _driver, _kernel, _modules
 from tmlr_runtime._elf import functions
 from tmlr_runtime._errors import IntegrityError
-from tmlr_runtime._packing import Layout
+from tmlr_runtime._launcher import Layout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -58,16 +58,13 @@ def api() -> Any:
     return _api
 
 
-def error_name(code: int) -> str:
+def error(code: int, what: str, cls: type[DriverError] = DriverError) -> DriverError:
+    """The typed error of a failed driver call: the CUresult's name, what it means and what to do."""
     try:
-        return api().CUresult(code).name
+        name = api().CUresult(code).name
     except ValueError:
-        return f"CUresult {code}"
-
-
-def error_message(code: int, what: str) -> str:
-    name = error_name(code)
-    return f"{name}: {_MEANINGS.get(name, 'see the CUDA driver API documentation for this code')} (in {what})"
+        name = f"CUresult {code}"
+    return cls(f"{name}: {_MEANINGS.get(name, 'see the CUDA driver API documentation for this code')} (in {what})", name)
 
 
 def check(result: Any, what: str) -> Any:
@@ -75,7 +72,7 @@ def check(result: Any, what: str) -> Any:
     raise :class:`DriverError` on failure."""
     err, values = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
     if int(err):
-        raise DriverError(error_message(int(err), what), error_name(int(err)))
+        raise error(int(err), what)
     return values[0] if len(values) == 1 else (values or None)
 
 
@@ -84,6 +81,8 @@ def init() -> Any:
     libcuda gets :class:`CudaUnavailableError`, not cuda-bindings' own loader exception."""
     global _initialised
     drv = api()
+    if _initialised:
+        return drv
     with _lock:
         if not _initialised:
             try:
@@ -93,7 +92,7 @@ def init() -> Any:
                                            "needs a machine with an NVIDIA GPU and driver") from None
             code = int(result[0] if isinstance(result, tuple) else result)
             if code:
-                raise CudaUnavailableError(error_message(code, "cuInit"), error_name(code))
+                raise error(code, "cuInit", CudaUnavailableError)
             _initialised = True
     return drv
 
@@ -140,12 +139,12 @@ def device_info(ordinal: int) -> DeviceInfo:
     return info
 
 
-def current_context() -> tuple[int, Any]:
-    """``(handle, CUcontext)`` of this thread's current context, making device 0's primary
-    context current when none is (the context torch uses, so torch pointers work)."""
+def current_context() -> int:
+    """The handle of this thread's current context, making device 0's primary context current when
+    none is (the context torch uses, so torch pointers work)."""
     drv = init()
     ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
     if not int(ctx):
         ctx = check(drv.cuDevicePrimaryCtxRetain(check(drv.cuDeviceGet(0), "cuDeviceGet")), "cuDevicePrimaryCtxRetain")
         check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    return int(ctx), ctx
+    return int(ctx)

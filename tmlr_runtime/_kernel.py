@@ -8,26 +8,15 @@ from typing import Any, Callable
 
 from . import _driver, _launcher, _modules
 from ._errors import ArgumentError, short_repr
-from ._metadata import ArtifactMetadata, Variant, read_cubin_stat, read_metadata
-from .abi import Parameter
+from ._metadata import ArtifactMetadata, Variant, read_cubin
 
 _loaded_lock = threading.Lock()
-_loaded: dict[tuple[str, bool], tuple[tuple[Any, ...], "Kernel"]] = {}
+_loaded: dict[tuple[str, bool], tuple[dict[str, tuple[int, int, int]], "Kernel"]] = {}  # (directory, checks) -> (stamps, Kernel)
 
 
-def _stamp(paths: list[str], known: dict[str, os.stat_result] | None = None) -> tuple[Any, ...]:
-    """What identifies the files' contents: (mtime, size, inode) each; ``known``: stats already
-    taken (by fstat of the very file read), by path."""
-    out = []
-    for p in paths:
-        st = known.get(p) if known else None
-        if st is None:
-            try:
-                st = os.stat(p)
-            except OSError:
-                return ()
-        out.append((st.st_mtime_ns, st.st_size, st.st_ino))
-    return tuple(out)
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    """What identifies a file's contents (it was read from this stat's file)."""
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 class Kernel:
@@ -46,13 +35,14 @@ class Kernel:
     specialized values); argument count and scalar ranges are still enforced.
     """
 
-    def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True) -> None:
-        self.metadata = metadata
+    def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True,
+                 stats: dict[str, os.stat_result] | None = None) -> None:
+        self.metadata, self.name, self.signature = metadata, metadata.name, metadata.signature
         self.directory = directory
         self.checks = checks
-        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, _launcher.Plan]] = {}
+        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]] = {}
         self._bind_lock = threading.Lock()
-        self._read_stats: dict[str, os.stat_result] = {}  # cubin path -> fstat when it was read
+        self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
         self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
         self._bind_current()
 
@@ -70,44 +60,32 @@ class Kernel:
             raise ArgumentError(f"Kernel.load needs the artifact directory as a str or os.PathLike, got {short_repr(path)} "
                                 f"({type(path).__name__}); pass the directory tmlr-build wrote, e.g. Kernel.load('build/add')",
                                 "path") from None
-        key = (directory, checks)
-        hit = _loaded.get(key)
-        if hit is not None:
-            stamp, kernel = hit
-            if stamp and _stamp(kernel._watched()) == stamp:
-                return kernel
-        metadata, meta_stat = read_metadata(directory)
-        kernel = cls(metadata, directory, checks=checks)
-        known = dict(kernel._read_stats)
-        known[os.path.join(directory, "metadata.json")] = meta_stat
+        hit = _loaded.get((directory, checks))
+        try:
+            if hit is not None and all(_stamp(os.stat(path)) == stamp for path, stamp in hit[0].items()):
+                return hit[1]
+        except OSError:  # a file read is gone: load again (and say what is missing)
+            pass
+        stats: dict[str, os.stat_result] = {}
+        kernel = cls(ArtifactMetadata.read(directory, stats), directory, checks=checks, stats=stats)
         with _loaded_lock:
-            _loaded[key] = (_stamp(kernel._watched(), known), kernel)
+            _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
         return kernel
 
-    def _watched(self) -> list[str]:
-        files = [os.path.join(self.directory, "metadata.json")]
-        files += [os.path.join(self.directory, v.cubin_file) for v in self.metadata.variants]
-        return files
-
-    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, _launcher.Plan]:
+    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]:
         """What serves the current context; the module is loaded and the launch planned the first time."""
-        handle, _ctx = _driver.current_context()
+        handle = _driver.current_context()
         with self._bind_lock:
             bound = self._contexts.get(handle)
             if bound is None:
-                ordinal = int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
-                dev = _driver.device_info(ordinal)
+                dev = _driver.device_info(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant = self.metadata.select_variant(dev.major, dev.minor)
-                loaded = _modules.get_function(handle, ordinal, self.name, variant, lambda: self._read(variant))
+                loaded = _modules.get_function(handle, dev.ordinal, self.name, variant,
+                                               lambda: read_cubin(self.directory, variant, self._read_stats))
                 plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
                 bound = self._contexts[handle] = (variant, loaded, plan)
-        self._plan = tuple(bound[2])  # a plain tuple: see _launcher.Plan
+        self._plan = bound[2]
         return bound
-
-    def _read(self, variant: Variant) -> bytes:
-        data, st = read_cubin_stat(self.directory, variant)
-        self._read_stats[os.path.join(self.directory, variant.cubin_file)] = st
-        return data
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
@@ -119,14 +97,6 @@ class Kernel:
         return functools.partial(self.__call__, grid)
 
     # -- introspection ---------------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def signature(self) -> tuple[Parameter, ...]:
-        return self.metadata.signature
-
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""

@@ -1,7 +1,7 @@
 """Reading an artifact directory: metadata.json into frozen records, cubins verified against it.
 
 The schema file (:data:`SCHEMA_PATH`) is the contract with tmlr_build, which validates with
-``jsonschema`` before writing; the readers here check each field as the schema says while they build
+``jsonschema`` before writing; the reader here checks each field as the schema says while it builds
 the records (tests show both accept and reject the same documents), naming a bad one by JSON path.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
 from .abi import PARAM_TYPES, SCALAR_TYPES, Parameter, Target
@@ -84,16 +84,31 @@ class ArtifactMetadata:
                               "tmlr_runtime", path, "$.schema_version")
         try:
             name, signature, variants = _document(doc)
-            return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path})
         except _Invalid as e:
             json_path, problem = e.args
             raise SchemaError(f"{where}: {json_path}: {problem}; not a tmlr metadata.json (schema v{SCHEMA_VERSION}) "
                               "- rebuild it with tmlr-build", path, json_path) from None
+        return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path})
 
     @classmethod
-    def read(cls, directory: str | os.PathLike[str]) -> "ArtifactMetadata":
-        """Read and check ``directory/metadata.json``."""
-        return read_metadata(directory)[0]
+    def read(cls, directory: str | os.PathLike[str], stats: dict[str, os.stat_result] | None = None) -> "ArtifactMetadata":
+        """Read and check ``directory/metadata.json``; ``stats`` gets the stat of the file read, by path."""
+        directory = os.fspath(directory)
+        meta_path = os.path.join(directory, METADATA_FILE)
+        try:
+            raw = read_file(meta_path, stats)
+        except (FileNotFoundError, NotADirectoryError):
+            if not os.path.isdir(directory):
+                raise ArtifactError(f"{directory}: not an artifact directory (it does not exist or is a file); pass the "
+                                    "directory tmlr-build wrote, e.g. OUT/<kernel_name>", directory) from None
+            raise ArtifactError(f"{meta_path}: missing; an artifact directory needs the metadata.json that tmlr-build "
+                                "writes beside the cubins - copy the whole artifact directory, or rebuild it with tmlr-build",
+                                meta_path) from None
+        try:
+            doc = json.loads(raw)
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+            raise SchemaError(f"{meta_path}: not valid JSON ({e}); rebuild the artifact with tmlr-build", meta_path) from None
+        return cls.from_dict(doc, meta_path)
 
     @property
     def runtime_params(self) -> tuple[Parameter, ...]:
@@ -127,22 +142,23 @@ def _not(obj: Any, key: str | int, path: str, what: str) -> _Invalid:
     return _Invalid(f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}", f"{short_repr(obj[key])} is not {what}")
 
 
-def _object(value: Any, path: str, keys: tuple[str, ...], allowed: frozenset[str] | None = None) -> dict[str, Any]:
-    """``value``, an object holding every key of ``keys`` and no other key (outside ``allowed`` if given)."""
+def _object(value: Any, path: str, required: dict[str, None], allowed: dict[str, None] | None = None) -> dict[str, Any]:
+    """``value``, an object holding every key of ``required`` and no other (but those of ``allowed``).
+    The key sets are dicts: their keys views compare as sets, and they keep the order messages use."""
     if not isinstance(value, dict):
         raise _Invalid(path, f"{short_repr(value)} is not an object")
-    for key in keys:
+    if value.keys() == required.keys() or allowed and required.keys() <= value.keys() <= allowed.keys():
+        return value
+    for key in required:
         if key not in value:
             raise _Invalid(path, f"{key!r} is a required property")
-    if len(value) > len(keys) and (allowed is None or not value.keys() <= allowed):
-        extra = next(k for k in value if k not in (allowed or keys))
-        raise _Invalid(path, f"{short_repr(extra)} is not a property it may have ({', '.join(sorted(allowed or keys))})")
-    return value
+    extra = next(k for k in value if k not in (allowed or required))
+    raise _Invalid(path, f"{short_repr(extra)} is not a property it may have ({', '.join(sorted(allowed or required))})")
 
 
 def _array(obj: Any, key: str, path: str, items: int = 0, exactly: bool = False) -> list[Any]:
     value = obj[key]
-    if not isinstance(value, list) or len(value) < items or (exactly and len(value) > items):
+    if type(value) is not list or len(value) < items or (exactly and len(value) > items):
         raise _not(obj, key, path, f"an array of {'' if exactly else 'at least '}{items} items")
     return value
 
@@ -159,18 +175,16 @@ def _int(obj: Any, key: str | int, path: str, minimum: int = 0, maximum: int | N
     return value
 
 
-def _str(obj: Any, key: str, path: str, pattern: re.Pattern[str] | None = None, meaning: str = "a string") -> str:
+def _str(obj: Any, key: str, path: str, pattern: Callable[[str], Any] | None = None, meaning: str = "a string") -> str:
+    """``obj[key]``, a string ``pattern`` accepts (a regex's ``fullmatch``, or :func:`_identifier`)."""
     value = obj[key]
-    if not isinstance(value, str) or (pattern is not None and pattern.fullmatch(value) is None):
+    if type(value) is not str or pattern is not None and not pattern(value):
         raise _not(obj, key, path, meaning)
     return value
 
 
-def _enum(obj: Any, key: str, path: str, choices: tuple[str, ...]) -> str:
-    value = obj[key]
-    if value not in choices:
-        raise _not(obj, key, path, f"one of {list(choices)}")
-    return value
+def _identifier(text: str) -> bool:
+    return text.isidentifier() and text.isascii()  # the schema's [A-Za-z_][A-Za-z0-9_]*
 
 
 _new, _set = object.__new__, object.__setattr__
@@ -185,24 +199,27 @@ def _record(cls: type, fields: dict[str, Any]) -> Any:
 
 
 # --- the document, in the order of schema/metadata.schema.json -----------------------------------
-_IDENT, _IDENT_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*"), "an identifier"
-_SHA256, _SHA256_TEXT = re.compile(r"[0-9a-f]{64}"), "a sha256 in lowercase hex"
-_CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin")
-_ARCH = re.compile(r"sm_[0-9]+a?")
-_PARAM_KEYS = {"runtime": ("name", "kind", "type", "divisibility"), "constexpr": ("name", "kind", "value"),
-               "equal_to_1": ("name", "kind", "type")}
-_VARIANT = ("target", "entry", "cubin", "launch", "scratch", "provenance")
-_VARIANT_KEYS = frozenset(_VARIANT + ("resources",))
-_LAUNCH = ("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl")
-_PROVENANCE = ("triton_version", "ptxas_version", "source_stage", "source_sha256", "options")
-_PROVENANCE_KEYS = frozenset(_PROVENANCE + ("source_name", "tmlr_version"))
-_RESOURCES = frozenset(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"))
+_SHA256 = re.compile(r"[0-9a-f]{64}").fullmatch
+_CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
+_ARCH = re.compile(r"sm_[0-9]+a?").fullmatch
+_keys = dict.fromkeys
+_DOCUMENT = _keys(("schema_version", "name", "signature", "variants"))
+_PARAMETER = {"runtime": _keys(("name", "kind", "type", "divisibility")).keys(), "constexpr": _keys(("name", "kind", "value")).keys(),
+              "equal_to_1": _keys(("name", "kind", "type")).keys()}
+_VARIANT = _keys(("target", "entry", "cubin", "launch", "scratch", "provenance"))
+_VARIANT_ALLOWED = _VARIANT | {"resources": None}
+_TARGET, _CUBIN = _keys(("backend", "capability", "arch", "warp_size")), _keys(("file", "sha256", "size"))
+_LAUNCH = _keys(("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl"))
+_SCRATCH = _keys(("global_scratch_size", "global_scratch_align", "hidden_params"))
+_RESOURCES = _keys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"))
+_PROVENANCE = _keys(("triton_version", "ptxas_version", "source_stage", "source_sha256", "options"))
+_PROVENANCE_ALLOWED = _PROVENANCE | {"source_name": None, "tmlr_version": None}
 
 
 def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]]:
-    _object(doc, "$", ("schema_version", "name", "signature", "variants"))
-    name = _str(doc, "name", "$", _IDENT, _IDENT_TEXT)
-    signature = tuple([_parameter(p, f"$.signature[{i}]") for i, p in enumerate(_array(doc, "signature", "$"))])
+    _object(doc, "$", _DOCUMENT)
+    name = _str(doc, "name", "$", _identifier, "an identifier")
+    signature = tuple([_parameter(p, i) for i, p in enumerate(_array(doc, "signature", "$"))])
     variants = tuple([_variant(v, f"$.variants[{i}]") for i, v in enumerate(_array(doc, "variants", "$", 1))])
     names = [p.name for p in signature]
     if len(set(names)) != len(names):
@@ -212,62 +229,62 @@ def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]
     return name, signature, variants
 
 
-def _parameter(p: Any, path: str) -> Parameter:
-    kind = p.get("kind") if isinstance(p, dict) else None
-    keys = _PARAM_KEYS.get(kind) if isinstance(kind, str) else None
-    if keys is None:  # not an object, no kind, or an unknown one
-        if isinstance(p, dict) and "kind" in p:
-            raise _not(p, "kind", path, f"one of {list(_PARAM_KEYS)}")
-        raise _Invalid(path, "'kind' is a required property" if isinstance(p, dict) else f"{short_repr(p)} is not an object")
-    _object(p, path, keys)
-    fields = {"name": _str(p, "name", path, _IDENT, _IDENT_TEXT), "kind": kind, "type": None, "divisibility": 1, "value": None}
+def _parameter(p: Any, i: int) -> Parameter:
+    # (the JSON path is formatted only for a message: it would be a good part of the cost)
+    kind = p.get("kind") if type(p) is dict else None
+    keys = _PARAMETER.get(kind) if type(kind) is str else None
+    if keys is None or p.keys() != keys:
+        if isinstance(p, dict) and "kind" in p and keys is None:
+            raise _not(p, "kind", f"$.signature[{i}]", f"one of {list(_PARAMETER)}")
+        _object(p, f"$.signature[{i}]", dict.fromkeys(keys or ("kind",)))
+    name, type_, value, divisibility = p["name"], p.get("type"), p.get("value"), p.get("divisibility", 1)
+    if type(name) is not str or not name.isidentifier() or not name.isascii():  # as _identifier
+        raise _not(p, "name", f"$.signature[{i}]", "an identifier")
     if kind == "runtime":
-        fields["type"] = type_ = p["type"]
-        if not isinstance(type_, str) or type_ not in PARAM_TYPES:
-            raise _not(p, "type", path, "a Triton scalar, pointer or nvTmaDesc type")
-        if p["divisibility"] not in (1, 16) or isinstance(p["divisibility"], bool):
-            raise _not(p, "divisibility", path, "1 or 16")
-        fields["divisibility"] = int(p["divisibility"])
+        if type(type_) is not str or type_ not in PARAM_TYPES:
+            raise _not(p, "type", f"$.signature[{i}]", "a Triton scalar, pointer or nvTmaDesc type")
+        if divisibility not in (1, 16) or type(divisibility) is bool:
+            raise _not(p, "divisibility", f"$.signature[{i}]", "1 or 16")
+        divisibility = int(divisibility)
     elif kind == "equal_to_1":
-        fields["type"], fields["value"] = _enum(p, "type", path, SCALAR_TYPES), 1
-    elif isinstance(p["value"], (list, dict)):
-        raise _not(p, "value", path, "a number, boolean, string or null")
-    else:
-        fields["value"] = p["value"]
-    return _record(Parameter, fields)
+        if type_ not in SCALAR_TYPES:
+            raise _not(p, "type", f"$.signature[{i}]", f"one of {list(SCALAR_TYPES)}")
+        value = 1
+    elif isinstance(value, (list, dict)):
+        raise _not(p, "value", f"$.signature[{i}]", "a number, boolean, string or null")
+    return _record(Parameter, {"name": name, "kind": kind, "type": type_, "divisibility": divisibility, "value": value})
 
 
 def _variant(v: Any, path: str) -> Variant:
-    _object(v, path, _VARIANT, _VARIANT_KEYS)
-    t = _object(v["target"], tp := path + ".target", ("backend", "capability", "arch", "warp_size"))
+    _object(v, path, _VARIANT, _VARIANT_ALLOWED)
+    t = _object(v["target"], tp := path + ".target", _TARGET)
     if t["backend"] != "cuda":
         raise _not(t, "backend", tp, "'cuda'")
     if t["warp_size"] != 32:  # as JSON Schema's const: 32.0 is 32 too
         raise _not(t, "warp_size", tp, "32")
-    c = _object(v["cubin"], cp := path + ".cubin", ("file", "sha256", "size"))
+    c = _object(v["cubin"], cp := path + ".cubin", _CUBIN)
     launch = _object(v["launch"], lp := path + ".launch", _LAUNCH)
     dims = _array(launch, "cluster_dims", lp, 3, exactly=True)
     for key in ("launch_cooperative_grid", "launch_pdl"):
         if type(launch[key]) is not bool:
             raise _not(launch, key, lp, "a boolean")
-    scratch = _object(v["scratch"], sp := path + ".scratch", ("global_scratch_size", "global_scratch_align", "hidden_params"))
+    scratch = _object(v["scratch"], sp := path + ".scratch", _SCRATCH)
     hidden = _array(scratch, "hidden_params", sp)
     for i, name in enumerate(hidden):
         if name not in ("global_scratch", "profile_scratch"):
             raise _not(hidden, i, sp + ".hidden_params", "global_scratch or profile_scratch")
     if len(set(hidden)) != len(hidden):
         raise _not(scratch, "hidden_params", sp, "a list without repeats")
+    resources = _object(v.get("resources", {}), rp := path + ".resources", {}, _RESOURCES)
     return _record(Variant, {
-        "target": _record(Target, {"capability": _int(t, "capability", tp, 50),
-                                   "arch": _str(t, "arch", tp, _ARCH, "an arch like sm_90a")}),
-        "entry": _str(v, "entry", path, _IDENT, _IDENT_TEXT),
+        "target": _record(Target, {"capability": _int(t, "capability", tp, 50), "arch": _str(t, "arch", tp, _ARCH, "an arch like sm_90a")}),
+        "entry": _str(v, "entry", path, _identifier, "an identifier"),
         "cubin_file": _str(c, "file", cp, _CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"),
-        "cubin_sha256": _str(c, "sha256", cp, _SHA256, _SHA256_TEXT),
+        "cubin_sha256": _str(c, "sha256", cp, _SHA256, "a sha256 in lowercase hex"),
         "cubin_size": _int(c, "size", cp, 1),
         "num_warps": _int(launch, "num_warps", lp, 1, 32),
         "num_ctas": _int(launch, "num_ctas", lp, 1),
-        "cluster_dims": tuple([d if type(d) is int and d >= 1 else _int(dims, i, lp + ".cluster_dims", 1)
-                               for i, d in enumerate(dims)]),
+        "cluster_dims": tuple([_int(dims, i, lp + ".cluster_dims", 1) for i in range(3)]),
         "shared": _int(launch, "shared", lp),
         "tmem_size": _int(launch, "tmem_size", lp),
         "cooperative": launch["launch_cooperative_grid"],
@@ -275,23 +292,20 @@ def _variant(v: Any, path: str) -> Variant:
         "scratch_size": _int(scratch, "global_scratch_size", sp),
         "scratch_align": _int(scratch, "global_scratch_align", sp, 1),
         "hidden_params": tuple(hidden),
-        "resources": _resources(v["resources"], path + ".resources") if "resources" in v else {},
+        "resources": {k: _int(resources, k, rp) for k in resources},
         "provenance": _provenance(v["provenance"], path + ".provenance"),
     })
 
 
-def _resources(r: Any, path: str) -> dict[str, int]:
-    return {k: n if type(n) is int and n >= 0 else _int(r, k, path) for k, n in _object(r, path, (), _RESOURCES).items()}
-
-
 def _provenance(p: Any, path: str) -> dict[str, Any]:
-    _object(p, path, _PROVENANCE, _PROVENANCE_KEYS)
+    _object(p, path, _PROVENANCE, _PROVENANCE_ALLOWED)
     for key in ("triton_version", "ptxas_version", "source_name", "tmlr_version"):
-        if key in p and not isinstance(p[key], str):
-            raise _not(p, key, path, "a string")
-    _enum(p, "source_stage", path, ("python", "ttir", "ttgir", "llir", "ptx", "cubin"))
-    _str(p, "source_sha256", path, _SHA256, _SHA256_TEXT)
-    if not isinstance(p["options"], dict):
+        if key in p:
+            _str(p, key, path)
+    if p["source_stage"] not in ("python", "ttir", "ttgir", "llir", "ptx", "cubin"):
+        raise _not(p, "source_stage", path, "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']")
+    _str(p, "source_sha256", path, _SHA256, "a sha256 in lowercase hex")
+    if type(p["options"]) is not dict:
         raise _not(p, "options", path, "an object")
     return dict(p)
 
@@ -300,54 +314,32 @@ def _provenance(p: Any, path: str) -> dict[str, Any]:
 _O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def read_file(path: str) -> tuple[bytes, os.stat_result]:
-    """The bytes of ``path`` and the stat of the file they were read from (one open; the stat is what
-    :class:`Kernel`'s load cache compares later, so it is taken before the bytes are read)."""
+def read_file(path: str, stats: dict[str, os.stat_result] | None = None) -> bytes:
+    """The bytes of ``path``; ``stats[path]`` gets the stat of the file they were read from (one open,
+    the stat taken before reading: what :class:`Kernel`'s load cache compares later)."""
     fd = os.open(path, _O_READ)
     try:
         st = os.fstat(fd)
         data = os.read(fd, st.st_size + 1)
         if len(data) > st.st_size:  # it grew since the fstat: read on to the end
             data += b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
-        return data, st
     finally:
         os.close(fd)
+    if stats is not None:
+        stats[path] = st
+    return data
 
 
-def read_metadata(directory: str | os.PathLike[str]) -> tuple[ArtifactMetadata, os.stat_result]:
-    """:meth:`ArtifactMetadata.read`, and the stat of the metadata.json it read."""
-    directory = os.fspath(directory)
-    meta_path = os.path.join(directory, METADATA_FILE)
-    try:
-        raw, st = read_file(meta_path)
-    except (FileNotFoundError, NotADirectoryError):
-        if not os.path.isdir(directory):
-            raise ArtifactError(f"{directory}: not an artifact directory (it does not exist or is a file); pass the "
-                                "directory tmlr-build wrote, e.g. OUT/<kernel_name>", directory) from None
-        raise ArtifactError(f"{meta_path}: missing; an artifact directory needs the metadata.json that tmlr-build writes "
-                            "beside the cubins - copy the whole artifact directory, or rebuild it with tmlr-build",
-                            meta_path) from None
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-        raise SchemaError(f"{meta_path}: not valid JSON ({e}); rebuild the artifact with tmlr-build", meta_path) from None
-    return ArtifactMetadata.from_dict(doc, meta_path), st
-
-
-def read_cubin(directory: str | os.PathLike[str], variant: Variant) -> bytes:
-    """The variant's cubin bytes, after checking size and sha256 against the metadata."""
-    return read_cubin_stat(directory, variant)[0]
-
-
-def read_cubin_stat(directory: str | os.PathLike[str], variant: Variant) -> tuple[bytes, os.stat_result]:
-    """:func:`read_cubin`, and the stat of the file it read."""
+def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> bytes:
+    """The variant's cubin bytes, after checking size and sha256 against the metadata; ``stats`` as
+    for :func:`read_file`."""
     name = variant.cubin_file
-    if _CUBIN_FILE.fullmatch(name) is None:  # the reader refuses it too; checked again before a file access
+    if _CUBIN_FILE(name) is None:  # the reader refuses it too; checked again before a file access
         raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact "
                           "directory", None, "$.variants[].cubin.file")
     path = os.path.join(os.fspath(directory), name)
     try:
-        data, st = read_file(path)
+        data = read_file(path, stats)
     except FileNotFoundError:
         raise ArtifactError(f"{path}: missing; metadata.json names it for {variant.arch} - copy the whole artifact "
                             "directory", path) from None
@@ -361,4 +353,4 @@ def read_cubin_stat(directory: str | os.PathLike[str], variant: Variant) -> tupl
     if data[:4] != b"\x7fELF":
         raise IntegrityError(f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; "
                              "rebuild it with tmlr-build", path)
-    return data, st
+    return data

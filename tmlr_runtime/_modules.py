@@ -3,8 +3,7 @@ an artifact already loaded in the current context does no driver work."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from . import _driver
 from ._errors import DeviceLimitError, DriverError
@@ -13,8 +12,7 @@ from ._metadata import Variant
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
-@dataclass(frozen=True)
-class LoadedFunction:
+class LoadedFunction(NamedTuple):
     """A kernel function ready to launch in one context."""
 
     context: int
@@ -57,34 +55,26 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
     with _lock:
         hit = _cache.get(key)
         if hit is None:
-            dev = _driver.device_info(ordinal)
+            dev, drv = _driver.device_info(ordinal), _driver.api()
             check_fits(name, variant, dev)
-            module = _driver.check(_driver.api().cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
+            module = _driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
             try:
-                hit = _cache[key] = _function(name, variant, context, dev, module)
+                function = _driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
+                A = drv.CUfunction_attribute
+                registers, local, static = (int(_driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
+                                            for a in (A.CU_FUNC_ATTRIBUTE_NUM_REGS, A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                                                      A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES))
+                if variant.shared + static > dev.max_shared_optin:
+                    raise DeviceLimitError(f"{name}: {variant.shared} bytes of dynamic + {static} of static shared memory exceed the "
+                                           f"{dev.max_shared_optin} bytes {dev.name} allows; rebuild with smaller tiles or --num-stages")
+                if variant.shared + static > _DEFAULT_SHARED_LIMIT:  # opt in once here, never per launch
+                    _driver.check(drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                         dev.max_shared_optin - static), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
             except BaseException:
-                _driver.api().cuModuleUnload(module)
+                drv.cuModuleUnload(module)
                 raise
+            hit = _cache[key] = LoadedFunction(context, dev, module, function, static, registers, local)
     return hit
-
-
-def _function(name: str, variant: Variant, context: int, dev: _driver.DeviceInfo, module: Any) -> LoadedFunction:
-    drv = _driver.api()
-    function = _driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
-    A = drv.CUfunction_attribute
-
-    def attr(a: Any) -> int:
-        return int(_driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
-
-    static = attr(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
-    if variant.shared + static > dev.max_shared_optin:
-        raise DeviceLimitError(f"{name}: {variant.shared} bytes of dynamic + {static} of static shared memory exceed the "
-                               f"{dev.max_shared_optin} bytes {dev.name} allows; rebuild with smaller tiles or --num-stages")
-    if variant.shared + static > _DEFAULT_SHARED_LIMIT:  # opt in once here, never per launch
-        _driver.check(drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dev.max_shared_optin - static),
-                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-    return LoadedFunction(context, dev, module, function, static, attr(A.CU_FUNC_ATTRIBUTE_NUM_REGS),
-                          attr(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES))
 
 
 def clear() -> None:

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import _driver
-from ._errors import ArgumentError, TmlrError, short_repr
-from .abi import Parameter
+from ._errors import ArgumentError, short_repr
 
 
 @dataclass(frozen=True)
@@ -40,23 +39,15 @@ def _address(base: Any) -> tuple[int, int | None, tuple[int, ...] | None]:
 
 def _dims(what: str, value: Any) -> tuple[int, ...]:
     """``value`` as a tuple of positive ints, or an :class:`ArgumentError` saying how to pass it."""
-    fix = f"pass {what} as a tuple of positive ints, outer dimension first, e.g. {what}=(64, 64)"
-    if isinstance(value, (str, bytes)):
-        raise ArgumentError(f"make_tensor_map: {what} must be a sequence of ints, got {short_repr(value)}; {fix}", what)
     try:
-        items = tuple(value)
+        items = () if isinstance(value, (str, bytes)) else tuple(value)
+        dims = tuple(operator.index(d) for d in items if not isinstance(d, bool))
     except TypeError:
-        raise ArgumentError(f"make_tensor_map: {what} must be a sequence of ints, got {short_repr(value)} "
-                            f"({type(value).__name__}); {fix}", what) from None
-    dims = []
-    for d in items:
-        if isinstance(d, bool) or not hasattr(d, "__index__"):
-            raise ArgumentError(f"make_tensor_map: {what} holds {short_repr(d)} ({type(d).__name__}), not an int; {fix}", what)
-        n = operator.index(d)
-        if n <= 0:
-            raise ArgumentError(f"make_tensor_map: {what} holds {n}; {fix}", what)
-        dims.append(n)
-    return tuple(dims)
+        items = dims = ()
+    if not items or len(dims) != len(items) or min(dims) <= 0:
+        raise ArgumentError(f"make_tensor_map: got {what}={short_repr(value)}; pass {what} as a tuple of positive ints, outer "
+                            f"dimension first, e.g. {what}=(64, 64)", what)
+    return dims
 
 
 def make_tensor_map(base: Any, block_shape: Sequence[int], shape: Sequence[int] | None = None,
@@ -105,26 +96,3 @@ def _geometry(drv: Any, shape: tuple[int, ...], block: tuple[int, ...], esize: i
     if inner_bytes > 128:
         bcols = 128 // esize  # the box inner dim may not exceed the swizzle; Triton's codegen issues several copies
     return [cols, rows], [cols * esize, cols * rows * esize], [bcols, brows], swizzle, L2.CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-
-
-def tma_bytes(p: Parameter, value: Any) -> bytes:
-    """The 128 bytes of a ``CUtensorMap`` for an ``nvTmaDesc`` parameter, given as bytes-like, a
-    cuda-python CUtensorMap or a :class:`TensorMap`."""
-    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
-    try:
-        data = getattr(value, "tensor_map_bytes", None)
-        if data is None and getattr(value, "opaque", None) is not None:
-            data = struct.pack("<16Q", *[int(x) for x in value.opaque])
-        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
-            data = value
-        elif data is None:
-            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
-        data = bytes(data)
-    except TmlrError:
-        raise
-    except Exception as e:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
-                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
-    if len(data) != 128:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
-    return data

@@ -21,6 +21,10 @@ from ._errors import CudaUnavailableError, TmlrError
 from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin
 from .abi import Parameter
 
+DEVICE_CHECK = "this device can load and run it"
+SCHEMA_CHECK = "metadata.json follows the schema"
+_VERDICT = {True: "ok", False: "FAIL", None: "skipped"}
+
 
 def describe_param(p: Parameter) -> str:
     if p.kind == "constexpr":
@@ -37,9 +41,8 @@ def _occupancy(directory: str) -> dict[str, Any] | None:
 
     try:
         kernel = Kernel.load(directory)
-        fn, v, drv = kernel.function, kernel.variant, _driver.api()
-        blocks = int(_driver.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.function, v.threads_per_block,
-                                                                                    v.shared),
+        fn, v = kernel.function, kernel.variant
+        blocks = int(_driver.check(_driver.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.function, v.threads_per_block, v.shared),
                                    "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
     except CudaUnavailableError:
         return None
@@ -59,10 +62,8 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
         "arch": v.arch, "capability": v.capability, "entry": v.entry,
         "cubin": {"file": v.cubin_file, "size": v.cubin_size, "sha256": v.cubin_sha256},
         "num_warps": v.num_warps, "threads_per_block": v.threads_per_block, "num_ctas": v.num_ctas,
-        "cluster_dims": list(v.cluster_dims), "shared": v.shared, "tmem_size": v.tmem_size,
-        "cooperative": v.cooperative, "pdl": v.pdl,
-        "global_scratch": {"size_per_program": v.scratch_size, "align": v.scratch_align},
-        "hidden_params": list(v.hidden_params),
+        "cluster_dims": list(v.cluster_dims), "shared": v.shared, "tmem_size": v.tmem_size, "cooperative": v.cooperative, "pdl": v.pdl,
+        "global_scratch": {"size_per_program": v.scratch_size, "align": v.scratch_align}, "hidden_params": list(v.hidden_params),
         "registers": regs, "spill_stores": v.resources.get("spill_stores"), "spill_loads": v.resources.get("spill_loads"),
         "provenance": v.provenance,
     }
@@ -73,25 +74,23 @@ def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]
     meta = ArtifactMetadata.read(directory)
     out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": SCHEMA_VERSION,
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
-           "signature": [dict(vars(p)) for p in meta.signature],
-           "variants": [_describe_variant(directory, v) for v in meta.variants]}
+           "signature": [dict(vars(p)) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants]}
     if with_device:
         out["occupancy"] = _occupancy(directory)
     return out
 
 
 def _print_inspect(info: dict[str, Any]) -> None:
-    print(f"{info['name']}  ({info['directory']}, schema v{info['schema_version']})")
-    print(f"  call      {info['call']}")
+    print(f"{info['name']}  ({info['directory']}, schema v{info['schema_version']})\n  call      {info['call']}")
     for v in info["variants"]:
         spills = "" if v["spill_stores"] is None else f"  spills {v['spill_stores']}st/{v['spill_loads']}ld"
         extra = (" cooperative" if v["cooperative"] else "") + (" pdl" if v["pdl"] else "")
+        p = v["provenance"]
         print(f"  {v['arch']:8s}  warps {v['num_warps']} ({v['threads_per_block']} threads)  ctas {v['num_ctas']}  cluster "
               f"{'x'.join(map(str, v['cluster_dims']))}  shared {v['shared']} B  scratch "
-              f"{v['global_scratch']['size_per_program']} B/program  regs {'?' if v['registers'] is None else v['registers']}{spills}{extra}")
-        print(f"            cubin {v['cubin']['file']}  {v['cubin']['size']} B  sha256 {v['cubin']['sha256']}")
-        p = v["provenance"]
-        print(f"            built by Triton {p.get('triton_version')} / ptxas {p.get('ptxas_version')} from "
+              f"{v['global_scratch']['size_per_program']} B/program  regs {'?' if v['registers'] is None else v['registers']}{spills}{extra}\n"
+              f"            cubin {v['cubin']['file']}  {v['cubin']['size']} B  sha256 {v['cubin']['sha256']}\n"
+              f"            built by Triton {p.get('triton_version')} / ptxas {p.get('ptxas_version')} from "
               f"{p.get('source_stage')} {p.get('source_name', '')} (sha256 {p.get('source_sha256', '')[:16]}…)")
     occ = info.get("occupancy")
     if occ:
@@ -99,10 +98,6 @@ def _print_inspect(info: dict[str, Any]) -> None:
               f"warps/SM, {occ['registers']} registers/thread, {occ['local_bytes']} B local")
     elif "occupancy" in info:
         print("  occupancy: no GPU here")
-
-
-DEVICE_CHECK = "this device can load and run it"
-SCHEMA_CHECK = "metadata.json follows the schema"
 
 
 def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str, bool | None, str]]:
@@ -118,9 +113,8 @@ def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str,
             data = read_cubin(directory, v)
             results.append((f"{v.arch}: cubin size and sha256", True, v.cubin_file))
             funcs = functions(data, v.cubin_file)
-            ok = v.entry in funcs
-            results.append((f"{v.arch}: entry symbol {v.entry!r} in the cubin", ok,
-                            "" if ok else f"the cubin defines {sorted(funcs) or 'no functions'}; rebuild the artifact"))
+            results.append((f"{v.arch}: entry symbol {v.entry!r} in the cubin", v.entry in funcs,
+                            "" if v.entry in funcs else f"the cubin defines {sorted(funcs) or 'no functions'}; rebuild the artifact"))
         except TmlrError as e:
             results.append((f"{v.arch}: cubin size and sha256", False, str(e)))
     if with_device:
@@ -148,9 +142,6 @@ def _jsonschema_check(directory: str) -> tuple[str, bool | None, str]:
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
     return (check, True, f"schema/{SCHEMA_PATH.name}") if error is None else (check, False, f"{error.json_path}: {error.message}")
-
-
-_VERDICT = {True: "ok", False: "FAIL", None: "skipped"}
 
 
 def _run(argv: list[str] | None) -> int:

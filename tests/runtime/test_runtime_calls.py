@@ -10,8 +10,8 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
-from tmlr_runtime import _stream
-from tmlr_runtime._pointers import tensor_pointer
+from tmlr_runtime import _convert
+from tmlr_runtime._convert import tensor_pointer
 from tmlr_runtime._metadata import Parameter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -153,9 +153,8 @@ def test_streams(kernel):
 def test_default_stream_without_torch(monkeypatch):
     import sys
 
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.setitem(sys.modules, "torch", None)
-    assert _stream.default_stream(0) == 0
+    assert _convert.default_stream(0) == 0
 
 
 class FakeTensor:

@@ -1,4 +1,4 @@
-"""_stream.stream_handle for every accepted form and its refusals (handles outside the CUstream
+"""_convert.stream_handle for every accepted form and its refusals (handles outside the CUstream
 range from any source), and default_stream's binding to torch via a fake torch module."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import fake_launcher, metadata_doc, param
-from tmlr_runtime import _stream
+from tmlr_runtime import _convert
 
 
 class Attr:
@@ -31,7 +31,7 @@ class Proto:
      (Attr("ptr", 6), 6), (Attr("handle", 8), 8)],
 )
 def test_stream_handle_accepts(given, expected):
-    assert _stream.stream_handle(given) == expected
+    assert _convert.stream_handle(given) == expected
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_stream_handle_accepts(given, expected):
 )
 def test_stream_handle_refuses(bad, fix):
     with pytest.raises(tr.StreamError) as e:
-        _stream.stream_handle(bad)
+        _convert.stream_handle(bad)
     assert isinstance(e.value, tr.TmlrError)
     assert fix in str(e.value)
 
@@ -60,27 +60,24 @@ def test_launcher_refuses_out_of_range_streams(bad):
 
 
 def test_default_stream_is_zero_without_torch(monkeypatch):
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.delitem(sys.modules, "torch", raising=False)
-    assert _stream.default_stream(0) == 0
-    assert _stream._torch_current is None  # nothing bound: torch imported later is still picked up
+    assert _convert.default_stream(0) == 0
+    assert _convert.stream_getter() is _convert.default_stream  # torch imported later is still picked up
 
 
 def test_default_stream_binds_torch_current_stream(monkeypatch):
     calls = []
     fake = types.ModuleType("torch")
     fake._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: calls.append(dev) or 1000 + dev)
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.setitem(sys.modules, "torch", fake)
-    assert _stream.default_stream(3) == 1003
-    assert _stream.default_stream(1) == 1001
+    assert _convert.default_stream(3) == 1003
+    assert _convert.default_stream(1) == 1001
     assert calls == [3, 1]
 
 
 def test_default_stream_with_cpu_only_torch(monkeypatch):
     fake = types.ModuleType("torch")
     fake._C = types.SimpleNamespace()  # no _cuda_getCurrentRawStream
-    monkeypatch.setattr(_stream, "_torch_current", None)
     monkeypatch.setitem(sys.modules, "torch", fake)
-    assert _stream.default_stream(0) == 0
-    assert _stream._torch_current is not None and _stream._torch_current(5) == 0
+    assert _convert.default_stream(0) == 0
+    assert _convert.stream_getter()(5) == 0
