@@ -206,8 +206,9 @@ def _dlpack_pointer(param: Parameter, obj: Any, device: int, checks: bool) -> in
         raise _fail(param, f"got an array on cuda:{int(dev_id)}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    capsule = obj.__dlpack__()  # held while its DLManagedTensor is read: freeing it may free the tensor struct
     try:
-        managed = get(obj.__dlpack__(), b"dltensor")
+        managed = get(capsule, b"dltensor")
     except (TypeError, ValueError) as e:  # not a capsule, or one already consumed ("used_dltensor")
         raise _fail(param, f"its __dlpack__() did not return an unused 'dltensor' capsule ({e})",
                     "pass the array itself (not an exported capsule), or a torch tensor / CuPy array") from None
