@@ -14,17 +14,22 @@ import pytest
 
 from tmlr_build import BuildConfig, KernelRequest, build, parse_arch_list, request
 from tmlr_build.builder.spec import load_spec
+from tmlr_build.common.triton_check import release_in_range
+from triton_facts import API
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Kernels whose stage paths are checked: every feature the issue lists (tl.dot, scalars of every
-# type, clusters, device-side TMA with global scratch, > 48 KB shared memory).
-KERNELS = ("add", "matmul", "matmul_big_smem", "scalars", "cluster_add", "tma_scale")
+# type, clusters, device-side TMA with global scratch, > 48 KB shared memory), and from Triton 3.4
+# host tensor descriptors (TMA on sm_90a, pointers on sm_80).
+KERNELS = ("add", "matmul", "matmul_big_smem", "scalars", "cluster_add", "tma_scale") + (
+    ("desc_scale", "desc_scale_sm80") if API.host_descriptors else ())
 STAGES = ("ttir", "ttgir", "llir", "ptx")
 
 
 def _spec_requests() -> list[KernelRequest]:
     requests, _ = load_spec(str(EXAMPLES / "kernels.json"))
-    return [r for r in requests if (r.name or r.kernel) in KERNELS]
+    return [r for r in requests if (r.name or r.kernel) in KERNELS and (r.triton is None or
+                                                                         release_in_range(API.version, r.triton))]
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +133,11 @@ _REFERENCE = textwrap.dedent("""
             k = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", cap, 32),
                                options=case["options"])
             md = k.metadata
+            # Triton 3.6+ records no cluster_dims: its launcher makes clusters of (num_ctas, 1, 1)
+            cluster = list(getattr(md, "cluster_dims", None) or (md.num_ctas, 1, 1))
             facts = dict(shared=md.shared, global_scratch_size=md.global_scratch_size, num_ctas=md.num_ctas,
-                         cluster_dims=list(md.cluster_dims), num_warps=md.num_warps, name=md.name)
+                         cluster_dims=cluster, num_warps=md.num_warps, name=md.name,
+                         tensordesc_meta=getattr(md, "tensordesc_meta", None))
             open(os.path.join(out, f"{case['name']}.{cap}.cubin"), "wb").write(k.asm["cubin"])
             json.dump(facts, open(os.path.join(out, f"{case['name']}.{cap}.json"), "w"))
 """)
@@ -146,8 +154,8 @@ def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
         name = r.name or r.kernel
         doc = json.loads((ours / name / "metadata.json").read_text())
         cases.append({"name": name, "file": os.path.basename(r.source), "stem": Path(r.source).stem,
-                      "kernel": r.kernel, "signature": doc["signature"], "options": r.options,
-                      "caps": [v["target"]["capability"] for v in doc["variants"]]})
+                      "kernel": r.kernel, "signature": [_triton_type(p) for p in doc["signature"]],
+                      "options": r.options, "caps": [v["target"]["capability"] for v in doc["variants"]]})
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env.update(TRITON_CACHE_DIR=str(tmp_path / "cache"), TRITON_DISABLE_LINE_INFO="1")
     # One process per compile: Triton 3.3.1's PTX (register numbering) depends on what the same
@@ -160,6 +168,7 @@ def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
         for arch, v in _variants(ours / case["name"]).items():
             cap = v["target"]["capability"]
             ref = json.loads((tmp_path / f"{case['name']}.{cap}.json").read_text())
+            _check_descriptors(ref.pop("tensordesc_meta"), case["signature"], v)
             assert (ours / case["name"] / v["cubin"]["file"]).read_bytes() == (
                 tmp_path / f"{case['name']}.{cap}.cubin").read_bytes(), (case["name"], arch)
             assert ref == dict(shared=v["launch"]["shared"], global_scratch_size=v["scratch"]["global_scratch_size"],
@@ -178,9 +187,30 @@ def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
     assert imported["provenance"]["source_stage"] == "cubin"
 
 
+def _triton_type(p: dict) -> dict:
+    """A metadata.json signature entry with Triton's type text for a host tensor descriptor."""
+    if p.get("type") != "tensordesc":
+        return p
+    d = p["descriptor"]
+    return dict(p, type=f"tensordesc<{d['dtype']}[{', '.join(map(str, d['block_shape']))}]>")
+
+
+def _check_descriptors(tensordesc_meta: list | None, signature: list[dict], variant: dict) -> None:
+    """What triton.compile says of the descriptors (tensordesc_meta) is what the artifact records."""
+    from tmlr_build.common.tensordesc import tensormap
+
+    descriptors = [p for p in signature if p.get("descriptor")]
+    if not descriptors:
+        return
+    tma = bool(tensordesc_meta)
+    assert [p["descriptor"]["fields"] for p in descriptors] == [list(API.descriptor_fields(tma))] * len(descriptors)
+    assert [p["descriptor"].get("tensormap") for p in descriptors] == (
+        [tensormap(m, "") for m in tensordesc_meta] if tma else [None] * len(descriptors)), variant["target"]
+
+
 def test_ttgir_loses_maxnreg_and_cluster_shape_unless_given_again(python_built: Path, tmp_path: Path) -> None:
     from tmlr_build.cli import run
-    from tmlr_build.common.errors import MissingMetadataError
+    from tmlr_build.common.errors import MissingMetadataError, OptionError
 
     run([f"{EXAMPLES}/kernels/matmul.py:matmul", "--signature",
          "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32",
@@ -191,13 +221,23 @@ def test_ttgir_loses_maxnreg_and_cluster_shape_unless_given_again(python_built: 
     shutil.copy(tmp_path / "ref" / "matmul" / "ir" / "sm_90a" / "matmul.ttgir", bare)
     run([str(bare), "-o", str(tmp_path / "without"), "--num-stages", "2", "-q"])
     run([str(bare), "-o", str(tmp_path / "with"), "--num-stages", "2", "--maxnreg", "64", "-q"])
-    assert (tmp_path / "without" / "matmul" / "matmul.sm_90a.cubin").read_bytes() != ref
+    # Triton 3.4+ writes the option into the TTGIR (ttg.maxnreg), which tmlr-build reads back
+    carried = "ttg.maxnreg = 64" in bare.read_text()
+    assert carried == (API.release != "3.3")
+    assert ((tmp_path / "without" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == ref) == carried
     assert (tmp_path / "with" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == ref
+    if carried:
+        with pytest.raises(OptionError, match="--maxnreg 32 contradicts the .ttgir"):
+            run([str(bare), "-o", str(tmp_path / "other"), "--maxnreg", "32", "-q"])
 
     cluster = tmp_path / "bare" / "cluster_add.ttgir"
     shutil.copy(python_built / "cluster_add" / "ir" / "sm_90a" / "cluster_add.ttgir", cluster)
-    with pytest.raises(MissingMetadataError, match="cluster shape.*--metadata"):
-        run([str(cluster), "-o", str(tmp_path / "c"), "-q"])
+    if API.cluster_dims_option:  # Triton 3.3-3.5: the cluster shape is an option the TTGIR does not carry
+        with pytest.raises(MissingMetadataError, match="cluster shape.*--metadata"):
+            run([str(cluster), "-o", str(tmp_path / "c"), "-q"])
+    else:  # 3.6+: clusters of (num_ctas, 1, 1), and ttg.num-ctas is in the TTGIR
+        run([str(cluster), "-o", str(tmp_path / "c0"), "-q"])
+        assert _variants(tmp_path / "c0" / "cluster_add")["sm_90a"]["launch"]["cluster_dims"] == [2, 1, 1]
     run([str(cluster), "--metadata", str(python_built / "cluster_add" / "ir" / "sm_90a" / "cluster_add.json"),
          "-o", str(tmp_path / "c"), "-q"])
     got = _variants(tmp_path / "c" / "cluster_add")["sm_90a"]

@@ -40,7 +40,7 @@ def make_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="tmlr-build",
         description="Compile Triton kernels into tmlr artifacts (OUT/<kernel>/metadata.json + one cubin per arch). "
-                    "Needs Triton 3.3.x, no GPU.",
+                    "Needs Triton 3.3 to 3.9, no GPU.",
         epilog="examples:\n"
                "  tmlr-build k.py:add --signature '*fp16:16, *fp16:16, *fp16:16, i32, 1024' -o out --arch 80,90\n"
                "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
@@ -226,4 +226,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tmlr-build: {line}", file=sys.stderr)
         for name in report.skipped:
             print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
+        for what in report.skipped_for_triton:
+            print(f"tmlr-build: skipped {what}", file=sys.stderr)
     return 0

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from tmlr_runtime.abi import MLIR_TYPES, TMA_DESC, Parameter, split_top_level
 
 from .errors import IRParseError
+from .tensordesc import DescriptorType
 
+# !tt.tensordesc<tensor<64x64xf16>> (Triton 3.4-3.7), !tt.tensordesc<64x64xf16> (3.8+); a layout may follow the type
+_DESCRIPTOR = re.compile(r"!tt\.tensordesc<(?:tensor<)?((?:\d+x)+)([A-Za-z0-9]+)\s*(?:,[^<>]*)?>?>")
 _FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@([A-Za-z_][A-Za-z0-9_$.]*)\s*\(")
 _MODULE_ATTRS = re.compile(r"^\s*module\s+attributes\s*\{(.*)\}\s*\{\s*$", re.MULTILINE)
 
@@ -58,6 +61,9 @@ def _triton_type(mlir: str, attrs: str, where: str) -> str:
         return "*" + _triton_type(ptr.group(1).strip(), "", where)
     if mlir in MLIR_TYPES:
         return MLIR_TYPES[mlir]
+    desc = _DESCRIPTOR.fullmatch(mlir)
+    if desc and desc.group(2) in MLIR_TYPES:
+        return DescriptorType(MLIR_TYPES[desc.group(2)], tuple(int(d) for d in desc.group(1).split("x")[:-1])).text
     raise IRParseError(f"{where}: parameter type {mlir!r} is not one a kernel parameter can have in tmlr")
 
 

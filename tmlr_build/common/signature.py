@@ -17,6 +17,7 @@ from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parame
                                split_top_level)
 
 from .errors import SignatureError
+from .tensordesc import parse_type as parse_descriptor_type
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -55,8 +56,9 @@ def parse_constexpr_value(text: str) -> Any:
         return ast.literal_eval(word)
     raise SignatureError(
         f"{word!r} is neither a known type nor a constexpr value; types are "
-        f"{', '.join(SCALAR_TYPES)}, {TMA_DESC} and pointers like *fp16 (add :16 for divisibility, "
-        f":1 for an int specialized to 1); constexpr values are numbers, True/False or quoted strings"
+        f"{', '.join(SCALAR_TYPES)}, {TMA_DESC}, pointers like *fp16 (add :16 for divisibility, "
+        f":1 for an int specialized to 1) and host tensor descriptors like tensordesc<fp16[64, 64]> (Triton 3.4+); "
+        "constexpr values are numbers, True/False or quoted strings"
     )
 
 
@@ -65,6 +67,9 @@ def parse_entry(text: str) -> SigEntry:
     word = text.strip()
     if not word:
         raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
+    descriptor = parse_descriptor_type(word)
+    if descriptor is not None:  # a host TensorDescriptor (Triton 3.4+): no hint after it
+        return SigEntry("runtime", descriptor.text, 1)
     head, sep, hint = word.partition(":")
     head = head.strip()
     if head not in PARAM_TYPES:
