@@ -143,11 +143,14 @@ _REFERENCE = textwrap.dedent("""
 """)
 
 
-def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def both_ways(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[dict]]:
+    """The examples built by tmlr-build (``out``) and by triton.compile (cubins and facts in ``ref``, cache)."""
     # Line info off on both sides: with it on, Triton's own ptxas run embeds the source file's
     # mtime (it runs in the source's directory), which tmlr-build avoids on purpose.
+    ref = tmp_path_factory.mktemp("triton-compile")
     requests = _spec_requests()
-    ours = tmp_path / "out"
+    ours = ref / "out"
     build(requests, BuildConfig(out=str(ours), archs=parse_arch_list("80,90"), line_info=False, progress=False))
     cases = []
     for r in requests:
@@ -157,34 +160,50 @@ def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
                       "kernel": r.kernel, "signature": [_triton_type(p) for p in doc["signature"]],
                       "options": r.options, "caps": [v["target"]["capability"] for v in doc["variants"]]})
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
-    env.update(TRITON_CACHE_DIR=str(tmp_path / "cache"), TRITON_DISABLE_LINE_INFO="1")
+    env.update(TRITON_CACHE_DIR=str(ref / "cache"), TRITON_DISABLE_LINE_INFO="1")
     # One process per compile: Triton 3.3.1's PTX (register numbering) depends on what the same
     # process compiled before, which is why tmlr-build gives every compile a fresh worker.
-    procs = [subprocess.Popen([sys.executable, "-c", _REFERENCE, str(EXAMPLES / "kernels"), str(tmp_path),
+    procs = [subprocess.Popen([sys.executable, "-c", _REFERENCE, str(EXAMPLES / "kernels"), str(ref),
                                json.dumps(dict(case, caps=[cap]))], env=env)
              for case in cases for cap in case["caps"]]
     assert [p.wait() for p in procs] == [0] * len(procs)
+    return ref, ours, cases
+
+
+def test_python_path_matches_triton_compile(both_ways: tuple[Path, Path, list[dict]]) -> None:
+    ref_dir, ours, cases = both_ways
     for case in cases:
         for arch, v in _variants(ours / case["name"]).items():
             cap = v["target"]["capability"]
-            ref = json.loads((tmp_path / f"{case['name']}.{cap}.json").read_text())
+            ref = json.loads((ref_dir / f"{case['name']}.{cap}.json").read_text())
             _check_descriptors(ref.pop("tensordesc_meta"), case["signature"], v)
             assert (ours / case["name"] / v["cubin"]["file"]).read_bytes() == (
-                tmp_path / f"{case['name']}.{cap}.cubin").read_bytes(), (case["name"], arch)
+                ref_dir / f"{case['name']}.{cap}.cubin").read_bytes(), (case["name"], arch)
             assert ref == dict(shared=v["launch"]["shared"], global_scratch_size=v["scratch"]["global_scratch_size"],
                                num_ctas=v["launch"]["num_ctas"], cluster_dims=v["launch"]["cluster_dims"],
                                num_warps=v["launch"]["num_warps"], name=v["entry"]), (case["name"], arch)
 
-    # A Triton cache entry imports as it is: same bytes, launch facts from Triton's JSON.
-    entry = next(p.parent for p in (tmp_path / "cache").rglob("add.cubin")
-                 if json.loads((p.parent / "add.json").read_text())["target"]["arch"] == 90)
-    build([request(str(entry), signature="*fp32:16, *fp32:16, *fp32:16, i32, 1024")],
-          BuildConfig(out=str(tmp_path / "imported"), progress=False))
-    imported = _variants(tmp_path / "imported" / "add")["sm_90a"]
-    built = _variants(ours / "add")["sm_90a"]
-    assert (tmp_path / "imported" / "add" / "add.sm_90a.cubin").read_bytes() == (entry / "add.cubin").read_bytes()
+
+CACHED = [("add", "*fp32:16, *fp32:16, *fp32:16, i32, 1024")] + (
+    [("desc_scale", "tensordesc<fp16[64, 128]>, tensordesc<fp16[64, 128]>, 64, 128")] if API.host_descriptors else [])
+
+
+@pytest.mark.parametrize("name, signature", CACHED, ids=[c[0] for c in CACHED])
+def test_a_triton_cache_entry_imports_as_it_is(both_ways: tuple[Path, Path, list[dict]], tmp_path: Path, name: str,
+                                               signature: str) -> None:
+    # same bytes; launch facts (and the descriptors' TMA encodings) from Triton's JSON
+    ref_dir, ours, _ = both_ways
+    entry = next(p.parent for p in (ref_dir / "cache").rglob(f"{name}.cubin")
+                 if json.loads((p.parent / f"{name}.json").read_text())["target"]["arch"] == 90)
+    build([request(str(entry), signature=signature)], BuildConfig(out=str(tmp_path), progress=False))
+    imported = _variants(tmp_path / name)["sm_90a"]
+    built = _variants(ours / name)["sm_90a"]
+    assert (tmp_path / name / f"{name}.sm_90a.cubin").read_bytes() == (entry / f"{name}.cubin").read_bytes()
     assert imported["launch"] == built["launch"] and imported["scratch"] == built["scratch"]
     assert imported["provenance"]["source_stage"] == "cubin"
+    signature_of = lambda d: [{k: v for k, v in p.items() if k != "name"} for p in json.loads(  # noqa: E731
+        (d / name / "metadata.json").read_text())["signature"]]
+    assert signature_of(tmp_path) == signature_of(ours)  # named arg0, arg1, ... without --arg-names
 
 
 def _triton_type(p: dict) -> dict:
