@@ -194,7 +194,7 @@ def test_rebuilding_from_ir_inside_the_artifact_keeps_that_ir(rebuilt: Path, tmp
 def test_user_environment_does_not_change_the_bytes(rebuilt: Path, tmp_path: Path) -> None:
     # A fresh process: compile workers fork from a forkserver that captures the environment once.
     env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="0", TRITON_OVERRIDE_ARCH="sm80", TRITON_ALWAYS_COMPILE="1",
-               TRITON_CACHE_DIR=str(tmp_path / "user-cache"), DISABLE_PTXAS_OPT="1")
+               TRITON_CACHE_DIR=str(tmp_path / "user-cache"), DISABLE_PTXAS_OPT="1", PTXAS_OPTIONS="--maxrregcount=24")
     proc = subprocess.run([sys.executable, "-m", "tmlr_build", ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "o"),
                            "--arch", "80,90,86"], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..common.build_env import affects_build
 from ..common.errors import OptionError
 
 # Fields that parse_options derives from the target (or that hold a path); taking them from a
@@ -17,10 +18,6 @@ _DERIVED = frozenset({"arch", "extern_libs", "supported_fp8_dtypes", "deprecated
 # options a .ttgir carries as module attributes (ttg.maxnreg: Triton 3.4+ writes it; 3.3 loses the option)
 _TTGIR_ATTRS = {"num_warps": "ttg.num-warps", "num_ctas": "ttg.num-ctas", "maxnreg": "ttg.maxnreg"}
 
-# Environment variables that change what Triton or ptxas produce; a reproducible build
-# must not inherit them from the user's shell.
-_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_")
-_ENV_NAMES = ("DISABLE_PTXAS_OPT", "USE_IR_LOC", "DISABLE_LLVM_OPT")
 
 
 def cuda_option_fields() -> tuple[str, ...]:
@@ -89,11 +86,6 @@ def record(options: Any, line_info: bool) -> dict[str, Any]:
     # Not a CUDAOptions field, but it changes the cubin bytes (ptxas -suppress-debug-info).
     out["line_info"] = line_info
     return out
-
-
-def affects_build(key: str) -> bool:
-    """Whether the environment variable ``key`` may change what Triton or ptxas produce."""
-    return key.startswith(_ENV_PREFIXES) or key in _ENV_NAMES
 
 
 def scrub_environment(line_info: bool, cache_dir: str) -> None:

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 import triton
-from triton._C.libtriton import get_cache_invalidating_env_vars, llvm
+from triton._C.libtriton import get_cache_invalidating_env_vars
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
@@ -89,13 +89,14 @@ def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts
     """Run Triton's stages from ``start.first_stage`` up to the PTX (or --stop-after), keeping each text."""
     module = start.module
     stages: dict[str, Any] = {}
-    triton_api.current().add_stages(backend, stages, start.options)
+    api = triton_api.current()
+    api.add_stages(backend, stages, start.options)
     order = list(stages)[:-1]  # the last stage (cubin) is ptxas, run by the caller
     if start.first_stage not in order or (job.stop_after and job.stop_after == start.input_ext):
         return module
     for ext in order[order.index(start.first_stage):]:
         if ext == "ptx":
-            llvm.init_targets()  # make_llir normally does this; without it make_ptx segfaults
+            api.before_make_ptx()
         try:
             module = stages[ext](module, metadata)
         except Exception as e:

@@ -83,6 +83,14 @@ class TritonAPI:
         else:
             backend.add_stages(stages, options, self.language)
 
+    def before_make_ptx(self) -> None:
+        """Set what make_llir sets process-wide and make_ptx relies on (a .llir input skips make_llir)."""
+        from triton._C.libtriton import llvm, nvidia
+
+        llvm.init_targets()  # without it make_ptx segfaults
+        if hasattr(nvidia, "set_short_ptr"):  # 3.4-3.8: nvptx-short-ptr is a global LLVM option, not a make_ptx flag
+            nvidia.set_short_ptr()
+
     def cluster_dims(self, metadata: dict[str, Any]) -> tuple[int, int, int]:
         """The launch's cluster shape. 3.6+ records only num_ctas; its launcher launches grid x num_ctas CTAs
         in clusters of (num_ctas, 1, 1), the same as grid x cluster_dims with cluster_dims (num_ctas, 1, 1)."""
