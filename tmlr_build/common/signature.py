@@ -187,7 +187,7 @@ def _signless(ty: str) -> str:
 
 
 def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, str], dict[tuple[int, ...], Any], dict[tuple[int, ...], list]]:
-    """The (signature, constexprs, attrs) triple Triton 3.3.1's ASTSource takes."""
+    """The (signature, constexprs, attrs) triple Triton's ASTSource takes (3.3-3.9)."""
     sig: dict[str, str] = {}
     consts: dict[tuple[int, ...], Any] = {}
     attrs: dict[tuple[int, ...], list] = {}
@@ -197,7 +197,7 @@ def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, str], dict[tuple[i
             if p.divisibility == 16:
                 attrs[(i,)] = [["tt.divisibility", 16]]
         else:
-            # 3.3.1 specializes an int equal to 1 into a constexpr of value 1
+            # Triton specializes an int equal to 1 into a constexpr of value 1 (3.3-3.9)
             sig[p.name] = "constexpr"
             consts[(i,)] = 1 if p.kind == "equal_to_1" else p.value
     return sig, consts, attrs

@@ -29,7 +29,7 @@ class Assembled:
 
 
 def ptxas_version(capability: int) -> str:
-    """``"12.4.99"`` for the bundled CUDA 12.4 ptxas of Triton 3.3.1."""
+    """``"12.4.99"`` for the bundled CUDA 12.4 ptxas of Triton 3.3.1 (``"13.4.x"`` for 3.9's sm_90 ptxas)."""
     text = triton_api.current().ptxas_version_text(capability)
     m = re.search(r"release [\d.]+, V([\d.]+)", text) or re.search(r"release ([\d.]+)", text)
     return m.group(1) if m else text.strip().splitlines()[-1]

@@ -114,7 +114,7 @@ def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics)
 
 
 def _from_text(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
-    """.llir and .ptx: Triton 3.3.1's compile() cannot start here, so run the later stages ourselves."""
+    """.llir and .ptx: triton.compile() cannot start here (3.3-3.9), so run the later stages ourselves."""
     meta = _require_metadata(job, base)
     text = raw.decode("utf-8", errors="replace")
     name = meta.get("name") or _symbol(job.stage, text, base)
