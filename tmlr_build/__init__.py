@@ -27,8 +27,10 @@ _API = {
     "common.arch": ("Target", "parse_arch_list"),
     "common.errors": ("BuildError", "UsageError", "UnsupportedArchError", "OptionError", "SpecError",
                       "OutputPathError", "TritonVersionError", "InputError", "InputKindError", "KernelNotFoundError",
-                      "SignatureError", "MissingMetadataError", "IRParseError", "ArchMismatchError", "CompileError",
-                      "PtxasError", "CompilerCrashError", "ArtifactWriteError", "BuildFailedError"),
+                      "SignatureError", "MissingMetadataError", "IRParseError", "ArchMismatchError",
+                      "TritonReleaseMismatchError", "CompileError",
+                      "PtxasError", "CompilerCrashError", "UnsupportedKernelError", "ArtifactWriteError",
+                      "BuildFailedError"),
 }
 _LAZY = {name: module for module, names in _API.items() for name in names}
 

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any, Sequence
 
+from .builder import other_python
 from .builder.build import BuildConfig, BuildReport, build
 from .builder.sources import KernelRequest, check_name, parse_source
 from .common.arch import parse_arch_list, supported_capabilities
@@ -40,12 +41,13 @@ def make_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="tmlr-build",
         description="Compile Triton kernels into tmlr artifacts (OUT/<kernel>/metadata.json + one cubin per arch). "
-                    "Needs Triton 3.3.x, no GPU.",
+                    "Needs Triton 3.3 to 3.9, no GPU.",
         epilog="examples:\n"
                "  tmlr-build k.py:add --signature '*fp16:16, *fp16:16, *fp16:16, i32, 1024' -o out --arch 80,90\n"
                "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
                "  tmlr-build add.ptx --metadata add.json -o out\n"
                "  tmlr-build --spec examples/kernels.json -o out --arch 80,90\n"
+               "  tmlr-build --python /venv-triton39/bin/python --spec examples/kernels.json -o out39 --arch 80,90\n"
                "  tmlr-build k.py:add --signature ... -o out --arch 90 --dump-passes d.log   (MLIR pass dump)\n"
                "  tmlr-build --split-dump d.log -o split && tmlr-build split/NN-Pass.mlir -o out --arch 90",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -84,7 +86,16 @@ def make_parser() -> argparse.ArgumentParser:
     o.add_argument("--debug", action="store_true", help="Triton debug mode (device asserts)")
     o.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="any other Triton CUDAOptions field, e.g. --option default_dot_input_precision=ieee")
-    b = p.add_argument_group("output")
+    _output_arguments(p.add_argument_group("output"))
+    p.add_argument("--python", metavar="PATH",
+                   help="build with the Triton of another Python interpreter (e.g. a venv's bin/python holding "
+                        "triton==3.9.0): the command runs again as PATH -m tmlr_build with this tmlr-build; that "
+                        "interpreter needs a supported Triton and jsonschema")
+    p.add_argument("--version", action="version", version=f"tmlr-build {__version__}")
+    return p
+
+
+def _output_arguments(b: argparse._ArgumentGroup) -> None:
     b.add_argument("--keep-ir", action="store_true", help="also write every stage under OUT/<kernel>/ir/<arch>/")
     b.add_argument("--stop-after", choices=IR_STAGES, dest="stop_after",
                    help="write the IR up to this stage (and what rebuilding from it needs), no cubin")
@@ -94,8 +105,6 @@ def make_parser() -> argparse.ArgumentParser:
                         "in the compile worker only; one SRC, one --arch); split it with --split-dump")
     b.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile workers (default: CPU count)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
-    p.add_argument("--version", action="version", version=f"tmlr-build {__version__}")
-    return p
 
 
 def _option_value(text: str) -> Any:
@@ -160,6 +169,9 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
     """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
     args = make_parser().parse_args(argv)
+    if args.python:
+        raise UsageError("--python runs the whole tmlr-build command in another interpreter: give it to the command "
+                         "(or tmlr_build.cli.main), or call run() in that interpreter")
     if args.split_dump:
         from .passdump.split_dump import split_dump
 
@@ -212,6 +224,9 @@ def _summary(report: BuildReport) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
     try:
+        python, rest = other_python.split_python(sys.argv[1:] if argv is None else argv)
+        if python is not None:
+            return other_python.run(python, rest)
         report, quiet = run(argv)
     except BuildError as e:
         errors = e.errors if isinstance(e, BuildFailedError) else [e]
@@ -226,4 +241,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tmlr-build: {line}", file=sys.stderr)
         for name in report.skipped:
             print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
+        for what in report.skipped_for_triton:
+            print(f"tmlr-build: skipped {what}", file=sys.stderr)
     return 0

@@ -134,11 +134,15 @@ def test_ir_without_arch_asks_for_one(ir90: Path, tmp_path: Path) -> None:
 
 
 def test_other_triton_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    with pytest.raises(E.TritonVersionError, match="triton==3.3.1"):
-        check_triton_version("3.4.0")
-    assert check_triton_version("3.3.1") == "3.3.1"
-    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: "3.6.0")
-    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "3.6.0", "3.3")
+    supported = "3.3, 3.4, 3.5, 3.6, 3.7, 3.8, 3.9 only (tested: 3.3.1, 3.4.0, 3.5.1, 3.6.0, 3.7.1, 3.8.0, 3.9.0)"
+    for version in ("3.2.0", "3.10.0", "4.0.0", "nightly"):
+        with pytest.raises(E.TritonVersionError, match="triton==3.3.1") as info:
+            check_triton_version(version)
+        assert supported in str(info.value) and "--python" in str(info.value)
+    for version in ("3.3.1", "3.4.0", "3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0", "3.9.1", "3.6.0+git1234"):
+        assert check_triton_version(version) == version
+    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: "3.10.0")
+    _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "3.10.0", "3.3, 3.4")
     monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: None)
     _fails([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80"], E.TritonVersionError, "pip install")
 
@@ -256,15 +260,16 @@ def test_bad_option_value_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_string_and_tuple_options(tmp_path: Path) -> None:
     run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "--option", "default_dot_input_precision=ieee",
-         "--option", "cluster_dims=1,1,1", "--maxnreg", "128", "--no-fp-fusion", "-q"])
+         "--option", "allowed_dot_input_precisions=tf32,ieee", "--maxnreg", "128", "--no-fp-fusion", "-q"])
     options = json.loads((tmp_path / "add" / "metadata.json").read_text())["variants"][0]["provenance"]["options"]
-    assert options["default_dot_input_precision"] == "ieee" and options["cluster_dims"] == [1, 1, 1]
+    assert options["default_dot_input_precision"] == "ieee" and options["allowed_dot_input_precisions"] == ["tf32", "ieee"]
     assert options["maxnreg"] == 128 and options["enable_fp_fusion"] is False
 
 
 def test_cubin_import_checks_that_metadata_and_cubin_belong_together(tmp_path: Path) -> None:
-    art = EXAMPLES / "artifacts"
-    shutil.copy(art / "add" / "add.sm_90a.cubin", tmp_path / "k.cubin")
+    run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "ref"), "--arch", "90", "-q"])  # the installed Triton's
+    shutil.copy(tmp_path / "ref" / "add" / "add.sm_90a.cubin", tmp_path / "k.cubin")
+    registers = json.loads((tmp_path / "ref" / "add" / "metadata.json").read_text())["variants"][0]["resources"]
     meta = {"name": "matmul", "target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "num_warps": 4,
             "num_ctas": 1, "cluster_dims": [1, 1, 1], "shared": 0, "tmem_size": 0, "global_scratch_size": 0,
             "global_scratch_align": 1}
@@ -274,7 +279,10 @@ def test_cubin_import_checks_that_metadata_and_cubin_belong_together(tmp_path: P
     (tmp_path / "k.json").write_text(json.dumps(dict(meta, name="add")))
     run([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o"), "-q"])
     doc = json.loads((tmp_path / "o" / "add" / "metadata.json").read_text())
-    assert doc["variants"][0]["resources"] == {"registers": 26}
+    assert doc["variants"][0]["resources"] == {"registers": registers["registers"]}
+    # the parameter sizes ptxas recorded must be the ones the artifact describes (here n is no i64)
+    _fails([str(tmp_path / "k.cubin"), "--signature", "*fp32:16, *fp32:16, *fp32:16, i64, 1024", "-o",
+            str(tmp_path / "o2")], E.CompileError, "bytes, but the artifact would describe", "[8, 8, 8, 8, 8")
     (tmp_path / "k.cubin").write_bytes(b"not an elf")
     _fails([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o")], E.InputError, "not a cubin")
 
@@ -358,3 +366,18 @@ def test_bad_name_in_a_spec_is_a_spec_error(capsys: pytest.CaptureFixture[str], 
     assert main(["--spec", str(spec), "-o", str(tmp_path / "o"), "--arch", "80"]) == 2
     _fails([f"{EXAMPLES}/kernels/vector_add.py:a.b", "-o", str(tmp_path / "o"), "--arch", "80"], E.UsageError,
            "kernel 'a.b'", "e.g. 'a_b'")
+
+
+@pytest.mark.parametrize("stage", ["llir", "ptx"])
+def test_lowered_ir_of_another_triton_release_is_refused(ir90: Path, tmp_path: Path, stage: str) -> None:
+    # a .llir/.ptx/.cubin has its release's parameter list (hidden pointers) built in
+    from tmlr_build.common.triton_check import TESTED
+    from triton_facts import API
+
+    other = next(v for v in TESTED if not API.same_release(v))
+    for ext in (stage, "json", "tmlr.json"):
+        shutil.copy(ir90 / f"add.{ext}", tmp_path / f"add.{ext}")
+    meta = json.loads((tmp_path / "add.json").read_text())
+    (tmp_path / "add.json").write_text(json.dumps(dict(meta, triton_version=other)))
+    _fails([str(tmp_path / f"add.{stage}"), "-o", str(tmp_path / "o")], E.TritonReleaseMismatchError,
+           f"was made by Triton {other}", "--python")

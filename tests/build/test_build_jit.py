@@ -32,17 +32,14 @@ class FakeTensor:
 
 
 def _triton_entries(fn: Any, args: tuple[Any, ...], constexprs: dict[str, Any]) -> list[str]:
-    from triton.backends.compiler import BaseBackend
-    from triton.runtime.jit import create_specialize_impl
+    from tmlr_build.compile.triton_api import current
 
-    impl = create_specialize_impl()
     out = []
     for p, arg in zip(fn.params, list(args) + list(constexprs.values())):
         if p.is_constexpr:
             out.append(repr(arg))
             continue
-        ty, key = impl(arg, BaseBackend.get_arg_specialization, p.is_const, not p.do_not_specialize,
-                       not p.do_not_specialize_on_alignment)
+        ty, key = current().specialize(arg, p.is_const, not p.do_not_specialize, not p.do_not_specialize_on_alignment)
         out.append("i32:1" if (ty, key) == ("constexpr", 1) else ty + (":16" if key == "D" else ""))
     return out
 
@@ -68,8 +65,13 @@ def test_defaults_and_bool_and_float() -> None:
     def k(p, f, b, n, C: tl.constexpr = 7):
         pass
 
+    from tmlr_build.compile.triton_api import current
+
     args = (FakeTensor(32), 1.5, True, 5)
-    assert list(specialize(k, args, {}).entries) == _triton_entries(k, args, {"C": 7}) == ["*fp32:16", "fp32", "i1", "i32", "7"]
+    bool_type = current().bool_type  # i1 in Triton 3.3, u1 from 3.4
+    assert list(specialize(k, args, {}).entries) == _triton_entries(k, args, {"C": 7}) == [
+        "*fp32:16", "fp32", bool_type, "i32", "7"]
+    assert bool_type == ("i1" if current().release == "3.3" else "u1")
 
 
 @pytest.fixture(scope="module")

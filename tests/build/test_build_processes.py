@@ -51,7 +51,7 @@ def test_a_task_returns_its_result_or_raises_its_error() -> None:
     workdir = run_task(Task("os.path:basename", (), "base"))
     assert workdir.startswith("tmlr-build-")  # the scratch folder the parent made (and removed)
     # A BuildError raised in the worker arrives as itself (class and message).
-    with pytest.raises(E.TritonVersionError, match="knows the kernel ABI of Triton 3.3.x only"):
+    with pytest.raises(E.TritonVersionError, match="knows the kernel ABI of Triton 3.3, 3.4, .*, 3.9 only"):
         run_task(Task("tmlr_build.common.triton_check:check_triton_version", (), "version"))
     # Anything else is a tmlr-build bug or an unexpected Triton failure: a CompileError with the trace.
     with pytest.raises(E.CompileError, match="t1: unexpected TypeError"):

@@ -14,17 +14,22 @@ import pytest
 
 from tmlr_build import BuildConfig, KernelRequest, build, parse_arch_list, request
 from tmlr_build.builder.spec import load_spec
+from tmlr_build.common.triton_check import release_in_range
+from triton_facts import API
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Kernels whose stage paths are checked: every feature the issue lists (tl.dot, scalars of every
-# type, clusters, device-side TMA with global scratch, > 48 KB shared memory).
-KERNELS = ("add", "matmul", "matmul_big_smem", "scalars", "cluster_add", "tma_scale")
+# type, clusters, device-side TMA with global scratch, > 48 KB shared memory), and from Triton 3.4
+# host tensor descriptors (TMA on sm_90a, pointers on sm_80).
+KERNELS = ("add", "matmul", "matmul_big_smem", "scalars", "cluster_add", "tma_scale") + (
+    ("desc_scale", "desc_scale_sm80") if API.host_descriptors else ())
 STAGES = ("ttir", "ttgir", "llir", "ptx")
 
 
 def _spec_requests() -> list[KernelRequest]:
     requests, _ = load_spec(str(EXAMPLES / "kernels.json"))
-    return [r for r in requests if (r.name or r.kernel) in KERNELS]
+    return [r for r in requests if (r.name or r.kernel) in KERNELS and (r.triton is None or
+                                                                         release_in_range(API.version, r.triton))]
 
 
 @pytest.fixture(scope="module")
@@ -128,59 +133,103 @@ _REFERENCE = textwrap.dedent("""
             k = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", cap, 32),
                                options=case["options"])
             md = k.metadata
+            # Triton 3.6+ records no cluster_dims: its launcher makes clusters of (num_ctas, 1, 1)
+            cluster = list(getattr(md, "cluster_dims", None) or (md.num_ctas, 1, 1))
             facts = dict(shared=md.shared, global_scratch_size=md.global_scratch_size, num_ctas=md.num_ctas,
-                         cluster_dims=list(md.cluster_dims), num_warps=md.num_warps, name=md.name)
+                         cluster_dims=cluster, num_warps=md.num_warps, name=md.name,
+                         tensordesc_meta=getattr(md, "tensordesc_meta", None))
             open(os.path.join(out, f"{case['name']}.{cap}.cubin"), "wb").write(k.asm["cubin"])
             json.dump(facts, open(os.path.join(out, f"{case['name']}.{cap}.json"), "w"))
 """)
 
 
-def test_python_path_matches_triton_compile(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def both_ways(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[dict]]:
+    """The examples built by tmlr-build (``out``) and by triton.compile (cubins and facts in ``ref``, cache)."""
     # Line info off on both sides: with it on, Triton's own ptxas run embeds the source file's
     # mtime (it runs in the source's directory), which tmlr-build avoids on purpose.
+    ref = tmp_path_factory.mktemp("triton-compile")
     requests = _spec_requests()
-    ours = tmp_path / "out"
+    ours = ref / "out"
     build(requests, BuildConfig(out=str(ours), archs=parse_arch_list("80,90"), line_info=False, progress=False))
     cases = []
     for r in requests:
         name = r.name or r.kernel
         doc = json.loads((ours / name / "metadata.json").read_text())
         cases.append({"name": name, "file": os.path.basename(r.source), "stem": Path(r.source).stem,
-                      "kernel": r.kernel, "signature": doc["signature"], "options": r.options,
-                      "caps": [v["target"]["capability"] for v in doc["variants"]]})
+                      "kernel": r.kernel, "signature": [_triton_type(p) for p in doc["signature"]],
+                      "options": r.options, "caps": [v["target"]["capability"] for v in doc["variants"]]})
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
-    env.update(TRITON_CACHE_DIR=str(tmp_path / "cache"), TRITON_DISABLE_LINE_INFO="1")
+    env.update(TRITON_CACHE_DIR=str(ref / "cache"), TRITON_DISABLE_LINE_INFO="1")
     # One process per compile: Triton 3.3.1's PTX (register numbering) depends on what the same
     # process compiled before, which is why tmlr-build gives every compile a fresh worker.
-    procs = [subprocess.Popen([sys.executable, "-c", _REFERENCE, str(EXAMPLES / "kernels"), str(tmp_path),
+    procs = [subprocess.Popen([sys.executable, "-c", _REFERENCE, str(EXAMPLES / "kernels"), str(ref),
                                json.dumps(dict(case, caps=[cap]))], env=env)
              for case in cases for cap in case["caps"]]
     assert [p.wait() for p in procs] == [0] * len(procs)
+    return ref, ours, cases
+
+
+def test_python_path_matches_triton_compile(both_ways: tuple[Path, Path, list[dict]]) -> None:
+    ref_dir, ours, cases = both_ways
     for case in cases:
         for arch, v in _variants(ours / case["name"]).items():
             cap = v["target"]["capability"]
-            ref = json.loads((tmp_path / f"{case['name']}.{cap}.json").read_text())
+            ref = json.loads((ref_dir / f"{case['name']}.{cap}.json").read_text())
+            _check_descriptors(ref.pop("tensordesc_meta"), case["signature"], v)
             assert (ours / case["name"] / v["cubin"]["file"]).read_bytes() == (
-                tmp_path / f"{case['name']}.{cap}.cubin").read_bytes(), (case["name"], arch)
+                ref_dir / f"{case['name']}.{cap}.cubin").read_bytes(), (case["name"], arch)
             assert ref == dict(shared=v["launch"]["shared"], global_scratch_size=v["scratch"]["global_scratch_size"],
                                num_ctas=v["launch"]["num_ctas"], cluster_dims=v["launch"]["cluster_dims"],
                                num_warps=v["launch"]["num_warps"], name=v["entry"]), (case["name"], arch)
 
-    # A Triton cache entry imports as it is: same bytes, launch facts from Triton's JSON.
-    entry = next(p.parent for p in (tmp_path / "cache").rglob("add.cubin")
-                 if json.loads((p.parent / "add.json").read_text())["target"]["arch"] == 90)
-    build([request(str(entry), signature="*fp32:16, *fp32:16, *fp32:16, i32, 1024")],
-          BuildConfig(out=str(tmp_path / "imported"), progress=False))
-    imported = _variants(tmp_path / "imported" / "add")["sm_90a"]
-    built = _variants(ours / "add")["sm_90a"]
-    assert (tmp_path / "imported" / "add" / "add.sm_90a.cubin").read_bytes() == (entry / "add.cubin").read_bytes()
+
+CACHED = [("add", "*fp32:16, *fp32:16, *fp32:16, i32, 1024")] + (
+    [("desc_scale", "tensordesc<fp16[64, 128]>, tensordesc<fp16[64, 128]>, 64, 128")] if API.host_descriptors else [])
+
+
+@pytest.mark.parametrize("name, signature", CACHED, ids=[c[0] for c in CACHED])
+def test_a_triton_cache_entry_imports_as_it_is(both_ways: tuple[Path, Path, list[dict]], tmp_path: Path, name: str,
+                                               signature: str) -> None:
+    # same bytes; launch facts (and the descriptors' TMA encodings) from Triton's JSON
+    ref_dir, ours, _ = both_ways
+    entry = next(p.parent for p in (ref_dir / "cache").rglob(f"{name}.cubin")
+                 if json.loads((p.parent / f"{name}.json").read_text())["target"]["arch"] == 90)
+    build([request(str(entry), signature=signature)], BuildConfig(out=str(tmp_path), progress=False))
+    imported = _variants(tmp_path / name)["sm_90a"]
+    built = _variants(ours / name)["sm_90a"]
+    assert (tmp_path / name / f"{name}.sm_90a.cubin").read_bytes() == (entry / f"{name}.cubin").read_bytes()
     assert imported["launch"] == built["launch"] and imported["scratch"] == built["scratch"]
     assert imported["provenance"]["source_stage"] == "cubin"
+    signature_of = lambda d: [{k: v for k, v in p.items() if k != "name"} for p in json.loads(  # noqa: E731
+        (d / name / "metadata.json").read_text())["signature"]]
+    assert signature_of(tmp_path) == signature_of(ours)  # named arg0, arg1, ... without --arg-names
+
+
+def _triton_type(p: dict) -> dict:
+    """A metadata.json signature entry with Triton's type text for a host tensor descriptor."""
+    if p.get("type") != "tensordesc":
+        return p
+    d = p["descriptor"]
+    return dict(p, type=f"tensordesc<{d['dtype']}[{', '.join(map(str, d['block_shape']))}]>")
+
+
+def _check_descriptors(tensordesc_meta: list | None, signature: list[dict], variant: dict) -> None:
+    """What triton.compile says of the descriptors (tensordesc_meta) is what the artifact records."""
+    from tmlr_build.common.tensordesc import tensormap
+
+    descriptors = [p for p in signature if p.get("descriptor")]
+    if not descriptors:
+        return
+    tma = bool(tensordesc_meta)
+    assert [p["descriptor"]["fields"] for p in descriptors] == [list(API.descriptor_fields(tma))] * len(descriptors)
+    assert [p["descriptor"].get("tensormap") for p in descriptors] == (
+        [tensormap(m, "") for m in tensordesc_meta] if tma else [None] * len(descriptors)), variant["target"]
 
 
 def test_ttgir_loses_maxnreg_and_cluster_shape_unless_given_again(python_built: Path, tmp_path: Path) -> None:
     from tmlr_build.cli import run
-    from tmlr_build.common.errors import MissingMetadataError
+    from tmlr_build.common.errors import MissingMetadataError, OptionError
 
     run([f"{EXAMPLES}/kernels/matmul.py:matmul", "--signature",
          "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32",
@@ -191,13 +240,23 @@ def test_ttgir_loses_maxnreg_and_cluster_shape_unless_given_again(python_built: 
     shutil.copy(tmp_path / "ref" / "matmul" / "ir" / "sm_90a" / "matmul.ttgir", bare)
     run([str(bare), "-o", str(tmp_path / "without"), "--num-stages", "2", "-q"])
     run([str(bare), "-o", str(tmp_path / "with"), "--num-stages", "2", "--maxnreg", "64", "-q"])
-    assert (tmp_path / "without" / "matmul" / "matmul.sm_90a.cubin").read_bytes() != ref
+    # Triton 3.4+ writes the option into the TTGIR (ttg.maxnreg), which tmlr-build reads back
+    carried = "ttg.maxnreg = 64" in bare.read_text()
+    assert carried == (API.release != "3.3")
+    assert ((tmp_path / "without" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == ref) == carried
     assert (tmp_path / "with" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == ref
+    if carried:
+        with pytest.raises(OptionError, match="--maxnreg 32 contradicts the .ttgir"):
+            run([str(bare), "-o", str(tmp_path / "other"), "--maxnreg", "32", "-q"])
 
     cluster = tmp_path / "bare" / "cluster_add.ttgir"
     shutil.copy(python_built / "cluster_add" / "ir" / "sm_90a" / "cluster_add.ttgir", cluster)
-    with pytest.raises(MissingMetadataError, match="cluster shape.*--metadata"):
-        run([str(cluster), "-o", str(tmp_path / "c"), "-q"])
+    if API.cluster_dims_option:  # Triton 3.3-3.5: the cluster shape is an option the TTGIR does not carry
+        with pytest.raises(MissingMetadataError, match="cluster shape.*--metadata"):
+            run([str(cluster), "-o", str(tmp_path / "c"), "-q"])
+    else:  # 3.6+: clusters of (num_ctas, 1, 1), and ttg.num-ctas is in the TTGIR
+        run([str(cluster), "-o", str(tmp_path / "c0"), "-q"])
+        assert _variants(tmp_path / "c0" / "cluster_add")["sm_90a"]["launch"]["cluster_dims"] == [2, 1, 1]
     run([str(cluster), "--metadata", str(python_built / "cluster_add" / "ir" / "sm_90a" / "cluster_add.json"),
          "-o", str(tmp_path / "c"), "-q"])
     got = _variants(tmp_path / "c" / "cluster_add")["sm_90a"]

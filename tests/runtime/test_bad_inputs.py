@@ -585,6 +585,11 @@ def make_build_inputs(d: Path) -> Path:
     (d / "kind" / "garbage.ttgir").write_text("garbage\n")
     shutil.copy(SOFTMAX / "softmax.ttir", d / "kind" / "softmax.ttgir")
     shutil.copy(SOFTMAX / "softmax.ptx", d / "kind" / "softmax.llir")
+    (d / "release").mkdir()  # a .ptx that another Triton release made (its parameter list is that release's)
+    for f in ("softmax.ptx", "softmax.tmlr.json"):
+        shutil.copy(SOFTMAX / f, d / "release" / f)
+    meta = json.loads((SOFTMAX / "softmax.json").read_text())
+    (d / "release" / "softmax.json").write_text(json.dumps(dict(meta, triton_version="3.9.0")))
     (d / "flat").mkdir()  # package modules copied out of their package: relative imports cannot work
     for f in ("plain.py", "common.py"):
         shutil.copy(KERNLIB / "ops" / f, d / "flat" / f)
@@ -647,9 +652,13 @@ BUILD = [
           E.UnsupportedArchError, "use one or more of 80,86,89,90,100"),
     Build("ir-without-arch", "a .ttir without --arch", lambda i, o: [f"{i}/alone/softmax.ttir", "-o", o], E.UsageError,
           "pass --arch"),
-    Build("triton-other-version", "Triton 3.6.0 installed",
+    Build("triton-other-version", "Triton 3.10.0 installed",
           lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o, "--arch", "80"], E.TritonVersionError,
-          "pip install 'triton==3.3.1'", setup=_triton("3.6.0")),
+          "pip install 'triton==3.3.1'", ("3.3, 3.4, 3.5, 3.6, 3.7, 3.8, 3.9 only", "--python"),
+          setup=_triton("3.10.0")),
+    Build("lowered-ir-of-another-triton", "a .ptx whose metadata JSON says Triton 3.9.0 made it",
+          lambda i, o: [f"{i}/release/softmax.ptx", "-o", o], E.TritonReleaseMismatchError,
+          "build it with Triton 3.9.0 (tmlr-build --python PATH", ("was made by Triton 3.9.0",)),
     Build("triton-missing", "no Triton installed", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o, "--arch", "80"],
           E.TritonVersionError, "pip install 'tmlr[build]'", setup=_triton(None)),
     Build("output-path-is-a-file", "-o names a file", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", f"{i}/a-file",

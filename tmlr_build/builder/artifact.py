@@ -15,6 +15,9 @@ from ..common.errors import ArtifactWriteError, OutputPathError
 from ..common.jobs import JobResult
 
 IR_DIR = "ir"
+# schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
+# parameters), so that a runtime that reads version 1 only still loads every artifact it can launch
+_DESCRIPTOR_SCHEMA = 2
 
 
 def cubin_file_name(name: str, arch: str) -> str:
@@ -23,10 +26,7 @@ def cubin_file_name(name: str, arch: str) -> str:
 
 def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]:
     """The metadata.json document of one kernel built for every arch in ``results``."""
-    signatures = {json.dumps(r.signature, sort_keys=True) for r in results}
-    if len(signatures) != 1:
-        raise ArtifactWriteError(f"{name}: the builds for {', '.join(r.target.arch for r in results)} disagree on the "
-                                 "signature; build each arch from the same source and options")
+    _check_same_signature(name, results)
     variants = []
     for r in sorted(results, key=lambda r: r.target):
         if r.cubin is None or r.entry is None:
@@ -44,8 +44,24 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
             variant["resources"] = r.resources
         variant["provenance"] = r.provenance
         variants.append(variant)
-    return {"schema_version": tmlr_runtime.SCHEMA_VERSION, "name": name, "signature": results[0].signature,
-            "variants": variants}
+    signature = results[0].signature
+    version = _DESCRIPTOR_SCHEMA if any(p.get("type") == "tensordesc" for p in signature) else 1
+    return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
+
+
+def _check_same_signature(name: str, results: Sequence[JobResult]) -> None:
+    signatures = {json.dumps(r.signature, sort_keys=True) for r in results}
+    if len(signatures) == 1:
+        return
+    archs = ", ".join(r.target.arch for r in results)
+    fields = {json.dumps([p.get("descriptor", {}).get("fields") for p in r.signature]) for r in results}
+    if len(fields) > 1:
+        raise ArtifactWriteError(
+            f"{name}: its tensor descriptors are passed differently on {archs} (as a TMA tensor map on sm_90 and "
+            "newer, as a pointer with shape and strides before), and one artifact has one signature: build each "
+            "arch into its own artifact (a spec entry per arch with its own \"name\", or --arch and --name)")
+    raise ArtifactWriteError(f"{name}: the builds for {archs} disagree on the signature; build each arch from the "
+                             "same source and options")
 
 
 def validate(doc: dict[str, Any]) -> None:
@@ -59,6 +75,8 @@ def validate(doc: dict[str, Any]) -> None:
         where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         raise ArtifactWriteError(f"{doc.get('name')}: the metadata would not follow the schema at {where}: "
                                  f"{error.message}; this is a tmlr-build bug, please report it")
+    if doc["schema_version"] > tmlr_runtime.SCHEMA_VERSION:
+        return  # a reader of an older schema refuses it at load, saying which version it reads
     try:
         ArtifactMetadata.from_dict(doc)
     except SchemaError as e:

@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 from ..common.arch import Target
 from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, UsageError
 from ..common.jobs import Job, JobResult
-from ..common.triton_check import check_triton_version
+from ..common.triton_check import check_triton_version, release_in_range
 from .artifact import artifact_files, prepare_output, write_directory
 from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
 from .workers import run_jobs
@@ -32,6 +32,7 @@ class BuildConfig:
 class BuildReport:
     written: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # requests with no arch in common with --arch
+    skipped_for_triton: list[str] = field(default_factory=list)  # requests written for other Triton releases
     stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
 
 
@@ -60,16 +61,20 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     Kernels whose every arch compiled are written (atomically, one directory each). Then a single
     failure is raised as itself; several as a BuildFailedError listing each.
     """
-    check_triton_version()
+    triton_version = check_triton_version()
     out = prepare_output(config.out)
     report = BuildReport(stopped_after=config.stop_after)
     jobs: list[Job] = []
     owner: list[int] = []
     for i, req in enumerate(requests):
         check_input_kind(req)
+        label = req.name or req.kernel or os.path.basename(req.source)
+        if req.triton is not None and not release_in_range(triton_version, req.triton):
+            report.skipped_for_triton.append(f"{label} (written for Triton {req.triton}; {triton_version} is installed)")
+            continue
         targets = _targets(req, config)
         if not targets:
-            report.skipped.append(req.name or req.kernel or os.path.basename(req.source))
+            report.skipped.append(label)
             continue
         new = make_jobs(req, targets, config.stop_after, config.keep_ir, config.line_info)
         jobs += new

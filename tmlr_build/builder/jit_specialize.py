@@ -1,8 +1,11 @@
-"""Deriving a tmlr signature from the arguments of one call, exactly as Triton 3.3.1's JIT does.
+"""Deriving a tmlr signature from the arguments of one call, exactly as the installed Triton's JIT does.
 
-Mirrors ``triton.runtime.jit.create_specialize_impl`` + ``BaseBackend.get_arg_specialization``:
-ints -> i32/u64/i64 by value, == 1 -> constexpr 1, divisible by 16 -> ``:16``; objects with a
-``dtype`` -> ``*<type>`` (``:16`` when ``data_ptr() % 16 == 0``); bool -> i1; float -> fp32.
+Mirrors Triton's specializer (``create_specialize_impl`` / ``native_specialize_impl`` +
+``BaseBackend.get_arg_specialization``): ints -> i32/u64/i64 by value, == 1 -> constexpr 1, divisible
+by 16 -> ``:16``; objects with a ``dtype`` -> ``*<type>`` (``:16`` when ``data_ptr() % 16 == 0``);
+float -> fp32; bool -> the installed Triton's bool type (i1 in 3.3, u1 from 3.4); a host
+TensorDescriptor (``base``, ``block_shape``) -> ``tensordesc<fp16[64, 64]>`` (3.4+).
+tests/build/test_build_jit.py compares the result with Triton's own specializer.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from typing import Any
 from tmlr_runtime.abi import DTYPE_NAMES, TMA_DESC, Parameter, format_entry
 
 from ..common.errors import SignatureError
+from ..common.tensordesc import DescriptorType
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,9 @@ def _constexpr(name: str, value: Any) -> Parameter:
 
 def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: bool) -> Parameter:
     if isinstance(arg, bool):
-        return Parameter(name, "runtime", "i1")
+        from triton.runtime.jit import mangle_type  # the JIT runs beside Triton (jit.py imports it)
+
+        return Parameter(name, "runtime", mangle_type(True))  # Triton's bool type: i1 (3.3), u1 (3.4+)
     if isinstance(arg, int):
         if arg == 1 and specialize:
             return Parameter(name, "equal_to_1", "i32", value=1)
@@ -47,6 +53,11 @@ def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: boo
         return Parameter(name, "runtime", "fp32")
     if hasattr(arg, "tma_desc_cpu_ptr"):
         return Parameter(name, "runtime", TMA_DESC)
+    if hasattr(arg, "block_shape") and hasattr(arg, "base"):
+        word = str(getattr(arg.base, "dtype", None)).split(".")[-1]
+        if word not in DTYPE_NAMES:
+            raise SignatureError(f"argument {name}: a tensor descriptor over dtype {word}, which has no Triton type")
+        return Parameter(name, "runtime", DescriptorType(DTYPE_NAMES[word], tuple(arg.block_shape)).text)
     dtype = getattr(arg, "dtype", None)
     if dtype is None:
         raise SignatureError(f"argument {name}={type(arg).__name__}: not a tensor (no .dtype), int, float or "
@@ -60,7 +71,7 @@ def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: boo
 
 
 def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
-    """The specialization Triton 3.3.1's ``fn[grid](*args, **kwargs)`` compiles, as tmlr signature entries."""
+    """The specialization Triton's ``fn[grid](*args, **kwargs)`` compiles, as tmlr signature entries."""
     sig = inspect.signature(fn.fn)
     names = tuple(sig.parameters)
     bound_kwargs = {k: v for k, v in kwargs.items() if k in sig.parameters}

@@ -1,7 +1,8 @@
 """The compile processes' server: multiprocessing's forkserver, with the compile side preloaded.
 
 A fresh interpreter that imports Triton once and forks every compile worker (``workers.py``).
-Standard library only, so that ``tmlr-build`` starts it before importing anything of its own.
+Standard library only (and common/build_env.py), so that ``tmlr-build`` starts it before importing
+anything of its own.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import os
 import tempfile
 from multiprocessing import forkserver
 from typing import Iterator
+
+from ..common.build_env import affects_build
 
 CONTEXT = multiprocessing.get_context("forkserver")
 _PRELOAD = ["tmlr_build.builder.workers", "tmlr_build.compile.pipeline"]
@@ -31,8 +34,21 @@ def start(quiet: bool = False) -> None:
     tmlr-build exits, not once the server has shut down too.
     """
     CONTEXT.set_forkserver_preload(_PRELOAD)
-    with _short_tempdir(), _stdio_to_devnull() if quiet else contextlib.nullcontext():
+    with _short_tempdir(), _without_build_environment(), _stdio_to_devnull() if quiet else contextlib.nullcontext():
         forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def _without_build_environment() -> Iterator[None]:
+    """The environment variables that change a build unset while the server starts: it imports Triton,
+    which may read some of them once, at import (the workers remove them again after the fork)."""
+    saved = {k: v for k, v in os.environ.items() if affects_build(k)}
+    for key in saved:
+        del os.environ[key]
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 @contextlib.contextmanager

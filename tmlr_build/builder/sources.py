@@ -31,6 +31,7 @@ class KernelRequest:
     options: dict[str, Any] = field(default_factory=dict)
     metadata_path: str | None = None
     archs: tuple[Target, ...] | None = None  # the archs this kernel may be built for (None: any)
+    triton: str | None = None  # the Triton releases it may be built with (">=3.4"; None: any)
 
 
 def check_name(name: str, what: str = "") -> str:

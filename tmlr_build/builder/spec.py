@@ -10,7 +10,8 @@
     }
 
 Paths are relative to the spec file. A kernel's "arch" restricts it to those archs (a num_ctas=2
-kernel lists [90]); "name" renames the artifact directory. docs/spec-format.md documents every key
+kernel lists [90]); "triton" to the Triton releases it is written for (">=3.4" for a kernel with
+host tensor descriptors); "name" renames the artifact directory. docs/spec-format.md documents every key
 (tests/build/test_build_spec_format.py keeps it in step with the keys below).
 """
 from __future__ import annotations
@@ -22,11 +23,12 @@ from typing import Any
 from ..common.arch import Target, parse_arch_list
 from ..common.errors import BuildError, SpecError
 from ..common.signature import parse_arg_names
+from ..common.triton_check import release_range
 from .sources import KernelRequest, check_name, parse_source
 
 _TOP_KEYS = {"arch", "options", "kernels", "$comment"}
 _KERNEL_KEYS = {"source", "kernel", "name", "signature", "constexprs", "arg_names", "options", "arch", "metadata",
-                "$comment"}
+                "triton", "$comment"}
 
 
 def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None]:
@@ -72,7 +74,19 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> K
     archs = _archs(path, where, k["arch"]) if "arch" in k else None
     return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
                          constexprs=dict(constexprs), arg_names=arg_names, options=options, metadata_path=metadata,
-                         archs=archs)
+                         archs=archs, triton=_triton_range(path, where, k.get("triton")))
+
+
+def _triton_range(path: str, where: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not a string")
+        release_range(value)
+    except ValueError as e:
+        raise SpecError(f'{path}: {where}: "triton": {e}') from None
+    return value
 
 
 def _options(path: str, where: str, options: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ class OutputPathError(UsageError):
 
 
 class TritonVersionError(BuildError):
-    """Triton is missing or is not the 3.3.x this build tool knows the ABI of."""
+    """Triton is missing, or is a release whose kernel ABI this build tool does not know."""
 
 
 class InputError(BuildError):
@@ -66,6 +66,10 @@ class ArchMismatchError(InputError):
     """An architecture-specific input (.ttgir, .llir, .ptx, .cubin) was made for another arch."""
 
 
+class TritonReleaseMismatchError(InputError):
+    """A .llir/.ptx/.cubin input was made by another Triton release than the one installed (other hidden parameters)."""
+
+
 class CompileError(BuildError):
     """Triton failed while lowering the kernel."""
 
@@ -76,6 +80,10 @@ class PtxasError(CompileError):
 
 class CompilerCrashError(CompileError):
     """The compile worker died from a signal (Triton/LLVM crashed on this input)."""
+
+
+class UnsupportedKernelError(CompileError):
+    """The kernel compiled, but needs a launch tmlr_runtime does not provide (instrumentation, im2col TMA)."""
 
 
 class ArtifactWriteError(BuildError):
@@ -98,7 +106,7 @@ ERROR_CLASSES: dict[str, type[BuildError]] = {
     for cls in (
         BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
         TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, MissingMetadataError,
-        IRParseError, ArchMismatchError, CompileError, PtxasError, CompilerCrashError,
+        IRParseError, ArchMismatchError, TritonReleaseMismatchError, CompileError, PtxasError, CompilerCrashError, UnsupportedKernelError,
         ArtifactWriteError, BuildFailedError,
     )
 }

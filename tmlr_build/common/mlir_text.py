@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from tmlr_runtime.abi import MLIR_TYPES, TMA_DESC, Parameter, split_top_level
 
 from .errors import IRParseError
+from .tensordesc import DescriptorType, parse_type
 
+# !tt.tensordesc<tensor<64x64xf16>> (Triton 3.4-3.7), !tt.tensordesc<64x64xf16> (3.8+); a layout may follow the type
+_DESCRIPTOR = re.compile(r"!tt\.tensordesc<(?:tensor<)?((?:\d+x)+)([A-Za-z0-9]+)\s*(?:,[^<>]*)?>?>")
 _FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@([A-Za-z_][A-Za-z0-9_$.]*)\s*\(")
 _MODULE_ATTRS = re.compile(r"^\s*module\s+attributes\s*\{(.*)\}\s*\{\s*$", re.MULTILINE)
 
@@ -58,6 +61,9 @@ def _triton_type(mlir: str, attrs: str, where: str) -> str:
         return "*" + _triton_type(ptr.group(1).strip(), "", where)
     if mlir in MLIR_TYPES:
         return MLIR_TYPES[mlir]
+    desc = _DESCRIPTOR.fullmatch(mlir)
+    if desc and desc.group(2) in MLIR_TYPES:
+        return DescriptorType(MLIR_TYPES[desc.group(2)], tuple(int(d) for d in desc.group(1).split("x")[:-1])).text
     raise IRParseError(f"{where}: parameter type {mlir!r} is not one a kernel parameter can have in tmlr")
 
 
@@ -75,7 +81,21 @@ def read_function(text: str, where: str) -> IRFunction:
         div = re.search(r"tt\.divisibility\s*=\s*(\d+)", attrs)
         ty = _triton_type(am.group(1).strip(), attrs, where)
         params.append(Parameter(f"arg{i}", "runtime", ty, 16 if div and int(div.group(1)) % 16 == 0 else 1))
-    return IRFunction(m.group(1), tuple(params))
+    return IRFunction(m.group(1), tuple(_fold_descriptors(params)))
+
+
+def _fold_descriptors(params: list[Parameter]) -> list[Parameter]:
+    """A host tensor descriptor argument is, in the IR, the descriptor followed by its shape (ndim i32) and
+    strides (ndim i64): one parameter of the kernel's signature. Parameters are numbered after folding."""
+    out, i = [], 0
+    while i < len(params):
+        desc = parse_type(params[i].type)
+        n = len(desc.block_shape) if desc else 0
+        folds = desc is not None and [p.type for p in params[i + 1:i + 1 + 2 * n]] == ["i32"] * n + ["i64"] * n
+        p = params[i]
+        out.append(Parameter(f"arg{len(out)}", p.kind, p.type, p.divisibility))
+        i += 1 + 2 * n if folds else 1
+    return out
 
 
 def module_attributes(text: str) -> dict[str, object]:

@@ -17,6 +17,7 @@ from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parame
                                split_top_level)
 
 from .errors import SignatureError
+from .tensordesc import parse_type as parse_descriptor_type
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -55,8 +56,9 @@ def parse_constexpr_value(text: str) -> Any:
         return ast.literal_eval(word)
     raise SignatureError(
         f"{word!r} is neither a known type nor a constexpr value; types are "
-        f"{', '.join(SCALAR_TYPES)}, {TMA_DESC} and pointers like *fp16 (add :16 for divisibility, "
-        f":1 for an int specialized to 1); constexpr values are numbers, True/False or quoted strings"
+        f"{', '.join(SCALAR_TYPES)}, {TMA_DESC}, pointers like *fp16 (add :16 for divisibility, "
+        f":1 for an int specialized to 1) and host tensor descriptors like tensordesc<fp16[64, 64]> (Triton 3.4+); "
+        "constexpr values are numbers, True/False or quoted strings"
     )
 
 
@@ -65,6 +67,9 @@ def parse_entry(text: str) -> SigEntry:
     word = text.strip()
     if not word:
         raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
+    descriptor = parse_descriptor_type(word)
+    if descriptor is not None:  # a host TensorDescriptor (Triton 3.4+): no hint after it
+        return SigEntry("runtime", descriptor.text, 1)
     head, sep, hint = word.partition(":")
     head = head.strip()
     if head not in PARAM_TYPES:
@@ -182,7 +187,7 @@ def _signless(ty: str) -> str:
 
 
 def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, str], dict[tuple[int, ...], Any], dict[tuple[int, ...], list]]:
-    """The (signature, constexprs, attrs) triple Triton 3.3.1's ASTSource takes."""
+    """The (signature, constexprs, attrs) triple Triton's ASTSource takes (3.3-3.9)."""
     sig: dict[str, str] = {}
     consts: dict[tuple[int, ...], Any] = {}
     attrs: dict[tuple[int, ...], list] = {}
@@ -192,7 +197,7 @@ def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, str], dict[tuple[i
             if p.divisibility == 16:
                 attrs[(i,)] = [["tt.divisibility", 16]]
         else:
-            # 3.3.1 specializes an int equal to 1 into a constexpr of value 1
+            # Triton specializes an int equal to 1 into a constexpr of value 1 (3.3-3.9)
             sig[p.name] = "constexpr"
             consts[(i,)] = 1 if p.kind == "equal_to_1" else p.value
     return sig, consts, attrs

@@ -1,11 +1,19 @@
 """Which Triton is installed, checked without importing it (the parent process stays light)."""
 from __future__ import annotations
 
+import re
 import sys
 
 from .errors import TritonVersionError
 
-SUPPORTED = "3.3"
+# The Triton releases (major.minor) whose kernel ABI tmlr-build knows, and the patch release of each
+# that it is tested with. compile/triton_api.py holds what differs between them.
+TESTED = ("3.3.1", "3.4.0", "3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0")
+SUPPORTED = tuple(v.rsplit(".", 1)[0] for v in TESTED)
+DEFAULT = "3.3.1"  # what pip install 'tmlr[build]' installs
+# Resuming from a --split-dump file re-runs the rest of make_ttgir with the calls that already ran left
+# out; tmlr-build knows that pipeline (and the dump's stage boundaries) for these releases only so far.
+PASS_DUMP_RELEASES = ("3.3",)
 
 
 def installed_triton_version() -> str | None:
@@ -20,13 +28,56 @@ def installed_triton_version() -> str | None:
         return None
 
 
+def release_of(version: str) -> str:
+    """``"3.9.0"``, ``"3.9.0+git1234"`` -> ``"3.9"``."""
+    return version.split("+")[0].rsplit(".", 1)[0] if version.count(".") >= 2 else version
+
+
 def check_triton_version(version: str | None = None) -> str:
-    """The installed Triton version; raises TritonVersionError unless it is 3.3.x."""
+    """The installed Triton version; raises TritonVersionError unless its major.minor is supported."""
     have = version if version is not None else installed_triton_version()
     if have is None:
         raise TritonVersionError("Triton is not installed; tmlr-build needs it: pip install 'tmlr[build]' "
-                                 "(triton==3.3.1)")
-    if have.split("+")[0].rsplit(".", 1)[0] != SUPPORTED:
-        raise TritonVersionError(f"Triton {have} is installed, but tmlr-build knows the kernel ABI of Triton "
-                                 f"{SUPPORTED}.x only; install it with: pip install 'triton==3.3.1'")
+                                 f"(triton=={DEFAULT}), or another supported release: {', '.join(TESTED)}")
+    if release_of(have) not in SUPPORTED:
+        raise TritonVersionError(
+            f"Triton {have} is installed, but tmlr-build knows the kernel ABI of Triton {', '.join(SUPPORTED)} "
+            f"only (tested: {', '.join(TESTED)}); install one of them, e.g. pip install 'triton=={DEFAULT}', or "
+            "build with another interpreter's Triton: tmlr-build --python /path/to/venv/bin/python ...")
     return have
+
+
+def check_pass_dump_resume() -> str:
+    """The installed Triton version when building from a --split-dump file can work with it, else TritonVersionError."""
+    have = check_triton_version()
+    if release_of(have) not in PASS_DUMP_RELEASES:
+        raise TritonVersionError(
+            f"building from a --split-dump file supports Triton {', '.join(PASS_DUMP_RELEASES)} only so far, and "
+            f"Triton {have} is installed: later releases changed the pass pipeline it replays (3.4 added passes "
+            "outside the modules it tracks, 3.5 moved the first make_llir pass, 3.8 changed the dump's header "
+            "format); build the dump's .ttgir/.ttir with Triton 3.3.1 (tmlr-build --python PATH: an interpreter "
+            "with it), or build the kernel from its .py")
+    return have
+
+
+_CLAUSE = re.compile(r"\s*(>=|<=|==|>|<)?\s*(\d+)\.(\d+)\s*")
+
+
+def release_range(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """``">=3.4"``, ``"<3.4"``, ``">=3.4,<=3.8"``, ``"3.6"`` -> [(operator, (major, minor)), ...]; ValueError if malformed."""
+    clauses = []
+    for part in text.split(","):
+        m = _CLAUSE.fullmatch(part)
+        if m is None:
+            raise ValueError(f"{text!r}: write Triton releases as major.minor with >=, <=, >, < or ==, comma-separated, "
+                             "e.g. \">=3.4\" or \">=3.4,<3.9\"")
+        clauses.append((m.group(1) or "==", (int(m.group(2)), int(m.group(3)))))
+    return clauses
+
+
+def release_in_range(version: str, text: str) -> bool:
+    """Whether Triton ``version`` (``"3.9.0"``) is in the release range ``text`` (see :func:`release_range`)."""
+    major, minor = (int(x) for x in release_of(version).split(".")[:2])
+    have = (major, minor)
+    tests = {">=": have.__ge__, "<=": have.__le__, ">": have.__gt__, "<": have.__lt__, "==": have.__eq__}
+    return all(tests[op](release) for op, release in release_range(text))

@@ -8,18 +8,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..common.build_env import affects_build
 from ..common.errors import OptionError
 
 # Fields that parse_options derives from the target (or that hold a path); taking them from a
 # metadata file made for another arch, or another machine, would change or break the build.
 _DERIVED = frozenset({"arch", "extern_libs", "supported_fp8_dtypes", "deprecated_fp8_dtypes",
-                      "max_num_imprecise_acc_default", "backend_name"})
-_TTGIR_ATTRS = {"num_warps": "ttg.num-warps", "num_ctas": "ttg.num-ctas"}
+                      "deprecated_fp8_dot_operand_dtypes", "max_num_imprecise_acc_default", "backend_name"})
+# options a .ttgir carries as module attributes (ttg.maxnreg: Triton 3.4+ writes it; 3.3 loses the option)
+_TTGIR_ATTRS = {"num_warps": "ttg.num-warps", "num_ctas": "ttg.num-ctas", "maxnreg": "ttg.maxnreg"}
 
-# Environment variables that change what Triton 3.3.1 or ptxas produce; a reproducible build
-# must not inherit them from the user's shell.
-_ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "NVPTX_")
-_ENV_NAMES = ("DISABLE_PTXAS_OPT", "USE_IR_LOC", "DISABLE_LLVM_OPT")
 
 
 def cuda_option_fields() -> tuple[str, ...]:
@@ -56,8 +54,10 @@ def check_known(options: dict[str, Any], where: str) -> None:
         derived = [k for k in unknown if k in _DERIVED]
         why = (f" ({', '.join(derived)} follow from --arch, and extern libraries other than libdevice are not "
                "supported)") if derived else ""
-        raise OptionError(f"{where}: cannot set Triton option(s) {', '.join(unknown)}{why}; Triton 3.3.1's "
-                          f"settable CUDAOptions are {', '.join(settable)}")
+        import triton
+
+        raise OptionError(f"{where}: cannot set Triton option(s) {', '.join(unknown)}{why}; Triton "
+                          f"{triton.__version__}'s settable CUDAOptions are {', '.join(settable)}")
 
 
 def merge(explicit: dict[str, Any], recorded: list[dict[str, Any] | None], ttgir_attrs: dict[str, object],
@@ -86,11 +86,6 @@ def record(options: Any, line_info: bool) -> dict[str, Any]:
     # Not a CUDAOptions field, but it changes the cubin bytes (ptxas -suppress-debug-info).
     out["line_info"] = line_info
     return out
-
-
-def affects_build(key: str) -> bool:
-    """Whether the environment variable ``key`` may change what Triton or ptxas produce."""
-    return key.startswith(_ENV_PREFIXES) or key in _ENV_NAMES
 
 
 def scrub_environment(line_info: bool, cache_dir: str) -> None:

@@ -1,6 +1,6 @@
 """Runs inside a compile worker: one kernel source, one target, from its stage down to a cubin.
 
-This drives Triton 3.3.1's backend stages directly instead of calling ``triton.compile`` because
+This drives Triton's backend stages directly instead of calling ``triton.compile`` because
 ``triton.compile`` cannot start from .llir/.ptx, cannot stop after a stage, and drops the
 ptxas report. The stage functions, the metadata they fill in and the ptxas flags are Triton's own,
 so the cubin bytes are the same as ``triton.compile``'s (tests/build/test_build_stages.py checks this),
@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 import triton
-from triton._C.libtriton import get_cache_invalidating_env_vars, llvm
+from triton._C.libtriton import get_cache_invalidating_env_vars
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
@@ -23,24 +23,23 @@ from ..common import signature as sig
 from ..common.arch import check_supported
 from ..common.errors import CompileError
 from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
-from ..common.triton_check import check_triton_version
+from ..common.tensordesc import descriptor_json, is_descriptor
+from ..common.errors import MissingMetadataError, UnsupportedKernelError
 from ..version import __version__ as tmlr_version
-from . import options as opts, ptxas
+from . import abi_check, options as opts, ptxas, triton_api
 from .diagnostics import Diagnostics, captured_stderr, stage_failure
 from .source_names import stable_text
 from .stage_inputs import STARTS, Start, cubin_function
-
-_HIDDEN_PARAMS = ["global_scratch"]  # Triton 3.3.x appends one trailing pointer
 
 
 def run(job: Job, workdir: str) -> JobResult:
     """Compile ``job`` in a worker process (this changes cwd and environment); raises BuildError
     subclasses with messages fit for the user. ``workdir``: a scratch directory the caller removes."""
-    check_triton_version()
+    triton_api.current()  # refuses an unsupported Triton
     check_supported(job.target)  # --arch was checked when parsed; an input's own target (ttg.target, ...) is here
     line_info = job.line_info and bool(((job.sidecar or {}).get("options") or {}).get("line_info", True))
     opts.scrub_environment(line_info, os.path.join(workdir, "cache"))
-    if job.dump_passes:  # --dump-passes: Triton 3.3.1 prints the IR before each MLIR pass to this file
+    if job.dump_passes:  # --dump-passes: Triton prints the IR before each MLIR pass to this file
         os.environ.update(MLIR_ENABLE_DUMP="1", MLIR_DUMP_PATH=job.dump_passes)
     os.chdir(os.path.dirname(job.source))
     with captured_stderr(os.path.join(workdir, DIAGNOSTICS_FILE)) as diag:
@@ -70,12 +69,15 @@ def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
     elif job.stop_after is None:
         ptx = module if isinstance(module, str) else texts["ptx"]
         ptx_name = base if job.stage == "ptx" else f"{start.name}.ptx"
-        done = ptxas.assemble(ptx, job.target, start.options.enable_fp_fusion, line_info, job.label, ptx_name)
+        done = ptxas.assemble(ptx, job.target, start.options, line_info, job.label, ptx_name)
         cubin, resources = done.cubin, done.resources
     # a user-given name wins; else the name an earlier build recorded beside the IR; else the kernel's
     name = job.name or (job.sidecar or {}).get("name") or start.name
     options_record = opts.record(start.options, line_info)
     result = _result(job, name, start.params, metadata, cubin, resources)
+    if cubin is not None:
+        abi_check.check(cubin, result.entry or "", result.signature, result.scratch["hidden_params"], job.label,
+                        triton.__version__)
     result.provenance = _provenance(job, base, raw, options_record)
     if job.keep_ir or job.stop_after is not None:
         result.ir_files = _ir_folder(name, texts, metadata, start.params, options_record, job.capability)
@@ -87,13 +89,14 @@ def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts
     """Run Triton's stages from ``start.first_stage`` up to the PTX (or --stop-after), keeping each text."""
     module = start.module
     stages: dict[str, Any] = {}
-    backend.add_stages(stages, start.options)
+    api = triton_api.current()
+    api.add_stages(backend, stages, start.options)
     order = list(stages)[:-1]  # the last stage (cubin) is ptxas, run by the caller
     if start.first_stage not in order or (job.stop_after and job.stop_after == start.input_ext):
         return module
     for ext in order[order.index(start.first_stage):]:
         if ext == "ptx":
-            llvm.init_targets()  # make_llir normally does this; without it make_ptx segfaults
+            api.before_make_ptx()
         try:
             module = stages[ext](module, metadata)
         except Exception as e:
@@ -106,16 +109,20 @@ def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts
 
 def _result(job: Job, name: str, params: list[sig.Parameter], metadata: dict[str, Any], cubin: bytes | None,
             resources: dict[str, int]) -> JobResult:
+    api = triton_api.current()
+    done = job.stop_after is None  # else the stages that fill in the launch facts may not have run
+    if done:
+        _check_launchable(job, metadata)
     return JobResult(
         name=name,
-        signature=[p.to_json() for p in params],
+        signature=_signature(job, params, metadata) if done else [p.to_json() for p in params],
         target=job.target,
-        entry=metadata.get("name") if job.stop_after is None else None,
+        entry=metadata.get("name") if done else None,
         cubin=cubin,
         launch={
             "num_warps": metadata["num_warps"],
             "num_ctas": metadata["num_ctas"],
-            "cluster_dims": list(metadata["cluster_dims"]),
+            "cluster_dims": list(api.cluster_dims(metadata)) if done else [1, 1, 1],
             "shared": metadata.get("shared") or 0,
             "tmem_size": metadata.get("tmem_size") or 0,
             "launch_cooperative_grid": bool(metadata.get("launch_cooperative_grid", False)),
@@ -124,11 +131,42 @@ def _result(job: Job, name: str, params: list[sig.Parameter], metadata: dict[str
         scratch={
             "global_scratch_size": metadata.get("global_scratch_size") or 0,
             "global_scratch_align": metadata.get("global_scratch_align") or 1,
-            "hidden_params": list(_HIDDEN_PARAMS),
+            "hidden_params": list(api.hidden_params),
         },
         resources=resources,
         provenance={},
     )
+
+
+def _check_launchable(job: Job, metadata: dict[str, Any]) -> None:
+    """Refuse what tmlr_runtime cannot launch: it passes NULL for the profiler's scratch (3.5+)."""
+    if (metadata.get("profile_scratch_size") or 0) > 0 or metadata.get("instrumentation_mode"):
+        raise UnsupportedKernelError(
+            f"{job.label}: instrumented builds are not supported (instrumentation_mode "
+            f"{metadata.get('instrumentation_mode')!r}, profile scratch {metadata.get('profile_scratch_size')} "
+            "bytes): tmlr_runtime passes no profiler buffer; build without instrumentation (proton, gsan)")
+
+
+def _signature(job: Job, params: list[sig.Parameter], metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """metadata.json's ``signature``: host tensor descriptors get their ``descriptor`` record."""
+    descriptors = [p for p in params if is_descriptor(p)]
+    if not descriptors:
+        return [p.to_json() for p in params]
+    api = triton_api.current()
+    if "tensordesc_meta" not in metadata:
+        raise MissingMetadataError(
+            f"{job.label}: the Triton metadata JSON lacks tensordesc_meta, which says how the kernel's tensor "
+            "descriptors are passed (TMA or not); pass the metadata JSON Triton (or tmlr-build --keep-ir) wrote for "
+            "this exact compile with --metadata FILE")
+    meta = metadata["tensordesc_meta"] or []
+    if meta and (len(meta) != len(descriptors) or not all(isinstance(m, dict) for m in meta)):
+        raise UnsupportedKernelError(
+            f"{job.label}: Triton lowered {len(meta)} of the kernel's {len(descriptors)} tensor descriptors to TMA; "
+            "a kernel whose descriptors are passed in different ways is not supported - use one kind of descriptor")
+    by_name = dict(zip((p.name for p in descriptors), meta or [None] * len(descriptors)))
+    fields = api.descriptor_fields(tma=bool(meta))
+    return [descriptor_json(p, fields, by_name[p.name], job.label) if p.name in by_name else p.to_json()
+            for p in params]
 
 
 def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """PTX -> cubin with Triton's bundled ptxas and Triton's exact flags, keeping the -v report.
 
 Triton's own make_cubin throws the ptxas report away; running ptxas here gives the same bytes
-(same binary, same flags) plus the register/spill figures recorded under ``resources``.
+(same binary, same flags) plus the register/spill figures recorded under ``resources``. Which binary
+and which flags the installed Triton uses comes from triton_api.
 """
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 from tmlr_runtime.abi import Target
 
 from ..common.errors import PtxasError
+from . import triton_api
 from .source_names import stable_text
 
 
@@ -25,26 +28,21 @@ class Assembled:
     resources: dict[str, int]
 
 
-def ptxas_path(capability: int) -> str:
-    from triton.backends.nvidia.compiler import get_ptxas
-
-    return get_ptxas(capability)[0]
-
-
 def ptxas_version(capability: int) -> str:
-    """``"12.4.99"`` for the bundled CUDA 12.4 ptxas of Triton 3.3.1."""
-    from triton.backends.nvidia.compiler import get_ptxas_version
-
-    text = get_ptxas_version(capability)
+    """``"12.4.99"`` for the bundled CUDA 12.4 ptxas of Triton 3.3.1 (``"13.4.x"`` for 3.9's sm_90 ptxas)."""
+    text = triton_api.current().ptxas_version_text(capability)
     m = re.search(r"release [\d.]+, V([\d.]+)", text) or re.search(r"release ([\d.]+)", text)
     return m.group(1) if m else text.strip().splitlines()[-1]
 
 
-def command(target: Target, fp_fusion: bool, line_info: bool, src: str, out: str) -> list[str]:
-    # Mirrors triton/backends/nvidia/compiler.py make_cubin (3.3.1).
+def command(target: Target, options: Any, line_info: bool, src: str, out: str) -> list[str]:
+    """Triton's make_cubin command (triton/backends/nvidia/compiler.py) with its environment knobs unset."""
+    api = triton_api.current()
     flags = ["-lineinfo"] if line_info else ["-lineinfo", "-suppress-debug-info"]
-    fmad = [] if fp_fusion else ["--fmad=false"]
-    return [ptxas_path(target.capability), *flags, *fmad, "-v", f"--gpu-name={target.arch}", src, "-o", out]
+    fmad = [] if options.enable_fp_fusion else ["--fmad=false"]
+    extra = (getattr(options, "ptx_options", None) or "").split()  # the ptx_options compile option (3.4+)
+    return [api.ptxas_path(target.capability), *flags, *fmad, "-v", *api.ptxas_flags, *extra,
+            f"--gpu-name={target.arch}", src, "-o", out]
 
 
 def parse_resources(log: str) -> dict[str, int]:
@@ -64,14 +62,14 @@ def parse_resources(log: str) -> dict[str, int]:
     return out
 
 
-def assemble(ptx: str, target: Target, fp_fusion: bool, line_info: bool, label: str,
+def assemble(ptx: str, target: Target, options: Any, line_info: bool, label: str,
              ptx_name: str = "kernel.ptx") -> Assembled:
     """Run ptxas on ``ptx``; raises PtxasError with the log and a repro command on failure."""
     with tempfile.TemporaryDirectory(prefix="tmlr-ptxas-") as tmp:
         src, out = os.path.join(tmp, ptx_name), os.path.join(tmp, "kernel.cubin")
         with open(src, "w", encoding="utf-8") as f:
             f.write(stable_text(ptx))
-        cmd = command(target, fp_fusion, line_info, src, out)
+        cmd = command(target, options, line_info, src, out)
         # cwd: with -lineinfo, ptxas embeds the size and mtime of each source file named by a .file
         # directive that it can open; stable_text made every name relative, and relative names
         # resolve against this empty directory, so no file of the build machine is found.

@@ -17,18 +17,11 @@ from triton.compiler.compiler import ASTSource
 from ..common import mlir_text, signature as sig
 from ..common.arch import triton_target
 from ..common.errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError,
-                             OptionError, SignatureError)
-from ..common.jobs import IR_STAGES, Job
-from . import options as opts, python_source
+                             OptionError, SignatureError, TritonReleaseMismatchError)
+from ..common.jobs import STAGES, Job
+from ..common.tensordesc import is_descriptor
+from . import options as opts, python_source, triton_api
 from .diagnostics import Diagnostics, compiler_style, stage_failure
-
-# Triton metadata keys each stage computes; a build that starts after that stage must take them
-# from the metadata JSON of the original compile (they cannot be recovered from the IR text).
-_PRODUCED_BY = {
-    "ttgir": ("cluster_dims",),
-    "llir": ("num_warps", "shared", "tmem_size", "global_scratch_size", "global_scratch_align"),
-    "ptx": ("name",),
-}
 
 
 @dataclass
@@ -59,6 +52,7 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     entries = sig.parse_signature(job.signature or "")
     params = sig.bind_python_signature(f"{name}:{job.kernel}", fn.arg_names, entries, dict(job.constexprs),
                                        defaults, constexpr_params)
+    _check_descriptors(job, params)
     options = _parse_options(backend, opts.merge(job.options, [], {}, job.label), job)
     signature, constexprs, attrs = sig.to_triton(params)
     src = ASTSource(fn, signature, constexprs, attrs)
@@ -66,7 +60,8 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     ir.load_dialects(context)
     backend.load_dialects(context)
     try:
-        mod = src.make_ir(options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
+        mod = triton_api.current().make_ir(src, backend.target, options, backend.get_codegen_implementation(options),
+                                           backend.get_module_map(), context)
     except Exception as e:
         message = stage_failure(job, "python -> ttir", e, diag)
         raise CompileError(f"{_python_location(fn, e, name)}: {message}") from None
@@ -92,10 +87,7 @@ def _python_location(fn: Any, e: Exception, name: str) -> str:
     node = getattr(e, "node", None)
     if getattr(e, "src", None) != fn.src or not hasattr(node, "lineno"):
         return name
-    from triton.runtime.jit import get_jit_fn_file_line
-
-    _file, def_line = get_jit_fn_file_line(fn)
-    return f"{name}:{def_line + node.lineno - 1}"
+    return f"{name}:{triton_api.current().def_line(fn) + node.lineno - 1}"
 
 
 def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
@@ -116,23 +108,20 @@ def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics)
         raise IRParseError(f"{base}: not valid {job.stage.upper()} for Triton {triton.__version__}:\n"
                            f"{compiler_style(diag.text(), text)}\nFix the IR at the line shown (file:line:column)") from None
     module.context = context
-    inherited = {}
-    if job.stage == "ttgir":
-        inherited = _inherit(job, "ttgir", required=options.num_ctas > 1,
-                             why=f"its ttg.num-ctas = {options.num_ctas} needs the cluster shape")
+    inherited = _ttgir_metadata(job, module, options) if job.stage == "ttgir" else {}
     next_stage = "ttgir" if job.stage == "ttir" else "llir"
     return Start(fn.name, params, options, module, next_stage, inherited, job.stage)
 
 
 def _from_text(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
-    """.llir and .ptx: Triton 3.3.1's compile() cannot start here, so run the later stages ourselves."""
+    """.llir and .ptx: triton.compile() cannot start here (3.3-3.9), so run the later stages ourselves."""
     meta = _require_metadata(job, base)
     text = raw.decode("utf-8", errors="replace")
     name = meta.get("name") or _symbol(job.stage, text, base)
     params = _ir_params(job, base, name, None)
     recorded = [meta, (job.sidecar or {}).get("options")]
     options = _parse_options(backend, opts.merge(job.options, recorded, {}, job.label), job)
-    inherited = _inherit(job, job.stage, required=True, why="")
+    inherited = _inherit(job, _lost_upto(job.stage), required=True, why="")
     first = "ptx" if job.stage == "llir" else "cubin"
     return Start(name, params, options, text, first, inherited, job.stage)
 
@@ -145,7 +134,7 @@ def _from_cubin(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics
                                    "metadata JSON Triton wrote beside this cubin")
     params = _ir_params(job, base, name, None)
     options = _parse_options(backend, opts.merge(job.options, [meta], {}, job.label), job)
-    inherited = _inherit(job, "ptx", required=True, why="")
+    inherited = _inherit(job, _lost_upto("cubin"), required=True, why="")
     return Start(name, params, options, raw, "done", inherited, None)
 
 
@@ -155,15 +144,15 @@ STARTS = {"python": _from_python, "ttir": _from_mlir, "ttgir": _from_mlir, "llir
 
 # --- helpers -------------------------------------------------------------------------------------
 def _parse_options(backend: Any, merged: dict[str, Any], job: Job) -> Any:
+    num_ctas = merged.get("num_ctas") or 1
+    if isinstance(num_ctas, int) and num_ctas > 1 and job.capability < 90:
+        # Triton 3.3 aborts the process on this, later releases word it their own way
+        raise OptionError(f"{job.label}: num_ctas = {num_ctas} (thread-block clusters) needs capability 90 "
+                          "or newer; build this kernel with --arch 90 (a spec entry can say \"arch\": [90])")
     try:
-        options = backend.parse_options(merged)
+        return backend.parse_options(merged)
     except (AssertionError, TypeError, ValueError) as e:
         raise OptionError(f"{job.label}: invalid compile options {merged}: {e or type(e).__name__}") from None
-    if options.num_ctas > 1 and job.capability < 90:
-        # Triton 3.3.1 aborts the process on this instead of reporting it
-        raise OptionError(f"{job.label}: num_ctas = {options.num_ctas} (thread-block clusters) needs capability 90 "
-                          "or newer; build this kernel with --arch 90 (a spec entry can say \"arch\": [90])")
-    return options
 
 
 def _check_ttgir_target(job: Job, base: str, attrs: dict[str, object]) -> None:
@@ -185,6 +174,13 @@ def _require_metadata(job: Job, base: str) -> dict[str, Any]:
             f"{base}: a .{job.stage} input needs the Triton metadata JSON of the compile that produced it "
             f"(shared memory, scratch and launch sizes cannot be recovered from the {job.stage}): keep {stem}.json "
             f"beside it (as Triton's cache and tmlr-build --keep-ir do) or pass --metadata FILE")
+    made_by = job.triton_metadata.get("triton_version")
+    if isinstance(made_by, str) and not triton_api.current().same_release(made_by):
+        raise TritonReleaseMismatchError(
+            f"{base}: was made by Triton {made_by} (its metadata JSON says so), but Triton {triton.__version__} is "
+            f"installed; a .{job.stage} keeps the parameter list of the release that made it (hidden pointers, "
+            f"descriptor layout), so build it with Triton {made_by} (tmlr-build --python PATH: an interpreter with "
+            "it), or build again from the .py/.ttir")
     have = (job.triton_metadata.get("target") or {}).get("arch")
     if have is not None and int(have) != job.capability:
         raise ArchMismatchError(
@@ -193,10 +189,41 @@ def _require_metadata(job: Job, base: str) -> dict[str, Any]:
     return job.triton_metadata
 
 
-def _inherit(job: Job, upto: str, required: bool, why: str) -> dict[str, Any]:
-    keys = [k for stage, ks in _PRODUCED_BY.items() if IR_STAGES.index(stage) <= IR_STAGES.index(upto) for k in ks]
+def _lost_upto(stage: str) -> tuple[str, ...]:
+    """Triton metadata that the stages up to ``stage`` computed and an input of that stage cannot give back."""
+    api = triton_api.current()
+    lost = {"ttgir": api.lost_with_ttgir(), "llir": api.lost_with_llir(), "ptx": ("name",)}
+    return tuple(k for s, keys in lost.items() if STAGES.index(s) <= STAGES.index(stage) for k in keys)
+
+
+def _ttgir_metadata(job: Job, module: Any, options: Any) -> dict[str, Any]:
+    """What make_ttgir put in the metadata of the compile that wrote this .ttgir: the cluster shape (taken
+    from its metadata JSON, Triton 3.3-3.5) and the TMA descriptors' encodings (read from the module)."""
+    api = triton_api.current()
+    keys = tuple(k for k in api.lost_with_ttgir() if k != "tensordesc_meta")
+    out = _inherit(job, keys, required=options.num_ctas > 1,
+                   why=f"its ttg.num-ctas = {options.num_ctas} needs the cluster shape")
+    if api.host_descriptors:  # triton.compile("x.ttgir") drops these; the module still says them
+        out["tensordesc_meta"] = module.get_tensordesc_metadata()
+    return out
+
+
+def _check_descriptors(job: Job, params: list[sig.Parameter]) -> None:
+    names = [p.name for p in params if is_descriptor(p)]
+    if names and not triton_api.current().host_descriptors:
+        raise SignatureError(f"{job.label}: {', '.join(names)}: host tensor descriptor parameters (tensordesc<...>) "
+                             f"need Triton 3.4 or newer; Triton {triton.__version__} is installed (tmlr-build --python "
+                             "PATH builds with another interpreter's Triton)")
+
+
+# Needed only by some kernels: the pipeline refuses a descriptor kernel without tensordesc_meta, and
+# profile scratch is absent (0) unless the compile was instrumented.
+_WHEN_PRESENT = ("tensordesc_meta", "profile_scratch_size", "profile_scratch_align")
+
+
+def _inherit(job: Job, keys: tuple[str, ...], required: bool, why: str) -> dict[str, Any]:
     meta = job.triton_metadata or {}
-    missing = [k for k in keys if k not in meta]
+    missing = [k for k in keys if k not in meta and k not in _WHEN_PRESENT]
     if required and missing:
         source = job.triton_metadata_path or "the metadata JSON"
         raise MissingMetadataError(

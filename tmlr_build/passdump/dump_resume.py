@@ -12,6 +12,7 @@ from ..builder.sources import request
 from ..builder.workers import Task, run_task
 from ..common.arch import Target
 from ..common.errors import InputError
+from ..common.triton_check import check_pass_dump_resume
 
 # llir-lowering passes before this one still see TTGIR; make_llir re-runs them from the start.
 _FIRST_LLVM_PASS = "convert-scf-to-cf"
@@ -68,6 +69,7 @@ def build_from_dump(path: str, out: str, archs: tuple[Target, ...] | None, optio
     ``arg_names`` as for a .ttir/.ttgir input; ``config``: other BuildConfig fields (keep_ir, stop_after, ...).
     This is what ``tmlr-build DIR/NN-Pass.mlir`` calls.
     """
+    check_pass_dump_resume()
     options = dict(options or {})
     with tempfile.TemporaryDirectory(prefix="tmlr-resume-") as work:
         source = _stage_input(path, work, options.get("num_stages"))

@@ -43,8 +43,9 @@ def split_dump(log_path: str, out_dir: str) -> list[DumpEntry]:
                          "MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE") from None
     headers = list(_HEADER.finditer(text))
     if not headers:
-        raise InputError(f"{log_path}: no '// -----// IR Dump Before ...' headers; produce the log with "
-                         "MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE (Triton 3.3.x)")
+        raise InputError(f"{log_path}: no '// -----// IR Dump Before Name (arg) ...' headers; produce the log with "
+                         "MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE and Triton 3.3.1 (the release whose dumps tmlr-build "
+                         "splits and resumes so far; 3.8+ writes another header format)")
     os.makedirs(out_dir, exist_ok=True)
     width = max(2, len(str(len(headers) - 1)))
     stage, entries = "ttir", []
