@@ -1,7 +1,8 @@
-"""tmlr-build --split-dump: splitting a Triton 3.3.1 MLIR dump and building from the split files.
+"""tmlr-build --split-dump: splitting an MLIR dump of the installed Triton and building from the split files.
 
-Resuming knows Triton 3.3's pass pipeline only so far: under another release these tests skip, and
-test_resuming_under_another_release_says_it_is_not_supported checks the refusal.
+Runs under every supported release (3.3-3.9): the dump headers changed in 3.8, the pipeliner writes
+its own dumps into the log from 3.8, make_llir's first pass moved in 3.5; see docs/debug-loop.md.
+Gluon kernels' dumps: tests/test_gluon.py.
 """
 from __future__ import annotations
 
@@ -18,11 +19,8 @@ from tmlr_build.compile import ptxas
 from tmlr_build.common.arch import Target, parse_arch_list
 from tmlr_build.cli import main
 from tmlr_build.passdump.dump_resume import build_from_dump
-from tmlr_build.common.errors import InputError, TritonVersionError
-from tmlr_build.common.triton_check import PASS_DUMP_RELEASES
-from triton_facts import API
-
-RESUMES = API.release in PASS_DUMP_RELEASES
+from tmlr_build.common.errors import InputError, TritonReleaseMismatchError
+from triton_facts import API, committed_triton_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COMPILE = f"""
@@ -42,8 +40,6 @@ open(sys.argv[1], "w").write(k.asm["ptx"])
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, bytes]:
-    if not RESUMES:
-        pytest.skip(f"split-dump and resume: Triton {', '.join(PASS_DUMP_RELEASES)} only so far ({API.version} here)")
     d = tmp_path_factory.mktemp("dump")
     env = {**os.environ, "MLIR_ENABLE_DUMP": "1", "MLIR_DUMP_PATH": str(d / "d.log"),
            "TRITON_CACHE_DIR": str(d / "cache")}
@@ -60,11 +56,18 @@ def test_index_records_stage_and_position(dump: tuple[str, bytes]) -> None:
     split, _ = dump
     with open(os.path.join(split, "index.json")) as f:
         passes = json.load(f)["passes"]
-    assert all(p["position"] == "before" for p in passes)  # Triton 3.3.1 dumps before each pass
+    # Triton dumps before each pass; from 3.8 the pipeliner adds its steps' output ("after")
+    assert all(p["position"] == "before" for p in passes if not p["internal"])
     stages = [p["stage"] for p in passes]
     assert stages == sorted(stages, key=["ttir", "ttgir", "llir-lowering"].index)
     first_ttgir = next(p for p in passes if p["stage"] == "ttgir")
     assert first_ttgir["pass_arg"] == "convert-triton-to-tritongpu"
+    first_llir = next(p for p in passes if p["stage"] == "llir-lowering")
+    # mma-lowering starts make_llir in 3.3-3.4; 3.5 moved it to the end of make_ttgir
+    assert first_llir["pass_arg"] == ("triton-nvidia-mma-lowering" if API.release in ("3.3", "3.4")
+                                      else "tritongpu-combine-tensor-select-and-if")
+    assert [p["pass_arg"] for p in passes if p["internal"]] == (["LowerLoops", "ExpandLoops"]
+                                                                 if API.release in ("3.8", "3.9") else [])
     assert not all(p["buildable"] for p in passes)  # the inliner's per-function canonicalize dumps
     for p in passes:
         with open(os.path.join(split, p["file"])) as f:
@@ -91,17 +94,22 @@ def test_every_resumable_file_builds(dump: tuple[str, bytes], tmp_path) -> None:
         (same if cubin == reference else differ).append(p["file"])
     # Every file whose remaining passes are re-run (ttgir stage, finished TTIR/TTGIR) is byte-identical.
     for p in _passes(split):
-        if p["stage"] == "ttgir" or (p["stage"] == "llir-lowering" and p["file"] not in refused):
+        if (p["stage"] == "ttgir" and not p["internal"]) or (p["stage"] == "llir-lowering" and p["file"] not in refused):
             assert p["file"] in same, p["file"]
+    assert all(p["file"] in refused for p in _passes(split) if p["internal"])
     pre_llvm = next(p["file"] for p in _passes(split) if p["pass_arg"] == "convert-scf-to-cf")
     assert pre_llvm in same  # still TTGIR: resumed, not refused
     # Mid-TTIR files re-run all of make_ttir (not only the rest): a valid cubin, other bytes.
     assert all(_entry_stage(split, f) == "ttir" for f in differ), differ
-    assert all(_entry_stage(split, f) in ("ttir", "llir-lowering") for f in refused), refused
+    assert all(_entry_stage(split, f) in ("ttir", "llir-lowering") or _internal(split, f) for f in refused), refused
 
 
 def _entry_stage(split: str, file: str) -> str:
     return next(p["stage"] for p in _passes(split) if p["file"] == file)
+
+
+def _internal(split: str, file: str) -> bool:
+    return next(p["internal"] for p in _passes(split) if p["file"] == file)
 
 
 @pytest.mark.gpu
@@ -185,13 +193,15 @@ def test_cli_edited_dump_file_that_does_not_parse(dump: tuple[str, bytes], tmp_p
 def test_dump_passes_writes_the_log_in_the_worker(dump: tuple[str, bytes], tmp_path) -> None:
     split, _ = dump
     log = tmp_path / "logs" / "d.log"
-    done = _cli("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "--num-warps", "4",
-                "--num-stages", "2", "-o", str(tmp_path / "o"), "--arch", "90", "--dump-passes", str(log))
+    args = ("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "--num-warps", "4", "--num-stages", "2",
+            "--arch", "90")
+    done = _cli(*args, "-o", str(tmp_path / "o"), "--dump-passes", str(log))
     assert done.returncode == 0, done.stderr
-    # the dump changes nothing: the same bytes as the committed artifact (the spec builds it with these options)
-    cubin = os.path.join(ROOT, "examples", "artifacts", "matmul", "matmul.sm_90a.cubin")
-    with open(cubin, "rb") as f:
-        assert (tmp_path / "o" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == f.read()
+    plain = _cli(*args, "-o", str(tmp_path / "plain"))
+    assert plain.returncode == 0, plain.stderr
+    # the dump changes nothing: the same bytes as the same build without it
+    cubin = "matmul/matmul.sm_90a.cubin"
+    assert (tmp_path / "o" / cubin).read_bytes() == (tmp_path / "plain" / cubin).read_bytes()
     assert main(["--split-dump", str(log), "-o", str(tmp_path / "split"), "-q"]) == 0
     ours = [(p["pass_arg"], p["stage"]) for p in _passes(str(tmp_path / "split"))]
     assert ours == [(p["pass_arg"], p["stage"]) for p in _passes(split)]  # the same passes as triton.compile's
@@ -203,9 +213,19 @@ def test_dump_passes_needs_one_compile(tmp_path) -> None:
     assert done.returncode == 2 and "one SRC and one --arch" in done.stderr, done.stderr
 
 
-@pytest.mark.skipif(RESUMES, reason="the installed Triton's pass dumps resume")
-def test_resuming_under_another_release_says_it_is_not_supported(tmp_path) -> None:
-    (tmp_path / "index.json").write_text('{"passes": []}')
-    (tmp_path / "05-Pass.mlir").write_text("module {}\n")
-    with pytest.raises(TritonVersionError, match=r"supports Triton 3\.3 only so far.*--python"):
-        build_from_dump(str(tmp_path / "05-Pass.mlir"), str(tmp_path / "out"), None)
+def test_dump_of_another_pipeline_is_refused(dump: tuple[str, bytes], tmp_path) -> None:
+    # A dump whose make_ttgir ran other passes (another Triton release, other options): which of the
+    # installed Triton's passes already ran cannot be told, so resuming mid-ttgir is refused.
+    split, _ = dump
+    other = tmp_path / "split"
+    other.mkdir()
+    passes = _passes(split)
+    mid = next(p for p in passes if p["pass_arg"] == "tritongpu-pipeline")
+    shutil.copy(os.path.join(split, mid["file"]), other)
+    pipeline = [p for p in passes if p["stage"] == "ttgir" and p["pass_arg"] == "tritongpu-coalesce"]
+    for p in pipeline:
+        p["pass_arg"] = "tritongpu-some-other-pass"
+    (other / "index.json").write_text(json.dumps({"passes": passes}))
+    with pytest.raises(TritonReleaseMismatchError, match=r"other passes than the installed Triton .*tritongpu-coalesce"):
+        build_from_dump(str(other / mid["file"]), str(tmp_path / "out"), parse_arch_list("90"),
+                        {"num_warps": 4, "num_stages": 2}, name="matmul")
