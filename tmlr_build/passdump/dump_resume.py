@@ -39,8 +39,8 @@ def _refuse_unbuildable(path: str, entry: dict[str, Any]) -> None:
         raise InputError(f"{path}: {entry['pass_name']}'s own dump from inside a pass ({entry['pass_arg']}): the pass "
                          "had not finished, so no pipeline can continue from it; take the file of the next pass")
     if not entry["buildable"]:
-        raise InputError(f"{path}: dumped from inside the inliner ({entry['operation']}, not a module); "
-                         "take a later file")
+        raise InputError(f"{path}: dumped by a nested pass manager for one {entry['operation']} (the inliner's "
+                         "per-function canonicalize, LLVM's per-function passes), not a module; take a later file")
 
 
 def _stage_input(path: str, work: str, num_stages: int | None) -> str:
