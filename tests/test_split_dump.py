@@ -213,6 +213,26 @@ def test_dump_passes_needs_one_compile(tmp_path) -> None:
     assert done.returncode == 2 and "one SRC and one --arch" in done.stderr, done.stderr
 
 
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION is unset")  # 3.9's parse_options, in this process
+def test_every_dumped_ttgir_pass_is_one_the_resume_sees(dump: tuple[str, bytes]) -> None:
+    # Resuming counts make_ttgir's add_* calls, so it must see every one: each top-level pass of the
+    # dump is matched in order by a recorded call (3.4+'s nvgpu-warp-specialization comes from
+    # nvidia.passes.hopper); only the canonicalize pipelines nested inside a pass are left over.
+    from tmlr_build.compile.resume_ttgir import stage_calls
+
+    split, _ = dump
+    ttgir = [p for p in _passes(split) if p["stage"] == "ttgir" and not p["internal"]]
+    flat = [name for call in stage_calls(os.path.join(split, ttgir[1]["file"]), "ttgir", 2) for name in call]
+    j, left = 0, []
+    for p in ttgir:
+        if j < len(flat) and flat[j] == p["pass_arg"]:
+            j += 1
+        else:
+            left.append(p["pass_arg"])
+    assert j == len(flat) and set(left) == {"canonicalize"}, (flat[j:], left)
+    assert ("nvgpu-warp-specialization" in flat) == (API.release != "3.3")
+
+
 def test_dump_of_another_pipeline_is_refused(dump: tuple[str, bytes], tmp_path) -> None:
     # A dump whose make_ttgir ran other passes (another Triton release, other options): which of the
     # installed Triton's passes already ran cannot be told, so resuming mid-ttgir is refused.

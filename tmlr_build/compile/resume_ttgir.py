@@ -95,13 +95,8 @@ def check_same_pipeline(path: str, calls: list[list[str]], stage_args: list[str]
         "(tmlr-build --python PATH builds with another interpreter's Triton)")
 
 
-def resume(path: str, stage: str, stage_args: list[str], position: int, out: str, num_stages: int | None = None,
-           complete: bool = True) -> int:
-    """Finish make_ttgir (``stage`` "ttgir") or a Gluon kernel's TTGIR stage ("gluon") on ``path``.
-
-    ``stage_args``: the pass args of all the stage's dump entries, ``path`` being entry ``position``.
-    Returns how many of the stage's ``add_*`` calls were skipped.
-    """
+def _load(path: str, stage: str, num_stages: int | None) -> tuple[Any, Any, Any, int, Any]:
+    """(the stage's function, the parsed module, options, capability, MLIR context) for a dumped TTGIR file."""
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import CUDABackend
@@ -112,26 +107,42 @@ def resume(path: str, stage: str, stage_args: list[str], position: int, out: str
     if target is None or "ttg.num-warps" not in attrs:
         raise CompileError(f"{path}: finishing the {stage} stage failed: no ttg.num-warps or CUDA ttg.target "
                            "attribute: not TTGIR (build a TTIR dump as .ttir)")
-    capability = target.capability
-    backend = CUDABackend(GPUTarget("cuda", capability, 32))
+    backend = CUDABackend(GPUTarget("cuda", target.capability, 32))
     opts = {"num_warps": int(attrs["ttg.num-warps"]), "num_ctas": int(attrs.get("ttg.num-ctas", 1))}
     if num_stages is not None:
         opts["num_stages"] = num_stages
-    options = backend.parse_options(opts)
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
     module = ir.parse_mlir_module(path, context)
     module.context = context
     run_stage = triton_api.current().stage_function(backend, stage)
+    return run_stage, module, backend.parse_options(opts), target.capability, context
+
+
+def stage_calls(path: str, stage: str, num_stages: int | None = None) -> list[list[str]]:
+    """The passes each ``add_*`` call of the stage adds for the file's target and options (nothing runs)."""
+    run_stage, module, options, capability, context = _load(path, stage, num_stages)
     calls: list[list[str]] = []
     undo = _patched(calls, 0, context)
-    try:  # first run: learn the stage's pass list for these options (nothing is added, the module is untouched)
+    try:
         run_stage(module, {}, options, capability)
     finally:
         undo()
+    return calls
+
+
+def resume(path: str, stage: str, stage_args: list[str], position: int, out: str, num_stages: int | None = None,
+           complete: bool = True) -> int:
+    """Finish make_ttgir (``stage`` "ttgir") or a Gluon kernel's TTGIR stage ("gluon") on ``path``.
+
+    ``stage_args``: the pass args of all the stage's dump entries, ``path`` being entry ``position``.
+    Returns how many of the stage's ``add_*`` calls were skipped.
+    """
+    calls = stage_calls(path, stage, num_stages)
     check_same_pipeline(path, calls, stage_args, complete)
     skip = calls_to_skip(calls, stage_args[:position], stage_args[position])
+    run_stage, module, options, capability, context = _load(path, stage, num_stages)
     undo = _patched(None, skip, context)
     try:
         run_stage(module, {}, options, capability)

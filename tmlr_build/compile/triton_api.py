@@ -158,10 +158,11 @@ class TritonAPI:
     @property
     def has_gluon(self) -> bool:
         """Whether ``triton.experimental.gluon`` exists (3.4+)."""
-        import importlib.util
-
-        return importlib.util.find_spec("triton.experimental") is not None and \
-            importlib.util.find_spec("triton.experimental.gluon") is not None
+        try:
+            import triton.experimental.gluon  # noqa: F401
+        except ImportError:
+            return False
+        return True
 
     def gluon_source(self, fn: Any, signature: dict[str, str], constexprs: Any, attrs: Any) -> Any:
         """Gluon's ASTSource. Its ``ext`` names the stage its module is: ``ttgir`` (3.4-3.8: the frontend builds
