@@ -19,6 +19,7 @@ from tmlr_build.compile import ptxas
 from tmlr_build.common.arch import Target, parse_arch_list
 from tmlr_build.cli import main
 from tmlr_build.passdump.dump_resume import build_from_dump
+from tmlr_build.passdump.split_dump import split_dump
 from tmlr_build.common.errors import InputError, TritonReleaseMismatchError
 from triton_facts import API, committed_triton_only
 
@@ -211,6 +212,41 @@ def test_dump_passes_needs_one_compile(tmp_path) -> None:
     done = _cli("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "-o", str(tmp_path),
                 "--arch", "80,90", "--dump-passes", str(tmp_path / "d.log"))
     assert done.returncode == 2 and "one SRC and one --arch" in done.stderr, done.stderr
+
+
+_MODULE = 'module attributes {"ttg.num-warps" = 4 : i32} {\n}\n'  # TTGIR (TTIR has no ttg.* attributes)
+_OLD = "// -----// IR Dump Before {name} ({arg}) ('{op}' operation{at}) //----- //\n"
+_NEW = "// -----// IR Dump Before {name}: {arg}{opts} ('{op}' operation{at}) //----- //\n"
+_LOG = [("Inliner", "inline", "", "builtin.module", ""), ("Canonicalizer", "canonicalize", "{max-iterations=10 top-down=true}",
+         "tt.func", ": @zeros____(0, 0)cconstexpr_64_"), ("ConvertTritonToTritonGPU", "convert-triton-to-tritongpu",
+         "{num-ctas=1 num-warps=4 target=cuda:90}", "builtin.module", ""), ("TritonGPUPipeline", "tritongpu-pipeline",
+         "{num-stages=2}", "builtin.module", ""), ("MMALowering", "triton-nvidia-mma-lowering", "", "builtin.module", ""),
+        ("CombineTensorSelectAndIf", "tritongpu-combine-tensor-select-and-if", "", "builtin.module", ""),
+        ("AllocateWarpGroups", "tritongpu-allocate-warp-groups", "", "builtin.module", "")]
+
+
+@pytest.mark.parametrize("form", ["3.3-3.7", "3.8+"])
+def test_split_reads_both_header_forms_and_finds_the_stages(tmp_path, form: str) -> None:
+    # Without a Triton of that form: the log is split from its text alone
+    text = ""
+    for i, (name, arg, opts, op, at) in enumerate(_LOG):
+        header = _OLD.format(name=name, arg=arg, op=op, at=at) if form == "3.3-3.7" else _NEW.format(
+            name=name + "Pass", arg=arg, opts=opts, op=op, at=at)
+        text += header + ("module {\n}\n" if i < 2 else _MODULE) + "\n"  # TTIR before convert-triton-to-tritongpu
+        if arg == "tritongpu-pipeline" and form == "3.8+":  # the pipeliner's own dumps, inside its entry
+            text += "// -----// SoftwarePipeliner internal IR Dump After: LowerLoops\n" + _MODULE + "\n"
+    (tmp_path / "d.log").write_text("// unrelated line\n" + text)
+    entries = split_dump(str(tmp_path / "d.log"), str(tmp_path / "split"))
+    got = [(e.pass_arg, e.stage, e.buildable, e.internal) for e in entries]
+    internal = [("LowerLoops", "ttgir", False, True)] if form == "3.8+" else []
+    assert got == [("inline", "ttir", True, False), ("canonicalize", "ttir", False, False),
+                   ("convert-triton-to-tritongpu", "ttgir", True, False), ("tritongpu-pipeline", "ttgir", True, False),
+                   *internal, ("triton-nvidia-mma-lowering", "llir-lowering", True, False),
+                   ("tritongpu-combine-tensor-select-and-if", "llir-lowering", True, False),
+                   ("tritongpu-allocate-warp-groups", "llir-lowering", True, False)]
+    pipeline = next(e.file for e in entries if e.pass_arg == "tritongpu-pipeline")
+    assert (tmp_path / "split" / pipeline).read_text() == _MODULE  # cut before the pipeliner's own dump
+    assert all(e.position == ("after" if e.internal else "before") for e in entries)
 
 
 @pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION is unset")  # 3.9's parse_options, in this process
