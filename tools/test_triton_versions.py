@@ -48,6 +48,7 @@ COLUMNS = {
     "host TensorDescriptor": ["test_build_artifacts.py::test_host_tensor_descriptor_examples",
                               "test_build_triton_api.py::test_jit_specializes_a_host_descriptor_as_triton_does"],
     "split-dump": ["test_split_dump.py::*"],
+    "Gluon": ["test_gluon.py::*"],
 }
 NOT_YET = ("only so far",)  # skip reasons of what tmlr-build does not support yet
 MISSING = ("has no host tensor descriptors",)  # skip reasons of what the release lacks

@@ -19,8 +19,9 @@ def default_artifact(kernel: str) -> str:
     return os.path.join(HERE, "artifacts", f"{kernel}_sm{'90' if major == 9 else '80'}_cubin")
 
 
-def main(kernel: str, check) -> None:
-    """check(Kernel) -> max error, raising AssertionError with the reason when the result is wrong."""
+def main(kernel: str, check, default=default_artifact) -> None:
+    """check(Kernel) -> max error, raising AssertionError with the reason when the result is wrong.
+    ``default(kernel)``: the artifact directory to run when none is named on the command line."""
     path = sys.argv[1] if len(sys.argv) > 1 else None
     name = os.path.basename(os.path.normpath(path)) if path else kernel
     if not torch.cuda.is_available():  # not a failure to debug: say what is missing, no traceback
@@ -28,7 +29,7 @@ def main(kernel: str, check) -> None:
               f"({'built without CUDA' if torch.version.cuda is None else 'no device or driver visible'})")
         sys.exit(1)
     try:
-        path = path or default_artifact(kernel)
+        path = path or default(kernel)
         name = os.path.basename(os.path.normpath(path))
         err = check(tr.Kernel.load(path))
         torch.cuda.synchronize()

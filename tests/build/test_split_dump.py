@@ -1,7 +1,8 @@
-"""tmlr-build --split-dump: splitting a Triton 3.3.1 MLIR dump and building from the split files.
+"""tmlr-build --split-dump: splitting an MLIR dump of the installed Triton and building from the split files.
 
-Resuming knows Triton 3.3's pass pipeline only so far: under another release these tests skip, and
-test_resuming_under_another_release_says_it_is_not_supported checks the refusal.
+Runs under every supported release (3.3-3.9): the dump headers changed in 3.8, the pipeliner writes
+its own dumps into the log from 3.8, make_llir's first pass moved in 3.5; see docs/debug-loop.md.
+Gluon kernels' dumps: tests/test_gluon.py.
 """
 from __future__ import annotations
 
@@ -18,11 +19,9 @@ from tmlr_build.compile import ptxas
 from tmlr_build.common.arch import Target, parse_arch_list
 from tmlr_build.cli import main
 from tmlr_build.passdump.dump_resume import build_from_dump
-from tmlr_build.common.errors import InputError, TritonVersionError
-from tmlr_build.common.triton_check import PASS_DUMP_RELEASES
-from triton_facts import API
-
-RESUMES = API.release in PASS_DUMP_RELEASES
+from tmlr_build.passdump.split_dump import split_dump
+from tmlr_build.common.errors import InputError, TritonReleaseMismatchError
+from triton_facts import API, committed_triton_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _COMPILE = f"""
@@ -42,8 +41,6 @@ open(sys.argv[1], "w").write(k.asm["ptx"])
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, bytes]:
-    if not RESUMES:
-        pytest.skip(f"split-dump and resume: Triton {', '.join(PASS_DUMP_RELEASES)} only so far ({API.version} here)")
     d = tmp_path_factory.mktemp("dump")
     env = {**os.environ, "MLIR_ENABLE_DUMP": "1", "MLIR_DUMP_PATH": str(d / "d.log"),
            "TRITON_CACHE_DIR": str(d / "cache")}
@@ -60,11 +57,18 @@ def test_index_records_stage_and_position(dump: tuple[str, bytes]) -> None:
     split, _ = dump
     with open(os.path.join(split, "index.json")) as f:
         passes = json.load(f)["passes"]
-    assert all(p["position"] == "before" for p in passes)  # Triton 3.3.1 dumps before each pass
+    # Triton dumps before each pass; from 3.8 the pipeliner adds its steps' output ("after")
+    assert all(p["position"] == "before" for p in passes if not p["internal"])
     stages = [p["stage"] for p in passes]
     assert stages == sorted(stages, key=["ttir", "ttgir", "llir-lowering"].index)
     first_ttgir = next(p for p in passes if p["stage"] == "ttgir")
     assert first_ttgir["pass_arg"] == "convert-triton-to-tritongpu"
+    first_llir = next(p for p in passes if p["stage"] == "llir-lowering")
+    # mma-lowering starts make_llir in 3.3-3.4; 3.5 moved it to the end of make_ttgir
+    assert first_llir["pass_arg"] == ("triton-nvidia-mma-lowering" if API.release in ("3.3", "3.4")
+                                      else "tritongpu-combine-tensor-select-and-if")
+    assert [p["pass_arg"] for p in passes if p["internal"]] == (["LowerLoops", "ExpandLoops"]
+                                                                 if API.release in ("3.8", "3.9") else [])
     assert not all(p["buildable"] for p in passes)  # the inliner's per-function canonicalize dumps
     for p in passes:
         with open(os.path.join(split, p["file"])) as f:
@@ -91,17 +95,22 @@ def test_every_resumable_file_builds(dump: tuple[str, bytes], tmp_path) -> None:
         (same if cubin == reference else differ).append(p["file"])
     # Every file whose remaining passes are re-run (ttgir stage, finished TTIR/TTGIR) is byte-identical.
     for p in _passes(split):
-        if p["stage"] == "ttgir" or (p["stage"] == "llir-lowering" and p["file"] not in refused):
+        if (p["stage"] == "ttgir" and not p["internal"]) or (p["stage"] == "llir-lowering" and p["file"] not in refused):
             assert p["file"] in same, p["file"]
+    assert all(p["file"] in refused for p in _passes(split) if p["internal"])
     pre_llvm = next(p["file"] for p in _passes(split) if p["pass_arg"] == "convert-scf-to-cf")
     assert pre_llvm in same  # still TTGIR: resumed, not refused
     # Mid-TTIR files re-run all of make_ttir (not only the rest): a valid cubin, other bytes.
     assert all(_entry_stage(split, f) == "ttir" for f in differ), differ
-    assert all(_entry_stage(split, f) in ("ttir", "llir-lowering") for f in refused), refused
+    assert all(_entry_stage(split, f) in ("ttir", "llir-lowering") or _internal(split, f) for f in refused), refused
 
 
 def _entry_stage(split: str, file: str) -> str:
     return next(p["stage"] for p in _passes(split) if p["file"] == file)
+
+
+def _internal(split: str, file: str) -> bool:
+    return next(p["internal"] for p in _passes(split) if p["file"] == file)
 
 
 @pytest.mark.gpu
@@ -152,7 +161,7 @@ def test_cli_refuses_dump_files_it_cannot_resume(dump: tuple[str, bytes], tmp_pa
     split, _ = dump
     per_function = next(p["file"] for p in _passes(split) if not p["buildable"])
     for path, needle in [(_file(split, "inline"), "before the inliner"),
-                         (os.path.join(split, per_function), "inside the inliner"),
+                         (os.path.join(split, per_function), "not a module"),
                          (_file(split, "convert-triton-gpu-to-llvm"), "LLVM dialect")]:
         done = _cli(path, "-o", str(tmp_path), "--arch", "90")
         assert done.returncode == 1 and needle in done.stderr, done.stderr
@@ -185,13 +194,15 @@ def test_cli_edited_dump_file_that_does_not_parse(dump: tuple[str, bytes], tmp_p
 def test_dump_passes_writes_the_log_in_the_worker(dump: tuple[str, bytes], tmp_path) -> None:
     split, _ = dump
     log = tmp_path / "logs" / "d.log"
-    done = _cli("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "--num-warps", "4",
-                "--num-stages", "2", "-o", str(tmp_path / "o"), "--arch", "90", "--dump-passes", str(log))
+    args = ("examples/kernels/matmul.py:matmul", "--signature", _MATMUL_SIG, "--num-warps", "4", "--num-stages", "2",
+            "--arch", "90")
+    done = _cli(*args, "-o", str(tmp_path / "o"), "--dump-passes", str(log))
     assert done.returncode == 0, done.stderr
-    # the dump changes nothing: the same bytes as the committed artifact (the spec builds it with these options)
-    cubin = os.path.join(ROOT, "examples", "artifacts", "matmul", "matmul.sm_90a.cubin")
-    with open(cubin, "rb") as f:
-        assert (tmp_path / "o" / "matmul" / "matmul.sm_90a.cubin").read_bytes() == f.read()
+    plain = _cli(*args, "-o", str(tmp_path / "plain"))
+    assert plain.returncode == 0, plain.stderr
+    # the dump changes nothing: the same bytes as the same build without it
+    cubin = "matmul/matmul.sm_90a.cubin"
+    assert (tmp_path / "o" / cubin).read_bytes() == (tmp_path / "plain" / cubin).read_bytes()
     assert main(["--split-dump", str(log), "-o", str(tmp_path / "split"), "-q"]) == 0
     ours = [(p["pass_arg"], p["stage"]) for p in _passes(str(tmp_path / "split"))]
     assert ours == [(p["pass_arg"], p["stage"]) for p in _passes(split)]  # the same passes as triton.compile's
@@ -203,9 +214,74 @@ def test_dump_passes_needs_one_compile(tmp_path) -> None:
     assert done.returncode == 2 and "one SRC and one --arch" in done.stderr, done.stderr
 
 
-@pytest.mark.skipif(RESUMES, reason="the installed Triton's pass dumps resume")
-def test_resuming_under_another_release_says_it_is_not_supported(tmp_path) -> None:
-    (tmp_path / "index.json").write_text('{"passes": []}')
-    (tmp_path / "05-Pass.mlir").write_text("module {}\n")
-    with pytest.raises(TritonVersionError, match=r"supports Triton 3\.3 only so far.*--python"):
-        build_from_dump(str(tmp_path / "05-Pass.mlir"), str(tmp_path / "out"), None)
+_MODULE = 'module attributes {"ttg.num-warps" = 4 : i32} {\n}\n'  # TTGIR (TTIR has no ttg.* attributes)
+_OLD = "// -----// IR Dump Before {name} ({arg}) ('{op}' operation{at}) //----- //\n"
+_NEW = "// -----// IR Dump Before {name}: {arg}{opts} ('{op}' operation{at}) //----- //\n"
+_LOG = [("Inliner", "inline", "", "builtin.module", ""), ("Canonicalizer", "canonicalize", "{max-iterations=10 top-down=true}",
+         "tt.func", ": @zeros____(0, 0)cconstexpr_64_"), ("ConvertTritonToTritonGPU", "convert-triton-to-tritongpu",
+         "{num-ctas=1 num-warps=4 target=cuda:90}", "builtin.module", ""), ("TritonGPUPipeline", "tritongpu-pipeline",
+         "{num-stages=2}", "builtin.module", ""), ("MMALowering", "triton-nvidia-mma-lowering", "", "builtin.module", ""),
+        ("CombineTensorSelectAndIf", "tritongpu-combine-tensor-select-and-if", "", "builtin.module", ""),
+        ("AllocateWarpGroups", "tritongpu-allocate-warp-groups", "", "builtin.module", "")]
+
+
+@pytest.mark.parametrize("form", ["3.3-3.7", "3.8+"])
+def test_split_reads_both_header_forms_and_finds_the_stages(tmp_path, form: str) -> None:
+    # Without a Triton of that form: the log is split from its text alone
+    text = ""
+    for i, (name, arg, opts, op, at) in enumerate(_LOG):
+        header = _OLD.format(name=name, arg=arg, op=op, at=at) if form == "3.3-3.7" else _NEW.format(
+            name=name + "Pass", arg=arg, opts=opts, op=op, at=at)
+        text += header + ("module {\n}\n" if i < 2 else _MODULE) + "\n"  # TTIR before convert-triton-to-tritongpu
+        if arg == "tritongpu-pipeline" and form == "3.8+":  # the pipeliner's own dumps, inside its entry
+            text += "// -----// SoftwarePipeliner internal IR Dump After: LowerLoops\n" + _MODULE + "\n"
+    (tmp_path / "d.log").write_text("// unrelated line\n" + text)
+    entries = split_dump(str(tmp_path / "d.log"), str(tmp_path / "split"))
+    got = [(e.pass_arg, e.stage, e.buildable, e.internal) for e in entries]
+    internal = [("LowerLoops", "ttgir", False, True)] if form == "3.8+" else []
+    assert got == [("inline", "ttir", True, False), ("canonicalize", "ttir", False, False),
+                   ("convert-triton-to-tritongpu", "ttgir", True, False), ("tritongpu-pipeline", "ttgir", True, False),
+                   *internal, ("triton-nvidia-mma-lowering", "llir-lowering", True, False),
+                   ("tritongpu-combine-tensor-select-and-if", "llir-lowering", True, False),
+                   ("tritongpu-allocate-warp-groups", "llir-lowering", True, False)]
+    pipeline = next(e.file for e in entries if e.pass_arg == "tritongpu-pipeline")
+    assert (tmp_path / "split" / pipeline).read_text() == _MODULE  # cut before the pipeliner's own dump
+    assert all(e.position == ("after" if e.internal else "before") for e in entries)
+
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION is unset")  # 3.9's parse_options, in this process
+def test_every_dumped_ttgir_pass_is_one_the_resume_sees(dump: tuple[str, bytes]) -> None:
+    # Resuming counts make_ttgir's add_* calls, so it must see every one: each top-level pass of the
+    # dump is matched in order by a recorded call (3.4+'s nvgpu-warp-specialization comes from
+    # nvidia.passes.hopper); only the canonicalize pipelines nested inside a pass are left over.
+    from tmlr_build.compile.resume_ttgir import stage_calls
+
+    split, _ = dump
+    ttgir = [p for p in _passes(split) if p["stage"] == "ttgir" and not p["internal"]]
+    flat = [name for call in stage_calls(os.path.join(split, ttgir[1]["file"]), "ttgir", 2) for name in call]
+    j, left = 0, []
+    for p in ttgir:
+        if j < len(flat) and flat[j] == p["pass_arg"]:
+            j += 1
+        else:
+            left.append(p["pass_arg"])
+    assert j == len(flat) and set(left) == {"canonicalize"}, (flat[j:], left)
+    assert ("nvgpu-warp-specialization" in flat) == (API.release != "3.3")
+
+
+def test_dump_of_another_pipeline_is_refused(dump: tuple[str, bytes], tmp_path) -> None:
+    # A dump whose make_ttgir ran other passes (another Triton release, other options): which of the
+    # installed Triton's passes already ran cannot be told, so resuming mid-ttgir is refused.
+    split, _ = dump
+    other = tmp_path / "split"
+    other.mkdir()
+    passes = _passes(split)
+    mid = next(p for p in passes if p["pass_arg"] == "tritongpu-pipeline")
+    shutil.copy(os.path.join(split, mid["file"]), other)
+    pipeline = [p for p in passes if p["stage"] == "ttgir" and p["pass_arg"] == "tritongpu-coalesce"]
+    for p in pipeline:
+        p["pass_arg"] = "tritongpu-some-other-pass"
+    (other / "index.json").write_text(json.dumps({"passes": passes}))
+    with pytest.raises(TritonReleaseMismatchError, match=r"other passes than the installed Triton .*tritongpu-coalesce"):
+        build_from_dump(str(other / mid["file"]), str(tmp_path / "out"), parse_arch_list("90"),
+                        {"num_warps": 4, "num_stages": 2}, name="matmul")

@@ -17,7 +17,7 @@ from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parame
                                split_top_level)
 
 from .errors import SignatureError
-from .tensordesc import parse_type as parse_descriptor_type
+from .tensordesc import DescriptorType, parse_type as parse_descriptor_type
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -96,7 +96,7 @@ def parse_signature(text: str) -> list[SigEntry]:
     """Parse the AOT-tool signature syntax, e.g. ``"*fp16:16, *fp16:16, i32:16, fp16, 128"``."""
     if not text.strip():
         return []
-    return [parse_entry(part) for part in split_top_level(text)]
+    return [parse_entry(part) for part in split_top_level(text, "([{<")]  # "<": a Gluon descriptor's layout
 
 
 def parse_constexpr_assignments(items: Iterable[str]) -> dict[str, Any]:
@@ -182,6 +182,10 @@ def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequen
 
 def _signless(ty: str) -> str:
     # MLIR integers are signless: u32 in Python is i32 in the IR; 'k' (const) pointers are not marked.
+    # A Gluon descriptor's layout is in the IR's #shared attribute, not in the type tmlr reads.
+    desc = parse_descriptor_type(ty)
+    if desc is not None:
+        return DescriptorType(desc.dtype, desc.block_shape).text
     ty = ty.replace("*k", "*")
     return re.sub(r"\bu(\d+)$", r"i\1", ty.replace("*u", "*i"))
 

@@ -1,6 +1,8 @@
 """Host ``TensorDescriptor`` parameters (Triton 3.4+): their type text, and how metadata.json records them.
 
-Triton names the type ``tensordesc<fp16[64, 64]>`` (element type, block shape). tmlr keeps that text
+Triton names the type ``tensordesc<fp16[64, 64]>`` (element type, block shape); a Gluon kernel's
+descriptor also names its shared-memory layout, ``tensordesc<fp16[64, 64],NVMMASharedLayout(...)>``
+(the layout is the compile's business: metadata.json does not record it). tmlr keeps that text
 as the parameter's type inside the build (signatures, sidecars) and writes it to metadata.json as
 ``"type": "tensordesc"`` with a ``descriptor`` object: the dtype, the block shape, the kernel
 parameters the one argument becomes (``fields``, the installed Triton's rule) and, when the compile
@@ -17,7 +19,7 @@ from tmlr_runtime.abi import POINTEE_TYPES, Parameter
 from .errors import UnsupportedKernelError
 
 TYPE_NAME = "tensordesc"
-_TYPE = re.compile(r"tensordesc<\s*([A-Za-z0-9]+)\s*\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]\s*>")
+_TYPE = re.compile(r"tensordesc<\s*([A-Za-z0-9]+)\s*\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]\s*(?:,\s*(\S.*?))?\s*>")
 # how many kernel parameters one entry of ``fields`` stands for: 1, or one per dimension
 _PER_DIM = ("shape:i32", "shape:i64", "strides:i64")
 FIELDS = ("tensormap", "base", "padding:i1", "round_f32_to_tf32:i1", *_PER_DIM)
@@ -27,11 +29,13 @@ FIELDS = ("tensormap", "base", "padding:i1", "round_f32_to_tf32:i1", *_PER_DIM)
 class DescriptorType:
     dtype: str  # Triton element type: "fp16"
     block_shape: tuple[int, ...]
+    layout: str | None = None  # a Gluon descriptor's layout as Triton writes it: "NVMMASharedLayout(...)"
 
     @property
     def text(self) -> str:
-        """The type as Triton's JIT writes it: ``tensordesc<fp16[64, 64]>``."""
-        return f"{TYPE_NAME}<{self.dtype}[{', '.join(map(str, self.block_shape))}]>"
+        """The type as Triton's JIT writes it: ``tensordesc<fp16[64, 64]>`` (Gluon: ``...[64, 64],Layout(...)>``)."""
+        layout = f",{self.layout}" if self.layout else ""
+        return f"{TYPE_NAME}<{self.dtype}[{', '.join(map(str, self.block_shape))}]{layout}>"
 
 
 def parse_type(text: str | None) -> DescriptorType | None:
@@ -39,7 +43,7 @@ def parse_type(text: str | None) -> DescriptorType | None:
     m = _TYPE.fullmatch(text or "")
     if m is None or m.group(1) not in POINTEE_TYPES:
         return None
-    return DescriptorType(m.group(1), tuple(int(d) for d in m.group(2).split(",")))
+    return DescriptorType(m.group(1), tuple(int(d) for d in m.group(2).split(",")), m.group(3))
 
 
 def is_descriptor(p: Parameter) -> bool:

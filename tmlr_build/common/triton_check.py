@@ -11,9 +11,6 @@ from .errors import TritonVersionError
 TESTED = ("3.3.1", "3.4.0", "3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0")
 SUPPORTED = tuple(v.rsplit(".", 1)[0] for v in TESTED)
 DEFAULT = "3.3.1"  # what pip install 'tmlr[build]' installs
-# Resuming from a --split-dump file re-runs the rest of make_ttgir with the calls that already ran left
-# out; tmlr-build knows that pipeline (and the dump's stage boundaries) for these releases only so far.
-PASS_DUMP_RELEASES = ("3.3",)
 
 
 def installed_triton_version() -> str | None:
@@ -44,19 +41,6 @@ def check_triton_version(version: str | None = None) -> str:
             f"Triton {have} is installed, but tmlr-build knows the kernel ABI of Triton {', '.join(SUPPORTED)} "
             f"only (tested: {', '.join(TESTED)}); install one of them, e.g. pip install 'triton=={DEFAULT}', or "
             "build with another interpreter's Triton: tmlr-build --python /path/to/venv/bin/python ...")
-    return have
-
-
-def check_pass_dump_resume() -> str:
-    """The installed Triton version when building from a --split-dump file can work with it, else TritonVersionError."""
-    have = check_triton_version()
-    if release_of(have) not in PASS_DUMP_RELEASES:
-        raise TritonVersionError(
-            f"building from a --split-dump file supports Triton {', '.join(PASS_DUMP_RELEASES)} only so far, and "
-            f"Triton {have} is installed: later releases changed the pass pipeline it replays (3.4 added passes "
-            "outside the modules it tracks, 3.5 moved the first make_llir pass, 3.8 changed the dump's header "
-            "format); build the dump's .ttgir/.ttir with Triton 3.3.1 (tmlr-build --python PATH: an interpreter "
-            "with it), or build the kernel from its .py")
     return have
 
 

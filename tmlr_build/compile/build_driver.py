@@ -5,7 +5,8 @@ Triton 3.3.x asks ``triton.runtime.driver.active.get_benchmarker()`` at decorati
 versions look the benchmarker up when they first benchmark). On a machine without a GPU there is
 no active driver, so importing such a file fails with "0 active drivers". Libraries also ask
 ``driver.active.get_current_target()`` at import time (to pick configs for an arch, or to tell
-CUDA from HIP), and Triton's tutorials ``driver.active.get_active_torch_device()``.
+CUDA from HIP), and Triton's tutorials ``driver.active.get_active_torch_device()``. Triton 3.4's
+Gluon frontend (``GluonASTSource.make_ir``) asks it for the target too, while compiling.
 
 A build launches nothing, and what it produces must not depend on the machine it runs on. So a
 worker that imports a kernel file ALWAYS installs this stand-in, GPU or not, through Triton's

@@ -22,7 +22,7 @@ from triton.compiler.compiler import make_backend
 from ..common import signature as sig
 from ..common.arch import check_supported
 from ..common.errors import CompileError
-from ..common.jobs import DIAGNOSTICS_FILE, Job, JobResult
+from ..common.jobs import DIAGNOSTICS_FILE, STAGES, Job, JobResult
 from ..common.tensordesc import descriptor_json, is_descriptor
 from ..common.errors import MissingMetadataError, UnsupportedKernelError
 from ..version import __version__ as tmlr_version
@@ -90,7 +90,10 @@ def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts
     module = start.module
     stages: dict[str, Any] = {}
     api = triton_api.current()
-    api.add_stages(backend, stages, start.options)
+    if start.gluon:
+        api.add_gluon_stages(backend, stages, start.options)
+    else:
+        api.add_stages(backend, stages, start.options)
     order = list(stages)[:-1]  # the last stage (cubin) is ptxas, run by the caller
     if start.first_stage not in order or (job.stop_after and job.stop_after == start.input_ext):
         return module
@@ -101,7 +104,8 @@ def _lower(job: Job, backend: Any, start: Start, metadata: dict[str, Any], texts
             module = stages[ext](module, metadata)
         except Exception as e:
             raise CompileError(stage_failure(job, ext, e, diag)) from None
-        texts[ext] = stable_text(str(module))  # kept IR names no file of this machine
+        if ext in STAGES:  # not Gluon's glir (3.9): the frontend's TTGIR as is, which tmlr takes no input of
+            texts[ext] = stable_text(str(module))  # kept IR names no file of this machine
         if ext == job.stop_after:
             break
     return module

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import triton
+from tmlr_runtime.abi import TYPES
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
@@ -19,7 +20,7 @@ from ..common.arch import triton_target
 from ..common.errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError,
                              OptionError, SignatureError, TritonReleaseMismatchError)
 from ..common.jobs import STAGES, Job
-from ..common.tensordesc import is_descriptor
+from ..common.tensordesc import is_descriptor, parse_type as parse_descriptor_type
 from . import options as opts, python_source, triton_api
 from .diagnostics import Diagnostics, compiler_style, stage_failure
 
@@ -35,6 +36,7 @@ class Start:
     first_stage: str  # the first stage to run ("cubin": none but ptxas, "done": nothing)
     inherited: dict[str, Any]  # Triton metadata computed by stages that are not rerun
     input_ext: str | None  # stage whose text is the input file itself (for the ir/ folder)
+    gluon: bool = False  # a @gluon.jit kernel: Triton's Gluon stages (no ttir; 3.9 adds glir before ttgir)
 
 
 # --- starting points -----------------------------------------------------------------------------
@@ -54,8 +56,10 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
                                        defaults, constexpr_params)
     _check_descriptors(job, params)
     options = _parse_options(backend, opts.merge(job.options, [], {}, job.label), job)
-    signature, constexprs, attrs = sig.to_triton(params)
-    src = ASTSource(fn, signature, constexprs, attrs)
+    gluon = bool(getattr(fn, "is_gluon", lambda: False)())
+    if not gluon:
+        _check_no_layouts(job, params)
+    src = _gluon_source(job, fn, params) if gluon else ASTSource(fn, *sig.to_triton(params))
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
@@ -65,7 +69,36 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     except Exception as e:
         message = stage_failure(job, "python -> ttir", e, diag)
         raise CompileError(f"{_python_location(fn, e, name)}: {message}") from None
-    return Start(job.kernel, params, options, mod, "ttir", {}, None)
+    return Start(job.kernel, params, options, mod, src.ext if gluon else "ttir", {}, None, gluon)
+
+
+def _check_no_layouts(job: Job, params: list[sig.Parameter]) -> None:
+    named = [p.name for p in params if is_descriptor(p) and parse_descriptor_type(p.type).layout]  # type: ignore[union-attr]
+    if named:
+        raise SignatureError(f"{job.label}: {', '.join(named)}: a descriptor type with a layout is for @gluon.jit "
+                             "kernels; a @triton.jit kernel's descriptor is written without one: tensordesc<fp16[64, 64]>")
+
+
+def _gluon_source(job: Job, fn: Any, params: list[sig.Parameter]) -> Any:
+    """A @gluon.jit kernel (Triton 3.4+): its frontend writes TTGIR, so there is no ttir stage; a host
+    descriptor's type names its shared-memory layout (the default NVMMA layout when the signature gives none)."""
+    api = triton_api.current()
+    if job.stop_after == "ttir":
+        raise OptionError(f"{job.label}: --stop-after ttir: a Gluon kernel has no TTIR stage (its frontend writes "
+                          "TTGIR); stop after ttgir, llir or ptx")
+    signature, constexprs, attrs = sig.to_triton(params)
+    for p in params:
+        desc = parse_descriptor_type(p.type) if is_descriptor(p) else None
+        if desc is None:
+            continue
+        signature[p.name] = api.gluon_descriptor(desc.dtype, desc.block_shape, desc.layout) or ""
+        if not signature[p.name]:
+            raise SignatureError(
+                f"{job.label}: parameter {p.name}: Triton {triton.__version__} has no default layout for a Gluon "
+                "descriptor (NVMMASharedLayout.get_default_for came in 3.5): write it in the signature, e.g. "
+                f"'tensordesc<{desc.dtype}[{', '.join(map(str, desc.block_shape))}],NVMMASharedLayout("
+                f"swizzle_byte_width=128, element_bitwidth={8 * TYPES[desc.dtype].size}, rank={len(desc.block_shape)})>'")
+    return api.gluon_source(fn, signature, constexprs, attrs)
 
 
 def _check_signature_needed(kernel: str, arg_names: list[str], constexprs: dict[str, Any], defaults: dict[str, Any],

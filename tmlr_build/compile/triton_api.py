@@ -146,6 +146,57 @@ class TritonAPI:
             return int(jit.get_jit_fn_file_line(fn)[1])
         return int(fn.def_file_line_number)
 
+    # ---- pass dumps (--split-dump resume) and Gluon kernels: read from the installed Triton ----
+    def pass_modules(self) -> list[Any]:
+        """Every module of pass-adding bindings (``add_*``) in ``passes`` and ``nvidia.passes``: make_ttgir
+        calls more of them in later releases (3.4 ``nvidia.passes.hopper``, 3.5 ``passes.gluon``)."""
+        from triton._C.libtriton import nvidia, passes
+
+        found = [getattr(parent, name) for parent in (passes, nvidia.passes) for name in sorted(dir(parent))
+                 if not name.startswith("_")]
+        return [m for m in found if inspect.ismodule(m) and any(n.startswith("add_") for n in dir(m))]
+
+    def stage_function(self, backend: Any, stage: str) -> Any:
+        """The backend method that runs pass-dump stage ``stage`` as f(module, metadata, options, capability):
+        ``"ttgir"`` make_ttgir; ``"gluon"`` a Gluon kernel's TTGIR stage (``gluon_to_ttgir``, ``ttgir_opt`` in 3.4)."""
+        if stage == "gluon":
+            return getattr(backend, "gluon_to_ttgir", None) or backend.ttgir_opt
+        return backend.make_ttgir
+
+    @property
+    def has_gluon(self) -> bool:
+        """Whether ``triton.experimental.gluon`` exists (3.4+)."""
+        try:
+            import triton.experimental.gluon  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def gluon_source(self, fn: Any, signature: dict[str, str], constexprs: Any, attrs: Any) -> Any:
+        """Gluon's ASTSource. Its ``ext`` names the stage its module is: ``ttgir`` (3.4-3.8: the frontend builds
+        TTGIR) or ``glir`` (3.9: an identity stage before ``ttgir``)."""
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        return GluonASTSource(fn, signature, constexprs, attrs)
+
+    def add_gluon_stages(self, backend: Any, stages: dict[str, Any], options: Any) -> None:
+        from triton.backends.compiler import Language
+
+        backend.add_stages(stages, options, Language.GLUON)
+
+    def gluon_descriptor(self, dtype: str, block_shape: tuple[int, ...], layout: str | None) -> str | None:
+        """Triton's type text of a Gluon host descriptor, ``tensordesc<fp16[64, 64],NVMMASharedLayout(...)>``.
+        ``layout`` None: ``NVMMASharedLayout.get_default_for`` (3.5+), as Gluon's examples pick it; None when
+        the release lacks it (3.4: the layout must be written out)."""
+        if layout is None:
+            from triton.experimental.gluon.language import NVMMASharedLayout
+            from triton.language import str_to_ty
+
+            if not hasattr(NVMMASharedLayout, "get_default_for"):
+                return None
+            layout = repr(NVMMASharedLayout.get_default_for(list(block_shape), str_to_ty(dtype, None)))
+        return f"tensordesc<{dtype}[{', '.join(map(str, block_shape))}],{layout}>"
+
 
 def _nvidia() -> Any:
     from triton.backends.nvidia import compiler

@@ -12,14 +12,15 @@ from ..builder.sources import request
 from ..builder.workers import Task, run_task
 from ..common.arch import Target
 from ..common.errors import InputError
-from ..common.triton_check import check_pass_dump_resume
+from ..common.triton_check import check_triton_version
 
 # llir-lowering passes before this one still see TTGIR; make_llir re-runs them from the start.
 _FIRST_LLVM_PASS = "convert-scf-to-cf"
 _FINISH_TTGIR = "tmlr_build.compile.resume_ttgir:finish"  # runs in a compile worker
 
 
-def _entry(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _entry(path: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The index entry of ``path``, the entries before it and those after it."""
     index = os.path.join(os.path.dirname(os.path.abspath(path)), "index.json")
     try:
         with open(index, encoding="utf-8") as f:
@@ -29,17 +30,24 @@ def _entry(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                          "tmlr-build --split-dump LOG -o DIR") from None
     for i, p in enumerate(passes):
         if p["file"] == os.path.basename(path):
-            return p, passes[:i]
+            return p, passes[:i], passes[i + 1:]
     raise InputError(f"{path}: not listed in {index}; pass a file that --split-dump wrote")
+
+
+def _refuse_unbuildable(path: str, entry: dict[str, Any]) -> None:
+    if entry.get("internal"):
+        raise InputError(f"{path}: {entry['pass_name']}'s own dump from inside a pass ({entry['pass_arg']}): the pass "
+                         "had not finished, so no pipeline can continue from it; take the file of the next pass")
+    if not entry["buildable"]:
+        raise InputError(f"{path}: dumped by a nested pass manager for one {entry['operation']} (the inliner's "
+                         "per-function canonicalize, LLVM's per-function passes), not a module; take a later file")
 
 
 def _stage_input(path: str, work: str, num_stages: int | None) -> str:
     """The .ttir/.ttgir that continues the pipeline where ``path`` was dumped."""
-    entry, before = _entry(path)
+    entry, before, after = _entry(path)
     name = os.path.join(work, os.path.splitext(os.path.basename(path))[0])
-    if not entry["buildable"]:
-        raise InputError(f"{path}: dumped from inside the inliner ({entry['operation']}, not a module); "
-                         "take a later file")
+    _refuse_unbuildable(path, entry)
     llvm_started = any(p["pass_arg"] == _FIRST_LLVM_PASS for p in before)  # the file is before its own pass
     if entry["stage"] == "ttir" or (entry["stage"] == "ttgir" and not any(p["stage"] == "ttgir" for p in before)):
         if entry["pass_arg"] == "inline":
@@ -54,8 +62,11 @@ def _stage_input(path: str, work: str, num_stages: int | None) -> str:
         raise InputError(f"{path}: dumped after {_FIRST_LLVM_PASS} (LLVM dialect); tmlr cannot resume there: "
                          "take a file from before that pass")
     out = name + ".ttgir"
-    dumped = [p["pass_arg"] for p in before if p["stage"] == "ttgir"]
-    run_task(Task(_FINISH_TTGIR, (os.path.abspath(path), dumped, entry["pass_arg"], out, num_stages), path))
+    stage = [p for p in before + [entry] + after if p["stage"] == entry["stage"] and not p.get("internal")]
+    complete = any(p["stage"] != entry["stage"] for p in after)  # the log goes on past this stage
+    task = (os.path.abspath(path), entry["stage"], [p["pass_arg"] for p in stage], stage.index(entry), out,
+            num_stages, complete)
+    run_task(Task(_FINISH_TTGIR, task, path))
     return out
 
 
@@ -69,7 +80,7 @@ def build_from_dump(path: str, out: str, archs: tuple[Target, ...] | None, optio
     ``arg_names`` as for a .ttir/.ttgir input; ``config``: other BuildConfig fields (keep_ir, stop_after, ...).
     This is what ``tmlr-build DIR/NN-Pass.mlir`` calls.
     """
-    check_pass_dump_resume()
+    check_triton_version()
     options = dict(options or {})
     with tempfile.TemporaryDirectory(prefix="tmlr-resume-") as work:
         source = _stage_input(path, work, options.get("num_stages"))
