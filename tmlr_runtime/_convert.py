@@ -20,16 +20,16 @@ import struct
 import sys
 from typing import Any, Callable
 
-from . import _driver
+from . import _driver, _tensordesc
 from ._errors import (ArgumentError, ConstexprMismatchError, PointerArgumentError, ScalarArgumentError, StreamError, TmlrError,
                       short_repr)
 from .abi import TYPES, Parameter, pointee
 
-PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE = range(7)  # per-argument codes
+PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE, TENSORDESC = range(8)  # per-argument codes
 _DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}  # DLPack (type code, bits) -> Triton type
 _DL_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 _ACCEPTED = "pass a CUDA torch tensor, a CuPy array, an object with __cuda_array_interface__ or __dlpack__, an int address, or None"
-_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA}
+_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA, "tensordesc": TENSORDESC}
 
 
 def code(p: Parameter, checks: bool) -> int | None:
@@ -66,6 +66,8 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
         return any_pointer(p, value, device, checks)
     if code == TMA:
         return tma_bytes(p, value)
+    if code == TENSORDESC:  # a tuple: the values of the several kernel parameters it becomes
+        return _tensordesc.descriptor_args(p, value, device, checks)
     if code == BF16:
         try:
             return bf16_bits(value)
