@@ -74,6 +74,7 @@ class ArtifactMetadata:
     signature: tuple[Parameter, ...]
     variants: tuple[Variant, ...]
     path: str | None = None
+    schema_version: int = 1
 
     @classmethod
     def from_dict(cls, doc: Any, path: str | None = None) -> "ArtifactMetadata":
@@ -91,7 +92,8 @@ class ArtifactMetadata:
             json_path, problem = e.args
             raise SchemaError(f"{where}: {json_path}: {problem}; not a tmlr metadata.json (schema v{SCHEMA_VERSION}) "
                               "- rebuild it with tmlr-build", path, json_path) from None
-        return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path})
+        return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path,
+                                     "schema_version": int(version)})
 
     @classmethod
     def read(cls, directory: str | os.PathLike[str], stats: dict[str, os.stat_result] | None = None) -> "ArtifactMetadata":
