@@ -164,3 +164,13 @@ def test_from_tensor_of_a_cuda_array_interface_object() -> None:
 
     d = tr.TensorDescriptor.from_tensor(Array(), [2, 8])
     assert (d.shape, d.strides, d.block_shape, d.padding) == ((4, 8), (8, 1), (2, 8), "zero")
+
+
+def test_kernels_without_descriptors_keep_the_plain_pack() -> None:
+    """The per-call path of other kernels is unchanged: their plan packs with the Struct's own pack_into."""
+    with installed():
+        k = tr.Kernel.load(os.path.join(ROOT, "examples", "artifacts", "add"))
+        d = tr.Kernel.load(os.path.join(ARTIFACTS, "desc_scale"))
+    pack, slow = k._plan[11], k._plan[-1]
+    assert pack == slow.layout.head.pack_into
+    assert d._plan[11] != d._plan[-1].layout.head.pack_into
