@@ -5,7 +5,8 @@ Pointers: a torch tensor, CuPy array, ``__cuda_array_interface__`` object or DLP
 int address or None, with the checks the signature implies (device, dtype, alignment); the
 launcher reads torch tensors on the launch device itself and sends everything else, and every
 failed check, here. Scalars: the packing ``struct`` converts and range-checks them, and
-:func:`diagnose_scalar` says why it refused one; bf16, i1 and TMA descriptors are converted here,
+:func:`diagnose_scalar` says why it refused one; bf16, i1, TMA descriptors and (through
+:mod:`._tensordesc`) host tensor descriptors are converted here,
 constexprs, ints specialized to 1 and ints assumed divisible by 16 checked. The stream: an int
 handle, an object with ``__cuda_stream__`` (the CUDA stream protocol), torch's ``.cuda_stream`` or
 CuPy's ``.ptr``; given none, torch's current stream when torch is already imported, else the legacy

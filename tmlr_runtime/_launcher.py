@@ -2,8 +2,9 @@
 
 1. At load, :func:`plan` gives each positional parameter a code for the work its type needs per
    call (as Inductor's static launcher does): a pointer, an int assumed divisible by 16, an i1, a
-   bf16, a TMA descriptor, a constexpr or an int specialized to 1. Plain scalars get none: the
-   packing ``struct`` converts and range-checks them.
+   bf16, a TMA descriptor, a tensor descriptor, a constexpr or an int specialized to 1. Plain
+   scalars get none: the packing ``struct`` converts and range-checks them. A tensor descriptor
+   (``tensordesc``) fills several slots, those its recorded ``fields`` name (:func:`param_slots`).
 2. The plan fixes the packed layout; each thread that launches gets its argument storage and the
    ``void**`` into it once (:class:`ArgBuffer`), and a call only rewrites the values
    (as tinygrad's ops_cuda does).
