@@ -13,6 +13,8 @@ where tmlr depends on it:
 - ``cuPointerGetAttribute`` calls every address device memory of its device, except those put in
   ``host_addresses`` (pinned host memory) or ``unknown_addresses`` (memory CUDA does not know);
 - ``cuMemAllocAsync`` / ``cuMemFreeAsync`` (global scratch) are recorded in ``scratch``;
+- ``cuTensorMapEncodeTiled`` records its arguments (as plain ints and lists) in ``tensor_maps`` and
+  returns a map whose 16 words are the address, the rank, the data type and 13 words counting up;
 - ``cuLaunchKernel`` / ``cuLaunchKernelEx`` record each launch (with the bytes of each parameter
   when ``param_sizes`` is set; they return ``result`` or raise ``error`` when those are set), and
   for the ``add`` kernel of ``examples/kernels/vector_add.py`` (BLOCK 1024) also *run* it on host
@@ -32,6 +34,7 @@ import hashlib
 import json
 import os
 import tempfile
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
 import tmlr_runtime as tr
@@ -73,6 +76,8 @@ class FakeDriver:
         self.launches: list[dict[str, Any]] = []
         self.loaded: list[str] = []
         self.scratch: list[tuple[str, int, int]] = []  # ("alloc", bytes, stream) and ("free", address, stream)
+        self.tensor_maps: list[dict[str, Any]] = []  # the arguments of each cuTensorMapEncodeTiled
+        self.tensor_map_error = _OK  # the CUresult cuTensorMapEncodeTiled returns when not _OK
         self.host_addresses: set[int] = set()
         self.unknown_addresses: set[int] = set()
         self.context = _CONTEXT  # the current context's handle: a test may make another current
@@ -139,6 +144,16 @@ class FakeDriver:
     def cuMemFreeAsync(self, address: int, stream: int) -> tuple[int]:
         self.scratch.append(("free", address, stream))
         return (_OK,)
+
+    def cuTensorMapEncodeTiled(self, data_type: Any, rank: int, address: int, dims: list, strides: list, box: list,
+                               element_strides: list, interleave: Any, swizzle: Any, l2: Any, fill: Any) -> tuple[int, Any]:
+        self.tensor_maps.append({
+            "data_type": int(data_type), "rank": rank, "address": address, "dims": [int(x) for x in dims],
+            "strides": [int(x) for x in strides], "box": [int(x) for x in box], "element_strides": [int(x) for x in element_strides],
+            "interleave": int(interleave), "swizzle": int(swizzle), "l2": int(l2), "fill": int(fill)})
+        if self.tensor_map_error != _OK:
+            return (self.tensor_map_error, None)
+        return (_OK, SimpleNamespace(opaque=[address, rank, int(data_type), *range(len(self.tensor_maps), len(self.tensor_maps) + 13)]))
 
     # -- launches -----------------------------------------------------------------------------
     def _record(self, launch: dict[str, Any], params: int) -> tuple[int]:

@@ -68,8 +68,21 @@ def _param(rng: random.Random) -> dict[str, Any]:
         return {"name": name, "kind": kind, "value": value}
     if kind == "equal_to_1":
         return {"name": name, "kind": kind, "type": rng.choice(abi.SCALAR_TYPES)}
+    if rng.random() < 0.25:
+        return {"name": name, "kind": kind, "type": abi.TENSORDESC, "divisibility": rng.choice([1, 1.0]), "descriptor": _descriptor(rng)}
     types = list(abi.SCALAR_TYPES) + [abi.TMA_DESC] + [f"*{k}{t}" for t in abi.POINTEE_TYPES for k in ("", "k")]
     return {"name": name, "kind": kind, "type": rng.choice(types), "divisibility": rng.choice([1, 16, 16.0])}
+
+
+def _descriptor(rng: random.Random) -> dict[str, Any]:
+    """A ``descriptor`` object: any fields of the vocabulary, a tensormap exactly when they hold "tensormap"."""
+    fields = rng.choices(abi.DESCRIPTOR_FIELDS, k=rng.randint(1, 7))
+    ndim = rng.randint(1, 5)
+    doc = {"dtype": rng.choice(abi.POINTEE_TYPES), "block_shape": [_int(rng, 1, 256) for _ in range(ndim)], "fields": fields}
+    if "tensormap" in fields:
+        doc["tensormap"] = {"elem_type": _int(rng, 0, 15), "elem_size": rng.choice([1, 2, 4, 8]), "swizzle": _int(rng, 0, 3),
+                            "fp4_padded": rng.random() < 0.2, "block_size": [_int(rng, 1, 256) for _ in range(ndim)]}
+    return doc
 
 
 def _signature(sig: list[dict[str, Any]], rng: random.Random) -> None:
@@ -115,7 +128,8 @@ def _provenance(v: dict[str, Any], rng: random.Random) -> None:
 
 VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     lambda doc, rng: doc.update(name=_ident(rng)),
-    lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0])),
+    # version 1 with a tensordesc parameter is invalid: expected_valid says so, and the reader must agree
+    lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0, 2, 2.0, 2])),
     lambda doc, rng: _signature(doc["signature"], rng),
     lambda doc, rng: _another_variant(doc["variants"], rng),
     _variant_knob(lambda v, rng: v["target"].update(capability=_int(rng, 50, 200), warp_size=rng.choice([32, 32.0]),
@@ -154,7 +168,7 @@ def json_paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 BAD_VALUES = [None, True, -1, 0, 33, 2**64, 1.5, float("nan"), "", "x", "add\n", "../k.cubin", "sm_90b", "A" * 64, [], [1, 1, 1],
-              ["global_scratch", "global_scratch"], {}, {"x": 1}]
+              ["global_scratch", "global_scratch"], {}, {"x": 1}, "tensordesc", "shape:u8", ["tensormap"], [0] * 6]
 
 
 def invalid_change(doc: Any, rng: random.Random) -> tuple[Any, tuple[Any, ...]]:

@@ -9,6 +9,7 @@ from ._errors import (ArgumentCountError, ArgumentError, ArtifactError, Constexp
                       PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError)
 from ._kernel import Kernel
 from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
+from ._tensordesc import DescriptorArgumentError, TensorDescriptor
 from ._tma import TensorMap, make_tensor_map
 from .abi import Parameter
 
@@ -16,7 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
-    "CudaUnavailableError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "METADATA_FILE",
+    "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "METADATA_FILE",
     "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "SCHEMA_PATH", "SCHEMA_VERSION",
-    "ScalarArgumentError", "SchemaError", "StreamError", "TensorMap", "TmlrError", "Variant", "make_tensor_map",
+    "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "Variant", "make_tensor_map",
 ]

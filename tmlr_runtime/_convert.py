@@ -5,7 +5,8 @@ Pointers: a torch tensor, CuPy array, ``__cuda_array_interface__`` object or DLP
 int address or None, with the checks the signature implies (device, dtype, alignment); the
 launcher reads torch tensors on the launch device itself and sends everything else, and every
 failed check, here. Scalars: the packing ``struct`` converts and range-checks them, and
-:func:`diagnose_scalar` says why it refused one; bf16, i1 and TMA descriptors are converted here,
+:func:`diagnose_scalar` says why it refused one; bf16, i1, TMA descriptors and (through
+:mod:`._tensordesc`) host tensor descriptors are converted here,
 constexprs, ints specialized to 1 and ints assumed divisible by 16 checked. The stream: an int
 handle, an object with ``__cuda_stream__`` (the CUDA stream protocol), torch's ``.cuda_stream`` or
 CuPy's ``.ptr``; given none, torch's current stream when torch is already imported, else the legacy
@@ -20,16 +21,16 @@ import struct
 import sys
 from typing import Any, Callable
 
-from . import _driver
+from . import _driver, _tensordesc
 from ._errors import (ArgumentError, ConstexprMismatchError, PointerArgumentError, ScalarArgumentError, StreamError, TmlrError,
                       short_repr)
 from .abi import TYPES, Parameter, pointee
 
-PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE = range(7)  # per-argument codes
+PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE, TENSORDESC = range(8)  # per-argument codes
 _DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}  # DLPack (type code, bits) -> Triton type
 _DL_CUDA = (2, 13)  # kDLCUDA, kDLCUDAManaged
 _ACCEPTED = "pass a CUDA torch tensor, a CuPy array, an object with __cuda_array_interface__ or __dlpack__, an int address, or None"
-_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA}
+_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, "nvTmaDesc": TMA, "tensordesc": TENSORDESC}
 
 
 def code(p: Parameter, checks: bool) -> int | None:
@@ -66,6 +67,8 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
         return any_pointer(p, value, device, checks)
     if code == TMA:
         return tma_bytes(p, value)
+    if code == TENSORDESC:  # a tuple: the values of the several kernel parameters it becomes
+        return _tensordesc.descriptor_args(p, value, device, checks)
     if code == BF16:
         try:
             return bf16_bits(value)

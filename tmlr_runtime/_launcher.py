@@ -2,8 +2,9 @@
 
 1. At load, :func:`plan` gives each positional parameter a code for the work its type needs per
    call (as Inductor's static launcher does): a pointer, an int assumed divisible by 16, an i1, a
-   bf16, a TMA descriptor, a constexpr or an int specialized to 1. Plain scalars get none: the
-   packing ``struct`` converts and range-checks them.
+   bf16, a TMA descriptor, a tensor descriptor, a constexpr or an int specialized to 1. Plain
+   scalars get none: the packing ``struct`` converts and range-checks them. A tensor descriptor
+   (``tensordesc``) fills several slots, those its recorded ``fields`` name (:func:`param_slots`).
 2. The plan fixes the packed layout; each thread that launches gets its argument storage and the
    ``void**`` into it once (:class:`ArgBuffer`), and a call only rewrites the values
    (as tinygrad's ops_cuda does).
@@ -28,7 +29,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from . import _driver
-from ._convert import DIV16, PTR, check_constexpr, code, convert, diagnose_scalar, stream_getter, stream_handle, torch_dtype
+from ._convert import DIV16, PTR, TENSORDESC, check_constexpr, code, convert, diagnose_scalar, stream_getter, stream_handle, torch_dtype
 from ._errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
 from ._metadata import Variant
 from ._modules import LoadedFunction
@@ -54,7 +55,8 @@ class Layout:
 
     @classmethod
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
-        types = [_POINTER_TYPE if p.type[0] == "*" else TYPES[p.type] for p in runtime_params]  # type: ignore[index]
+        slots = [s for p in runtime_params for s in param_slots(p)]
+        types = [_POINTER_TYPE if t[0] == "*" else TYPES[t] for _, t in slots]
         fmt, offsets, offset = "<", [], 0
         for t in types:
             pad = -offset % t.align
@@ -63,9 +65,17 @@ class Layout:
             offset += pad + t.size
         offset += -offset % 8  # then the hidden pointers
         offsets += range(offset, offset + 8 * len(hidden_params), 8)
-        names = tuple([p.name for p in runtime_params]) + tuple(hidden_params)
+        names = tuple([name for name, _ in slots]) + tuple(hidden_params)
         sizes = tuple([t.size for t in types]) + (8,) * len(hidden_params)
         return cls(names, tuple(offsets), sizes, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
+
+
+def param_slots(p: Parameter) -> list[tuple[str, str]]:
+    """``(name, Triton type)`` of each kernel parameter runtime parameter ``p`` becomes: itself, or a
+    tensor descriptor's fields (``a_desc.tensormap``, ``a_desc.shape[0]``, ...)."""
+    if p.descriptor is None:
+        return [(p.name, p.type)]  # type: ignore[list-item]
+    return [(f"{p.name}.{name}", t) for name, t in p.descriptor.slots()]
 
 
 class ArgBuffer:
@@ -295,9 +305,17 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
         div16[0] if div16 else 0,  # the first apart: a loop costs more
         len(div16) > 1 or len(pointers) + len(unchecked) + len(div16) < len(slow.work),  # Slow.convert_rest has work
         torch.Tensor if torch is not None else _NoTorch,
-        head if len(kept) == slow.npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept])),
+        _packer(head, kept, slow.npos, [i for i, c, _ in slow.work if c == TENSORDESC]),
         0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0],  # an int grid up to this: cuLaunchKernel here
         drv.cuLaunchKernel, slow.function, variant.threads_per_block, variant.shared, slow)
+
+
+def _packer(head: Any, kept: list[int], npos: int, descriptors: list[int]) -> Any:
+    """``pack(buf, at, *values)``: the runtime parameters' values into the buffer; a tensor descriptor's
+    value is the tuple of its fields' values, spliced in (kernels without one keep the plain call)."""
+    if descriptors:
+        return lambda buf, at, *values: head(buf, at, *[x for i in kept for x in (values[i] if i in descriptors else (values[i],))])
+    return head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept]))
 
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:

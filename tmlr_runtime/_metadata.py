@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
-from .abi import PARAM_TYPES, SCALAR_TYPES, Parameter, Target
+from .abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
+                  TensorMapMeta)
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # the newest this reader reads
+SCHEMA_VERSIONS = (1, 2)  # 2 added tensordesc parameters; a document without one says 1
 METADATA_FILE = "metadata.json"
 
 
@@ -72,23 +74,26 @@ class ArtifactMetadata:
     signature: tuple[Parameter, ...]
     variants: tuple[Variant, ...]
     path: str | None = None
+    schema_version: int = 1
 
     @classmethod
     def from_dict(cls, doc: Any, path: str | None = None) -> "ArtifactMetadata":
         """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
         where = path or "metadata"
         version = doc.get("schema_version", SCHEMA_VERSION) if isinstance(doc, dict) else SCHEMA_VERSION
-        if isinstance(version, bool) or version != SCHEMA_VERSION:
+        if isinstance(version, bool) or version not in SCHEMA_VERSIONS:
             raise SchemaError(f"{where}: schema_version {short_repr(version)} is not supported by this tmlr_runtime (it "
-                              f"reads version {SCHEMA_VERSION}); rebuild the artifact with a matching tmlr-build or upgrade "
+                              f"reads versions {', '.join(map(str, SCHEMA_VERSIONS))}); rebuild the artifact with a matching tmlr-build or upgrade "
                               "tmlr_runtime", path, "$.schema_version")
         try:
             name, signature, variants = _document(doc)
+            _descriptors_need_v2(version, signature)
         except _Invalid as e:
             json_path, problem = e.args
             raise SchemaError(f"{where}: {json_path}: {problem}; not a tmlr metadata.json (schema v{SCHEMA_VERSION}) "
                               "- rebuild it with tmlr-build", path, json_path) from None
-        return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path})
+        return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path,
+                                     "schema_version": int(version)})
 
     @classmethod
     def read(cls, directory: str | os.PathLike[str], stats: dict[str, os.stat_result] | None = None) -> "ArtifactMetadata":
@@ -204,6 +209,10 @@ _CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
 _ARCH = re.compile(r"sm_[0-9]+a?").fullmatch
 _keys = dict.fromkeys
 _DOCUMENT = _keys(("schema_version", "name", "signature", "variants"))
+_DESCRIPTOR_PARAMETER = _keys(("name", "kind", "type", "divisibility", "descriptor")).keys()
+_DESCRIPTOR = _keys(("dtype", "block_shape", "fields"))
+_DESCRIPTOR_ALLOWED = _DESCRIPTOR | {"tensormap": None}
+_TENSORMAP = _keys(("elem_type", "elem_size", "swizzle", "fp4_padded", "block_size"))
 _PARAMETER = {"runtime": _keys(("name", "kind", "type", "divisibility")).keys(), "constexpr": _keys(("name", "kind", "value")).keys(),
               "equal_to_1": _keys(("name", "kind", "type")).keys()}
 _VARIANT = _keys(("target", "entry", "cubin", "launch", "scratch", "provenance"))
@@ -233,6 +242,8 @@ def _parameter(p: Any, i: int) -> Parameter:
     # (the JSON path is formatted only for a message: it would be a good part of the cost)
     kind = p.get("kind") if type(p) is dict else None
     keys = _PARAMETER.get(kind) if type(kind) is str else None
+    if kind == "runtime" and p.get("type") == TENSORDESC:
+        keys = _DESCRIPTOR_PARAMETER
     if keys is None or p.keys() != keys:
         if isinstance(p, dict) and "kind" in p and keys is None:
             raise _not(p, "kind", f"$.signature[{i}]", f"one of {list(_PARAMETER)}")
@@ -240,9 +251,14 @@ def _parameter(p: Any, i: int) -> Parameter:
     name, type_, value, divisibility = p["name"], p.get("type"), p.get("value"), p.get("divisibility", 1)
     if type(name) is not str or not name.isidentifier() or not name.isascii():  # as _identifier
         raise _not(p, "name", f"$.signature[{i}]", "an identifier")
-    if kind == "runtime":
+    descriptor = None
+    if keys is _DESCRIPTOR_PARAMETER:
+        if divisibility != 1 or type(divisibility) is bool:
+            raise _not(p, "divisibility", f"$.signature[{i}]", "1 (a tensordesc parameter has no divisibility)")
+        divisibility, descriptor = 1, _descriptor(p["descriptor"], f"$.signature[{i}].descriptor")
+    elif kind == "runtime":
         if type(type_) is not str or type_ not in PARAM_TYPES:
-            raise _not(p, "type", f"$.signature[{i}]", "a Triton scalar, pointer or nvTmaDesc type")
+            raise _not(p, "type", f"$.signature[{i}]", "a Triton scalar, pointer, nvTmaDesc or tensordesc type")
         if divisibility not in (1, 16) or type(divisibility) is bool:
             raise _not(p, "divisibility", f"$.signature[{i}]", "1 or 16")
         divisibility = int(divisibility)
@@ -252,7 +268,43 @@ def _parameter(p: Any, i: int) -> Parameter:
         value = 1
     elif isinstance(value, (list, dict)):
         raise _not(p, "value", f"$.signature[{i}]", "a number, boolean, string or null")
-    return _record(Parameter, {"name": name, "kind": kind, "type": type_, "divisibility": divisibility, "value": value})
+    return _record(Parameter, {"name": name, "kind": kind, "type": type_, "divisibility": divisibility, "value": value,
+                               "descriptor": descriptor})
+
+
+def _dims(obj: Any, key: str, path: str) -> tuple[int, ...]:
+    """``obj[key]``: 1 to 5 positive integers (a block shape or TMA box)."""
+    dims = _array(obj, key, path, 1)
+    if len(dims) > 5:
+        raise _not(obj, key, path, "an array of 1 to 5 items")
+    return tuple([_int(dims, j, f"{path}.{key}", 1) for j in range(len(dims))])
+
+
+def _descriptor(d: Any, path: str) -> Descriptor:
+    _object(d, path, _DESCRIPTOR, _DESCRIPTOR_ALLOWED)
+    dtype = _str(d, "dtype", path, POINTEE_TYPES.__contains__, f"one of {list(POINTEE_TYPES)}")
+    block_shape = _dims(d, "block_shape", path)
+    fields = _array(d, "fields", path, 1)
+    for j, f in enumerate(fields):
+        if type(f) is not str or f not in DESCRIPTOR_FIELDS:
+            raise _not(fields, j, path + ".fields", f"one of {list(DESCRIPTOR_FIELDS)} (a field this tmlr_runtime does not "
+                       "know cannot be launched: upgrade tmlr_runtime)")
+    if ("tensormap" in fields) != ("tensormap" in d):
+        raise _Invalid(path, "'tensormap' is required when fields holds 'tensormap', and allowed only then")
+    meta = None
+    if "tensormap" in d:
+        tm = _object(d["tensormap"], mp := path + ".tensormap", _TENSORMAP)
+        if type(tm["fp4_padded"]) is not bool:
+            raise _not(tm, "fp4_padded", mp, "a boolean")
+        meta = _record(TensorMapMeta, {"elem_type": _int(tm, "elem_type", mp, 0, 15), "elem_size": _int(tm, "elem_size", mp, 1, 8),
+                                       "swizzle": _int(tm, "swizzle", mp, 0, 3), "fp4_padded": tm["fp4_padded"],
+                                       "block_size": _dims(tm, "block_size", mp)})
+    return _record(Descriptor, {"dtype": dtype, "block_shape": block_shape, "fields": tuple(fields), "tensormap": meta})
+
+
+def _descriptors_need_v2(version: int, signature: tuple[Parameter, ...]) -> None:
+    if version == 1 and any(p.descriptor is not None for p in signature):
+        raise _Invalid("$.schema_version", "1, but the signature has a tensordesc parameter, which needs schema_version 2")
 
 
 def _variant(v: Any, path: str) -> Variant:

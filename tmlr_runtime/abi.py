@@ -68,6 +68,68 @@ DTYPE_NAMES = {name: n for n, t in reversed(TYPES.items()) for name in (t.torch,
 PARAM_TYPES = frozenset([*SCALAR_TYPES, TMA_DESC, *(f"*{k}{t}" for t in POINTEE_TYPES for k in ("", "k"))])
 
 
+# A host TensorDescriptor parameter (Triton 3.4+): one argument the kernel takes as the parameters
+# its descriptor's ``fields`` list (written by tmlr-build from its Triton's rule; no version logic here)
+TENSORDESC = "tensordesc"
+PER_DIM_FIELDS = {"shape:i32": "i32", "shape:i64": "i64", "strides:i64": "i64"}  # ndim parameters each
+SINGLE_FIELDS = {"tensormap": TMA_DESC, "base": "*", "padding:i1": "i1", "round_f32_to_tf32:i1": "i1"}
+DESCRIPTOR_FIELDS = ("tensormap", "base", "shape:i32", "shape:i64", "strides:i64", "padding:i1", "round_f32_to_tf32:i1")
+
+
+@dataclass(frozen=True)
+class TensorMapMeta:
+    """What ``cuTensorMapEncodeTiled`` needs for a TMA descriptor besides the call's tensor."""
+
+    elem_type: int  # CUtensorMapDataType
+    elem_size: int  # bytes
+    swizzle: int  # CUtensorMapSwizzle
+    fp4_padded: bool  # the innermost dimension is doubled
+    block_size: tuple[int, ...]  # the TMA box, outermost first
+
+    def to_json(self) -> dict[str, Any]:
+        return {"elem_type": self.elem_type, "elem_size": self.elem_size, "swizzle": self.swizzle,
+                "fp4_padded": self.fp4_padded, "block_size": list(self.block_size)}
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A ``tensordesc`` parameter's record: element type, block shape, the kernel parameters it becomes."""
+
+    dtype: str  # Triton element type: "fp16"
+    block_shape: tuple[int, ...]
+    fields: tuple[str, ...]
+    tensormap: TensorMapMeta | None = None  # present when fields holds "tensormap"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.block_shape)
+
+    def slots(self) -> list[tuple[str, str]]:
+        """``(name, Triton type)`` of each kernel parameter, in order: ``("shape[1]", "i32")``;
+        the base pointer's type is ``"*"`` plus the dtype."""
+        out: list[tuple[str, str]] = []
+        for f in self.fields:
+            if f in PER_DIM_FIELDS:
+                out += [(f"{f.split(':')[0]}[{i}]", PER_DIM_FIELDS[f]) for i in range(self.ndim)]
+            else:
+                out.append((f.split(":")[0], "*" + self.dtype if f == "base" else SINGLE_FIELDS[f]))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"dtype": self.dtype, "block_shape": list(self.block_shape), "fields": list(self.fields)}
+        if self.tensormap is not None:
+            doc["tensormap"] = self.tensormap.to_json()
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "Descriptor":
+        """The record of a ``descriptor`` object (not validated)."""
+        tm = doc.get("tensormap")
+        meta = None if tm is None else TensorMapMeta(int(tm["elem_type"]), int(tm["elem_size"]), int(tm["swizzle"]),
+                                                     bool(tm["fp4_padded"]), tuple(int(b) for b in tm["block_size"]))
+        return cls(doc["dtype"], tuple(int(b) for b in doc["block_shape"]), tuple(doc["fields"]), meta)
+
+
 def pointee(type_: str) -> str | None:
     """``"*fp16"`` and ``"*kfp16"`` (a constant pointer) -> ``"fp16"``; None for any other text."""
     return type_[1:].removeprefix("k") if type_[:1] == "*" and type_ in PARAM_TYPES else None
@@ -82,6 +144,7 @@ class Parameter:
     type: str | None = None  # Triton type ("*fp16", "i32", "nvTmaDesc"); None for constexprs
     divisibility: int = 1  # 16 when the build assumed divisibility by 16
     value: Any = None  # the compiled value of a constexpr (1 for equal_to_1)
+    descriptor: Descriptor | None = None  # for type "tensordesc" only
 
     @property
     def is_pointer(self) -> bool:
@@ -90,7 +153,8 @@ class Parameter:
     def to_json(self) -> dict[str, Any]:
         """The parameter's entry in metadata.json's ``signature``."""
         if self.kind == "runtime":
-            return {"name": self.name, "kind": "runtime", "type": self.type, "divisibility": self.divisibility}
+            doc = {"name": self.name, "kind": "runtime", "type": self.type, "divisibility": self.divisibility}
+            return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
         if self.kind == "constexpr":
             return {"name": self.name, "kind": "constexpr", "value": self.value}
         return {"name": self.name, "kind": "equal_to_1", "type": self.type}
@@ -100,7 +164,9 @@ class Parameter:
         """The record of a ``signature`` entry :meth:`to_json` wrote (not validated)."""
         kind = doc["kind"]
         value = 1 if kind == "equal_to_1" else doc.get("value")
-        return cls(doc["name"], kind, doc.get("type"), doc.get("divisibility", 1), value)
+        desc = doc.get("descriptor")
+        return cls(doc["name"], kind, doc.get("type"), doc.get("divisibility", 1), value,
+                   None if desc is None else Descriptor.from_json(desc))
 
 
 def format_entry(p: Parameter) -> str:

@@ -19,11 +19,12 @@ from . import __version__, _driver
 from ._elf import functions
 from ._errors import CudaUnavailableError, TmlrError
 from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin
-from .abi import Parameter
+from .abi import PER_DIM_FIELDS, Descriptor, Parameter
 
 DEVICE_CHECK = "this device can load and run it"
 SCHEMA_CHECK = "metadata.json follows the schema"
 _VERDICT = {True: "ok", False: "FAIL", None: "skipped"}
+_SWIZZLE = {0: "no swizzle", 1: "swizzle 32B", 2: "swizzle 64B", 3: "swizzle 128B"}
 
 
 def describe_param(p: Parameter) -> str:
@@ -31,8 +32,28 @@ def describe_param(p: Parameter) -> str:
         return f"{p.name}={p.value!r} (constexpr)"
     if p.kind == "equal_to_1":
         return f"{p.name}: {p.type} (specialized: must be 1)"
+    if p.descriptor is not None:
+        return f"{p.name}: {describe_descriptor(p.descriptor)}"
     note = "" if p.divisibility != 16 else " (16-byte aligned)" if p.is_pointer else " (divisible by 16)"
     return f"{p.name}: {p.type}{note}"
+
+
+def _param_json(p: Parameter) -> dict[str, Any]:
+    doc = {k: v for k, v in vars(p).items() if k != "descriptor"}
+    return doc if p.descriptor is None else {**doc, "descriptor": p.descriptor.to_json()}
+
+
+def describe_descriptor(d: Descriptor) -> str:
+    """``tensordesc<fp16[64, 128]> -> tensormap (box [64, 64], swizzle 128B), shape:i32 x2, strides:i64 x2``."""
+    parts = []
+    for f in d.fields:
+        if f == "tensormap" and d.tensormap is not None:
+            m = d.tensormap
+            parts.append(f"tensormap (box {list(m.block_size)}, {_SWIZZLE[m.swizzle]}, data type {m.elem_type}"
+                         f"{', fp4 padded' if m.fp4_padded else ''})")
+        else:
+            parts.append(f"{f} x{d.ndim}" if f in PER_DIM_FIELDS else f)
+    return f"tensordesc<{d.dtype}{list(d.block_shape)}> -> {', '.join(parts)}"
 
 
 def _occupancy(directory: str) -> dict[str, Any] | None:
@@ -72,9 +93,9 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
 def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]:
     """Everything a person wants to know about an artifact, as a JSON-able dict."""
     meta = ArtifactMetadata.read(directory)
-    out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": SCHEMA_VERSION,
+    out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
-           "signature": [dict(vars(p)) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants]}
+           "signature": [_param_json(p) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants]}
     if with_device:
         out["occupancy"] = _occupancy(directory)
     return out
@@ -107,7 +128,7 @@ def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str,
         meta = ArtifactMetadata.read(directory)
     except TmlrError as e:
         return [(SCHEMA_CHECK, False, str(e))]
-    results = [(SCHEMA_CHECK, True, f"v{SCHEMA_VERSION}, fields checked by the reader"), _jsonschema_check(directory)]
+    results = [(SCHEMA_CHECK, True, f"v{meta.schema_version} (this reader: v1-v{SCHEMA_VERSION}), fields checked by the reader"), _jsonschema_check(directory)]
     for v in meta.variants:
         try:
             data = read_cubin(directory, v)

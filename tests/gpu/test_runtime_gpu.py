@@ -146,6 +146,27 @@ def test_host_tma_descriptor():
     assert torch.equal(dst, src)
 
 
+@pytest.mark.parametrize("name, major", [("desc_scale", 9), ("desc_scale_sm80", 8)])
+def test_host_tensor_descriptors(name, major):
+    """Triton 3.9.0 artifacts of examples/kernels/host_desc.py: out = 2 * in, 64x128 blocks; TMA form
+    (CUtensorMap encoded per launch) on sm_90a, pointer form (base, shapes, strides, padding, tf32) on sm_8x."""
+    if not torch.cuda.is_available() or capability()[0] != major or (major == 9 and capability() != (9, 0)):
+        pytest.skip(f"{name} has a cubin for compute capability {major}.x only")
+    k = tr.Kernel.load(art(name))
+    M, N = 256, 512
+    src = torch.randn(M, N, device="cuda", dtype=torch.float16)
+    dst = torch.zeros_like(src)
+    k((M // 64, N // 128), tr.TensorDescriptor.from_tensor(src, [64, 128]), tr.TensorDescriptor.from_tensor(dst, [64, 128]))
+    torch.cuda.synchronize()
+    assert torch.equal(dst, src * 2)
+    # a strided view (a row pitch of 768 elements) goes through the same descriptor
+    wide = torch.randn(M, 768, device="cuda", dtype=torch.float16)
+    dst.zero_()
+    k((M // 64, N // 128), tr.TensorDescriptor.from_tensor(wide[:, :N], [64, 128]), tr.TensorDescriptor.from_tensor(dst, [64, 128]))
+    torch.cuda.synchronize()
+    assert torch.equal(dst, wide[:, :N] * 2)
+
+
 def test_cuda_graph_capture_and_replay(vectors):
     x, y, out, n = vectors
     k = tr.Kernel.load(art("add"))

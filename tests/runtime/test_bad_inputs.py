@@ -272,7 +272,7 @@ ARTIFACTS = [
            tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
     Broken("parameter-type-unknown", "a parameter has type *fp17",
            edit(lambda d: d["signature"][0].update(type="*fp17")), tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
-    Broken("schema-version-unknown", "schema_version 2 (a newer tmlr-build)", edit(lambda d: d.update(schema_version=2)),
+    Broken("schema-version-unknown", "schema_version 3 (a newer tmlr-build)", edit(lambda d: d.update(schema_version=3)),
            tr.SchemaError, "upgrade tmlr_runtime", SCHEMA),
     Broken("schema-version-missing", "no schema_version", edit(lambda d: d.pop("schema_version")), tr.SchemaError,
            "rebuild it with tmlr-build", SCHEMA),

@@ -143,3 +143,15 @@ def test_closed_pipe_ends_quietly_with_sigpipe_status(args):
         os.close(write)
     expected = 141 if args[0] != "--help" else 0  # argparse's help exits by itself (SystemExit) after printing
     assert (p.returncode, p.stderr) == (expected, "")
+
+
+def test_inspect_shows_tensor_descriptors(capsys):
+    desc = os.path.join(ROOT, "tests", "gpu", "artifacts", "desc_scale")
+    assert main(["inspect", "--no-device", desc]) == 0
+    out = capsys.readouterr().out
+    assert "schema v2" in out
+    assert ("in_desc: tensordesc<fp16[64, 128]> -> tensormap (box [64, 64], swizzle 128B, data type 6), shape:i32 x2, "
+            "strides:i64 x2") in out
+    assert main(["inspect", "--json", "--no-device", desc]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["schema_version"] == 2 and info["signature"][0]["descriptor"]["tensormap"]["block_size"] == [64, 64]

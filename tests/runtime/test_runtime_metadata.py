@@ -47,7 +47,7 @@ def mutated(path, value):
         (("variants", 0, "scratch", "hidden_params"), ["global_scratch", "global_scratch"], "$.variants[0].scratch.hidden_params"),
         (("variants", 0, "provenance"), KeyError, "$.variants[0]"),
         (("variants", 0, "extra"), 1, "$.variants[0]"),
-        (("schema_version",), 2, "$.schema_version"),
+        (("schema_version",), 3, "$.schema_version"),
         (("schema_version",), KeyError, "$"),
     ],
 )
@@ -60,8 +60,8 @@ def test_schema_errors_name_the_field(path, value, json_path):
 
 def test_unknown_schema_version_says_what_to_do():
     with pytest.raises(tr.SchemaError) as e:
-        tr.ArtifactMetadata.from_dict(mutated(("schema_version",), 2))
-    assert "version 2" in str(e.value) and "upgrade tmlr_runtime" in str(e.value)
+        tr.ArtifactMetadata.from_dict(mutated(("schema_version",), 3))
+    assert "schema_version 3" in str(e.value) and "versions 1, 2" in str(e.value) and "upgrade tmlr_runtime" in str(e.value)
 
 
 def test_repeated_names_and_archs():
