@@ -23,7 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def art(name: str) -> str:
-    for base in (os.path.join(ROOT, "examples", "artifacts"), os.path.join(ROOT, "tests", "gpu", "artifacts")):
+    """The artifact folder ``name``: from $TMLR_GPU_ARTIFACTS first when set (e.g. the examples built with
+    another Triton release: ``tmlr-build --python VENV/bin/python --spec examples/kernels.json -o DIR``)."""
+    other = [os.environ["TMLR_GPU_ARTIFACTS"]] if os.environ.get("TMLR_GPU_ARTIFACTS") else []
+    for base in (*other, os.path.join(ROOT, "examples", "artifacts"), os.path.join(ROOT, "tests", "gpu", "artifacts")):
         if os.path.isdir(os.path.join(base, name)):
             return os.path.join(base, name)
     raise FileNotFoundError(name)
