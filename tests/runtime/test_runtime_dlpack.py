@@ -58,3 +58,29 @@ def test_refusals(obj, fix):
 
 def test_checks_off_skips_dtype_alignment_and_ordinal():
     assert run(FakeDLPack(0x1000, offset=4, bits=16, device=(2, 1)), checks=False) == 0x1004
+
+
+_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)  # PyCapsule_Destructor(PyObject *)
+
+
+class OwningDLPack(FakeDLPack):
+    """A producer whose capsule owns its DLTensor, like torch's: an unconsumed capsule's destructor
+    releases it (here: scribbles over it), so the reader must hold the capsule while it reads."""
+
+    def __dlpack__(self, stream=None):
+        buf = ctypes.create_string_buffer(bytes(self.buf), 64)
+
+        def destroy(capsule):
+            ctypes.memset(buf, 0xAB, 64)
+
+        self.destroy = _DESTRUCTOR(destroy)  # kept alive: the capsule calls it
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        self.owned = buf
+        return new(ctypes.addressof(buf), _NAME, ctypes.cast(self.destroy, ctypes.c_void_p))
+
+
+def test_capsule_is_held_while_its_tensor_is_read():
+    # The launch-plan rewrite read the DLTensor after the temporary capsule was freed: on the H200 torch
+    # had released it, and the launch got a garbage address (CUDA_ERROR_ILLEGAL_ADDRESS).
+    assert run(OwningDLPack(0x1000, offset=32)) == 0x1020
