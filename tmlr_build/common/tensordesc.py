@@ -14,15 +14,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tmlr_runtime.abi import POINTEE_TYPES, Parameter
+from tmlr_runtime.abi import POINTEE_TYPES, TENSORDESC, Parameter
 
 from .errors import UnsupportedKernelError
 
-TYPE_NAME = "tensordesc"
+TYPE_NAME = TENSORDESC  # the field vocabulary lives beside it, in tmlr_runtime.abi (DESCRIPTOR_FIELDS)
 _TYPE = re.compile(r"tensordesc<\s*([A-Za-z0-9]+)\s*\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]\s*(?:,\s*(\S.*?))?\s*>")
-# how many kernel parameters one entry of ``fields`` stands for: 1, or one per dimension
-_PER_DIM = ("shape:i32", "shape:i64", "strides:i64")
-FIELDS = ("tensormap", "base", "padding:i1", "round_f32_to_tf32:i1", *_PER_DIM)
 
 
 @dataclass(frozen=True)
@@ -48,11 +45,6 @@ def parse_type(text: str | None) -> DescriptorType | None:
 
 def is_descriptor(p: Parameter) -> bool:
     return p.kind == "runtime" and parse_type(p.type) is not None
-
-
-def param_count(fields: Sequence[str], ndim: int) -> int:
-    """How many kernel parameters ``fields`` expand to for a descriptor of ``ndim`` dimensions."""
-    return sum(ndim if f in _PER_DIM else 1 for f in fields)
 
 
 def tensormap(meta: dict[str, Any], where: str) -> dict[str, Any]:
