@@ -310,10 +310,11 @@ def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: 
         drv.cuLaunchKernel, slow.function, variant.threads_per_block, variant.shared, slow)
 
 
-def _packer(head: Any, kept: list[int], npos: int, descriptors: list[int]) -> Any:
+def _packer(head: Any, kept: list[int], npos: int, descriptors: Any) -> Any:
     """``pack(buf, at, *values)``: the runtime parameters' values into the buffer; a tensor descriptor's
     value is the tuple of its fields' values, spliced in (kernels without one keep the plain call)."""
     if descriptors:
+        descriptors = frozenset(descriptors)  # looked up once per runtime parameter per call
         return lambda buf, at, *values: head(buf, at, *[x for i in kept for x in (values[i] if i in descriptors else (values[i],))])
     return head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept]))
 
