@@ -173,21 +173,17 @@ def _int(minimum: int = 0, maximum: int | None = None) -> Rule:
     return rule
 
 
-def _str(accepts: Callable[[str], Any] | None = None, meaning: str = "a string") -> Rule:
-    """A string ``accepts`` takes (a regex's ``fullmatch``, a set's ``__contains__``)."""
-    def rule(value: Any) -> str:
-        if type(value) is not str or accepts is not None and not accepts(value):
-            raise _not(value, meaning)
-        return value
-    return rule
-
-
 def _is(test: Callable[[Any], bool], meaning: str) -> Rule:
     def rule(value: Any) -> Any:
         if not test(value):
             raise _not(value, meaning)
         return value
     return rule
+
+
+def _str(accepts: Callable[[str], Any] | None = None, meaning: str = "a string") -> Rule:
+    """A string ``accepts`` takes (a regex's ``fullmatch``, a set's ``__contains__``)."""
+    return _is(lambda v: type(v) is str and (accepts is None or accepts(v)), meaning)
 
 
 def _array(item: Rule, least: int = 0, most: int | None = None, unique: bool = False) -> Rule:
