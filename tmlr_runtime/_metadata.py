@@ -183,7 +183,11 @@ def _is(test: Callable[[Any], bool], meaning: str) -> Rule:
 
 def _str(accepts: Callable[[str], Any] | None = None, meaning: str = "a string") -> Rule:
     """A string ``accepts`` takes (a regex's ``fullmatch``, a set's ``__contains__``)."""
-    return _is(lambda v: type(v) is str and (accepts is None or accepts(v)), meaning)
+    def rule(value: Any) -> str:
+        if type(value) is not str or accepts is not None and not accepts(value):
+            raise _not(value, meaning)
+        return value
+    return rule
 
 
 def _array(item: Rule, least: int = 0, most: int | None = None, unique: bool = False) -> Rule:
@@ -246,7 +250,7 @@ def _record(cls: type, fields: dict[str, Any]) -> Any:
 _SHA256 = _str(re.compile(r"[0-9a-f]{64}").fullmatch, "a sha256 in lowercase hex")
 _CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
 _IDENTIFIER = _str(lambda s: s.isidentifier() and s.isascii(), "an identifier")  # the schema's [A-Za-z_][A-Za-z0-9_]*
-_ANY, _TEXT, _DIMS = _is(lambda v: True, ""), _str(), _array(_int(1), 1, 5)
+_ANY, _TEXT, _DIMS = (lambda v: v), _str(), _array(_int(1), 1, 5)
 _BOOL = _is(lambda v: type(v) is bool, "a boolean")
 _KINDS = ("runtime", "constexpr", "equal_to_1")
 _PARAMETER = {

@@ -13,6 +13,7 @@ chosen from the inner block width; the compiler relies on that convention.
 """
 from __future__ import annotations
 
+import itertools
 import operator
 import struct
 from dataclasses import dataclass
@@ -54,16 +55,8 @@ class TensorDescriptor:
             cai = tensor.__cuda_array_interface__
             size = int(str(cai["typestr"])[2:])
             strides = (tuple(int(s) // size for s in cai["strides"]) if cai.get("strides") else
-                       tuple(_dense_strides(shape)))
+                       tuple(itertools.accumulate(shape[:0:-1], operator.mul, initial=1))[::-1])
         return cls(tensor, shape, strides, tuple(int(b) for b in block_shape), padding, round_f32_to_tf32)
-
-
-def _dense_strides(shape: tuple[int, ...]) -> list[int]:
-    strides, step = [], 1
-    for dim in reversed(shape):
-        strides.insert(0, step)
-        step *= dim
-    return strides
 
 
 def _fail(p: Parameter, what: str, fix: str) -> DescriptorArgumentError:

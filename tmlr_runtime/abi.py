@@ -87,8 +87,7 @@ class TensorMapMeta:
     block_size: tuple[int, ...]  # the TMA box, outermost first
 
     def to_json(self) -> dict[str, Any]:
-        return {"elem_type": self.elem_type, "elem_size": self.elem_size, "swizzle": self.swizzle,
-                "fp4_padded": self.fp4_padded, "block_size": list(self.block_size)}
+        return {**vars(self), "block_size": list(self.block_size)}
 
 
 @dataclass(frozen=True)
@@ -135,6 +134,10 @@ def pointee(type_: str) -> str | None:
     return type_[1:].removeprefix("k") if type_[:1] == "*" and type_ in PARAM_TYPES else None
 
 
+_JSON_KEYS = {"runtime": ("name", "kind", "type", "divisibility"), "constexpr": ("name", "kind", "value"),
+              "equal_to_1": ("name", "kind", "type")}  # a signature entry's keys, by kind
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One parameter of the Python kernel, in declaration order, as metadata.json records it."""
@@ -152,12 +155,8 @@ class Parameter:
 
     def to_json(self) -> dict[str, Any]:
         """The parameter's entry in metadata.json's ``signature``."""
-        if self.kind == "runtime":
-            doc = {"name": self.name, "kind": "runtime", "type": self.type, "divisibility": self.divisibility}
-            return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
-        if self.kind == "constexpr":
-            return {"name": self.name, "kind": "constexpr", "value": self.value}
-        return {"name": self.name, "kind": "equal_to_1", "type": self.type}
+        doc = {key: getattr(self, key) for key in _JSON_KEYS[self.kind]}
+        return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "Parameter":
