@@ -252,21 +252,32 @@ _CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
 _IDENTIFIER = _str(lambda s: s.isidentifier() and s.isascii(), "an identifier")  # the schema's [A-Za-z_][A-Za-z0-9_]*
 _ANY, _TEXT, _DIMS = (lambda v: v), _str(), _array(_int(1), 1, 5)
 _BOOL = _is(lambda v: type(v) is bool, "a boolean")
-_KINDS = ("runtime", "constexpr", "equal_to_1")
-_PARAMETER = {
-    "runtime": _object({"name": _IDENTIFIER, "kind": _ANY, "divisibility": _is(lambda v: v in (1, 16) and type(v) is not bool, "1 or 16"),
-                        "type": _str(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
-    TENSORDESC: _object({"name": _IDENTIFIER, "kind": _ANY, "type": _ANY, "descriptor": _ANY,
-                         "divisibility": _is(lambda v: v == 1 and type(v) is not bool, "1 (a tensordesc parameter has no divisibility)")}),
-    "constexpr": _object({"name": _IDENTIFIER, "kind": _ANY, "value": _is(lambda v: not isinstance(v, (list, dict)),
-                                                                         "a number, boolean, string or null")}),
-    "equal_to_1": _object({"name": _IDENTIFIER, "kind": _ANY, "type": _str(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
-}
 _TENSORMAP = _object({"elem_type": _int(0, 15), "elem_size": _int(1, 8), "swizzle": _int(0, 3), "fp4_padded": _BOOL, "block_size": _DIMS})
 _DESCRIPTOR = _object({"dtype": _str(POINTEE_TYPES.__contains__, f"one of {list(POINTEE_TYPES)}"), "block_shape": _DIMS,
                        "fields": _array(_str(DESCRIPTOR_FIELDS.__contains__, f"one of {list(DESCRIPTOR_FIELDS)} (a field this "
                                              "tmlr_runtime does not know cannot be launched: upgrade tmlr_runtime)"), 1)},
                       {"tensormap": _TENSORMAP})
+
+
+def _descriptor(value: Any) -> Descriptor:
+    d = _DESCRIPTOR(value)
+    if ("tensormap" in d["fields"]) != ("tensormap" in d):
+        raise _Invalid("'tensormap' is required when fields holds 'tensormap', and allowed only then")
+    meta = d.get("tensormap")
+    return _record(Descriptor, {"dtype": d["dtype"], "block_shape": d["block_shape"], "fields": d["fields"],
+                                "tensormap": None if meta is None else TensorMapMeta(**meta)})
+
+
+_KINDS = ("runtime", "constexpr", "equal_to_1")
+_PARAMETER = {
+    "runtime": _object({"name": _IDENTIFIER, "kind": _ANY, "divisibility": _is(lambda v: v in (1, 16) and type(v) is not bool, "1 or 16"),
+                        "type": _str(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
+    TENSORDESC: _object({"name": _IDENTIFIER, "kind": _ANY, "type": _ANY, "descriptor": _descriptor,
+                         "divisibility": _is(lambda v: v == 1 and type(v) is not bool, "1 (a tensordesc parameter has no divisibility)")}),
+    "constexpr": _object({"name": _IDENTIFIER, "kind": _ANY, "value": _is(lambda v: not isinstance(v, (list, dict)),
+                                                                         "a number, boolean, string or null")}),
+    "equal_to_1": _object({"name": _IDENTIFIER, "kind": _ANY, "type": _str(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
+}
 _VARIANT = _object({
     "target": _object({"backend": _is(lambda v: v == "cuda", "'cuda'"), "capability": _int(50),
                        "arch": _str(re.compile(r"sm_[0-9]+a?").fullmatch, "an arch like sm_90a"),
@@ -291,23 +302,8 @@ def _parameter(p: Any) -> Parameter:
             raise _at(_not(p["kind"], f"one of {list(_KINDS)}"), "kind")
         _object({"kind": _ANY})(p)
     d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
-    descriptor = None
-    if "descriptor" in d:
-        try:
-            descriptor = _descriptor(d["descriptor"])
-        except _Invalid as e:
-            raise _at(e, "descriptor") from None
     return _record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
-                               "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": descriptor})
-
-
-def _descriptor(value: Any) -> Descriptor:
-    d = _DESCRIPTOR(value)
-    if ("tensormap" in d["fields"]) != ("tensormap" in d):
-        raise _Invalid("'tensormap' is required when fields holds 'tensormap', and allowed only then")
-    meta = d.get("tensormap")
-    return _record(Descriptor, {"dtype": d["dtype"], "block_shape": d["block_shape"], "fields": d["fields"],
-                                "tensormap": None if meta is None else TensorMapMeta(**meta)})
+                               "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": d.get("descriptor")})
 
 
 def _variant(value: Any) -> Variant:
