@@ -181,6 +181,15 @@ def _is(test: Callable[[Any], bool], meaning: str) -> Rule:
     return rule
 
 
+def _one_of(values: tuple[Any, ...], meaning: str) -> Rule:
+    """A value equal to one of ``values`` (as JSON Schema's enum and const: 32.0 is 32, True is not 1)."""
+    def rule(value: Any) -> Any:
+        if type(value) is bool or value not in values:
+            raise _not(value, meaning)
+        return value
+    return rule
+
+
 def _str(accepts: Callable[[str], Any] | None = None, meaning: str = "a string") -> Rule:
     """A string ``accepts`` takes (a regex's ``fullmatch``, a set's ``__contains__``)."""
     def rule(value: Any) -> str:
@@ -216,10 +225,12 @@ def _object(required: dict[str, Rule], optional: dict[str, Rule] | None = None) 
     rules = {**required, **(optional or {})}
     names = ", ".join(sorted(rules))
 
+    required_keys, keys = required.keys(), rules.keys()
+
     def rule(value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise _not(value, "an object")
-        if value.keys() != required.keys() and not (optional and required.keys() <= value.keys() <= rules.keys()):
+        if value.keys() != required_keys and not (optional and required_keys <= value.keys() <= keys):
             missing = next((key for key in required if key not in value), None)
             if missing is not None:
                 raise _Invalid(f"{missing!r} is a required property")
@@ -249,7 +260,7 @@ def _record(cls: type, fields: dict[str, Any]) -> Any:
 # --- the document, in the order of schema/metadata.schema.json -----------------------------------
 _SHA256 = _str(re.compile(r"[0-9a-f]{64}").fullmatch, "a sha256 in lowercase hex")
 _CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
-_IDENTIFIER = _str(lambda s: s.isidentifier() and s.isascii(), "an identifier")  # the schema's [A-Za-z_][A-Za-z0-9_]*
+_IDENTIFIER = _str(re.compile(r"[A-Za-z_][A-Za-z0-9_]*").fullmatch, "an identifier")
 _ANY, _TEXT, _DIMS = (lambda v: v), _str(), _array(_int(1), 1, 5)
 _BOOL = _is(lambda v: type(v) is bool, "a boolean")
 _TENSORMAP = _object({"elem_type": _int(0, 15), "elem_size": _int(1, 8), "swizzle": _int(0, 3), "fp4_padded": _BOOL, "block_size": _DIMS})
@@ -270,27 +281,27 @@ def _descriptor(value: Any) -> Descriptor:
 
 _KINDS = ("runtime", "constexpr", "equal_to_1")
 _PARAMETER = {
-    "runtime": _object({"name": _IDENTIFIER, "kind": _ANY, "divisibility": _is(lambda v: v in (1, 16) and type(v) is not bool, "1 or 16"),
+    "runtime": _object({"name": _IDENTIFIER, "kind": _ANY, "divisibility": _one_of((1, 16), "1 or 16"),
                         "type": _str(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
     TENSORDESC: _object({"name": _IDENTIFIER, "kind": _ANY, "type": _ANY, "descriptor": _descriptor,
-                         "divisibility": _is(lambda v: v == 1 and type(v) is not bool, "1 (a tensordesc parameter has no divisibility)")}),
+                         "divisibility": _one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
     "constexpr": _object({"name": _IDENTIFIER, "kind": _ANY, "value": _is(lambda v: not isinstance(v, (list, dict)),
                                                                          "a number, boolean, string or null")}),
     "equal_to_1": _object({"name": _IDENTIFIER, "kind": _ANY, "type": _str(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
 }
 _VARIANT = _object({
-    "target": _object({"backend": _is(lambda v: v == "cuda", "'cuda'"), "capability": _int(50),
+    "target": _object({"backend": _one_of(("cuda",), "'cuda'"), "capability": _int(50),
                        "arch": _str(re.compile(r"sm_[0-9]+a?").fullmatch, "an arch like sm_90a"),
-                       "warp_size": _is(lambda v: v == 32, "32")}),  # as JSON Schema's const: 32.0 is 32 too
+                       "warp_size": _one_of((32,), "32")}),
     "entry": _IDENTIFIER,
     "cubin": _object({"file": _str(_CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"), "sha256": _SHA256,
                       "size": _int(1)}),
     "launch": _object({"num_warps": _int(1, 32), "num_ctas": _int(1), "cluster_dims": _array(_int(1), 3, 3), "shared": _int(),
                        "tmem_size": _int(), "launch_cooperative_grid": _BOOL, "launch_pdl": _BOOL}),
     "scratch": _object({"global_scratch_size": _int(), "global_scratch_align": _int(1), "hidden_params": _array(
-        _is(("global_scratch", "profile_scratch").__contains__, "global_scratch or profile_scratch"), unique=True)}),
-    "provenance": _object({"triton_version": _TEXT, "ptxas_version": _TEXT, "source_stage": _is(
-        ("python", "ttir", "ttgir", "llir", "ptx", "cubin").__contains__, "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']"),
+        _one_of(("global_scratch", "profile_scratch"), "global_scratch or profile_scratch"), unique=True)}),
+    "provenance": _object({"triton_version": _TEXT, "ptxas_version": _TEXT, "source_stage": _one_of(
+        ("python", "ttir", "ttgir", "llir", "ptx", "cubin"), "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']"),
         "source_sha256": _SHA256, "options": _is(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT}),
 }, {"resources": _object({}, dict.fromkeys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"), _int()))})
 

@@ -121,19 +121,11 @@ def descriptor_args(p: Parameter, value: Any, device: int, checks: bool) -> tupl
     base, shape, strides, block, padding, tf32 = _read(p, value)
     _check(p, d, shape, strides, block, padding, tf32)
     address = _address(p, d, base, strides, device, checks)
-    out: list[Any] = []
-    for f in d.fields:
-        if f == "tensormap":
-            out.append(encode_tiled(p, d.tensormap, address, shape, strides, padding == "nan", tf32))  # type: ignore[arg-type]
-        elif f == "base":
-            out.append(address)
-        elif f in ("shape:i32", "shape:i64"):
-            out += shape
-        elif f == "strides:i64":
-            out += strides
-        else:  # padding:i1, round_f32_to_tf32:i1 (the reader refuses any other field)
-            out.append(int(padding == "nan" if f == "padding:i1" else tf32))
-    return tuple(out)
+    nan = padding == "nan"
+    tensormap = (encode_tiled(p, d.tensormap, address, shape, strides, nan, tf32),) if "tensormap" in d.fields else ()  # type: ignore[arg-type]
+    values = {"tensormap": tensormap, "base": (address,), "shape:i32": shape, "shape:i64": shape, "strides:i64": strides,
+              "padding:i1": (int(nan),), "round_f32_to_tf32:i1": (int(tf32),)}  # each field's parameters
+    return tuple([x for f in d.fields for x in values[f]])
 
 
 def encode_tiled(p: Parameter, meta: TensorMapMeta, address: int, shape: tuple[int, ...], strides: tuple[int, ...],
