@@ -103,17 +103,6 @@ class Descriptor:
     def ndim(self) -> int:
         return len(self.block_shape)
 
-    def slots(self) -> list[tuple[str, str]]:
-        """``(name, Triton type)`` of each kernel parameter, in order: ``("shape[1]", "i32")``;
-        the base pointer's type is ``"*"`` plus the dtype."""
-        out: list[tuple[str, str]] = []
-        for f in self.fields:
-            if f in PER_DIM_FIELDS:
-                out += [(f"{f.split(':')[0]}[{i}]", PER_DIM_FIELDS[f]) for i in range(self.ndim)]
-            else:
-                out.append((f.split(":")[0], "*" + self.dtype if f == "base" else SINGLE_FIELDS[f]))
-        return out
-
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"dtype": self.dtype, "block_shape": list(self.block_shape), "fields": list(self.fields)}
         if self.tensormap is not None:
