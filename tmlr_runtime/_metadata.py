@@ -1,8 +1,9 @@
 """Reading an artifact directory: metadata.json into frozen records, cubins verified against it.
 
 The schema file (:data:`SCHEMA_PATH`) is the contract with tmlr_build, which validates with
-``jsonschema`` before writing; the reader here checks each field as the schema says while it builds
-the records (tests show both accept and reject the same documents), naming a bad one by JSON path.
+``jsonschema`` before writing; the reader here checks each field by the rule its record's table gives
+it (``_PARAMETER``, ``_DESCRIPTOR``, ``_VARIANT``; tests show the reader and jsonschema accept and reject
+the same documents) while it builds the records, naming a bad field by JSON path.
 """
 from __future__ import annotations
 
@@ -223,9 +224,7 @@ def _object(required: dict[str, Rule], optional: dict[str, Rule] | None = None) 
     """An object with every key of ``required``, no other but those of ``optional``, each value read by
     its rule: a dict of what the rules return, in the document's order."""
     rules = {**required, **(optional or {})}
-    names = ", ".join(sorted(rules))
-
-    required_keys, keys = required.keys(), rules.keys()
+    names, required_keys, keys = ", ".join(sorted(rules)), required.keys(), rules.keys()
 
     def rule(value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):
