@@ -9,8 +9,7 @@ from ._errors import (ArgumentCountError, ArgumentError, ArtifactError, Constexp
                       PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError)
 from ._kernel import Kernel
 from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
-from ._tensordesc import DescriptorArgumentError, TensorDescriptor
-from ._tma import TensorMap, make_tensor_map
+from ._tensordesc import DescriptorArgumentError, TensorDescriptor, TensorMap, make_tensor_map
 from .abi import Parameter
 
 __version__ = "0.1.0"

@@ -276,7 +276,7 @@ def tma_bytes(p: Parameter, value: Any) -> bytes:
     try:
         data = getattr(value, "tensor_map_bytes", None)
         if data is None and getattr(value, "opaque", None) is not None:
-            data = struct.pack("<16Q", *[int(x) for x in value.opaque])
+            data = _tensordesc.tensor_map_bytes(value)
         elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
             data = value
         elif data is None:

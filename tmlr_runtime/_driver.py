@@ -8,7 +8,6 @@ before the first :func:`init`.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,6 @@ _MEANINGS: dict[str, str] = {
     "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED": "the CUDA driver library failed to initialise",
 }
 
-_lock = threading.Lock()
 _api: Any = None
 _initialised = False
 
@@ -81,19 +79,16 @@ def init() -> Any:
     libcuda gets :class:`CudaUnavailableError`, not cuda-bindings' own loader exception."""
     global _initialised
     drv = api()
-    if _initialised:
-        return drv
-    with _lock:
-        if not _initialised:
-            try:
-                result = drv.cuInit(0)
-            except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
-                raise CudaUnavailableError(f"the NVIDIA driver library (libcuda) could not be loaded: {e}; tmlr_runtime "
-                                           "needs a machine with an NVIDIA GPU and driver") from None
-            code = int(result[0] if isinstance(result, tuple) else result)
-            if code:
-                raise error(code, "cuInit", CudaUnavailableError)
-            _initialised = True
+    if not _initialised:  # cuInit is idempotent and thread-safe: two threads may both call it
+        try:
+            result = drv.cuInit(0)
+        except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
+            raise CudaUnavailableError(f"the NVIDIA driver library (libcuda) could not be loaded: {e}; tmlr_runtime "
+                                       "needs a machine with an NVIDIA GPU and driver") from None
+        code = int(result[0] if isinstance(result, tuple) else result)
+        if code:
+            raise error(code, "cuInit", CudaUnavailableError)
+        _initialised = True
     return drv
 
 

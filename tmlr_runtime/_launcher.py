@@ -33,7 +33,7 @@ from ._convert import DIV16, PTR, TENSORDESC, check_constexpr, code, convert, di
 from ._errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
 from ._metadata import Variant
 from ._modules import LoadedFunction
-from .abi import SCALAR_TYPES, TMA_DESC, TYPES, Parameter, TritonType
+from .abi import PER_DIM_FIELDS, SCALAR_TYPES, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType
 
 _MISSING = object()
 _NoTorch = type("NoTorch", (), {})  # stands in for torch.Tensor when torch is not imported: no value has this type
@@ -72,10 +72,15 @@ class Layout:
 
 def param_slots(p: Parameter) -> list[tuple[str, str]]:
     """``(name, Triton type)`` of each kernel parameter runtime parameter ``p`` becomes: itself, or a
-    tensor descriptor's fields (``a_desc.tensormap``, ``a_desc.shape[0]``, ...)."""
-    if p.descriptor is None:
+    tensor descriptor's fields (``a_desc.tensormap``, ``a_desc.shape[0]``, ...; the base pointer's type is ``"*"``)."""
+    d = p.descriptor
+    if d is None:
         return [(p.name, p.type)]  # type: ignore[list-item]
-    return [(f"{p.name}.{name}", t) for name, t in p.descriptor.slots()]
+    slots = []
+    for f in d.fields:
+        name = f"{p.name}.{f.split(':')[0]}"
+        slots += [(f"{name}[{i}]", PER_DIM_FIELDS[f]) for i in range(d.ndim)] if f in PER_DIM_FIELDS else [(name, SINGLE_FIELDS[f])]
+    return slots
 
 
 class ArgBuffer:

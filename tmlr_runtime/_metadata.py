@@ -1,8 +1,9 @@
 """Reading an artifact directory: metadata.json into frozen records, cubins verified against it.
 
 The schema file (:data:`SCHEMA_PATH`) is the contract with tmlr_build, which validates with
-``jsonschema`` before writing; the reader here checks each field as the schema says while it builds
-the records (tests show both accept and reject the same documents), naming a bad one by JSON path.
+``jsonschema`` before writing; the reader here checks each field by the rule its record's table gives
+it (``_PARAMETER``, ``_DESCRIPTOR``, ``_VARIANT``; tests show the reader and jsonschema accept and reject
+the same documents) while it builds the records, naming a bad field by JSON path.
 """
 from __future__ import annotations
 
@@ -87,9 +88,10 @@ class ArtifactMetadata:
                               "tmlr_runtime", path, "$.schema_version")
         try:
             name, signature, variants = _document(doc)
-            _descriptors_need_v2(version, signature)
+            if version == 1 and any(p.descriptor is not None for p in signature):
+                raise _at(_Invalid("1, but the signature has a tensordesc parameter, which needs schema_version 2"), "schema_version")
         except _Invalid as e:
-            json_path, problem = e.args
+            json_path, problem = "$" + e.where, e.problem
             raise SchemaError(f"{where}: {json_path}: {problem}; not a tmlr metadata.json (schema v{SCHEMA_VERSION}) "
                               "- rebuild it with tmlr-build", path, json_path) from None
         return _record(cls, {"name": name, "signature": signature, "variants": variants, "path": path,
@@ -137,59 +139,110 @@ class ArtifactMetadata:
         return max(fits, key=lambda v: (v.target.arch_specific, v.capability))
 
 
-# --- typed field readers: each returns the field's value or raises _Invalid naming it ------------
+# --- rules: each checks one JSON value and returns what the record keeps, or raises _Invalid --------
 class _Invalid(Exception):
-    """``(json_path, problem)``: a field breaks the schema."""
+    """``(problem, where)``: a value breaks the schema; ``where`` is its JSON path below the value
+    being read, prefixed by each enclosing reader on the way out (no path is formatted unless one fails)."""
+
+    def __init__(self, problem: str, where: str = "") -> None:
+        super().__init__(problem, where)
+        self.problem, self.where = problem, where
 
 
-def _not(obj: Any, key: str | int, path: str, what: str) -> _Invalid:
-    """The error for ``obj[key]``, which is not ``what``."""
-    return _Invalid(f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}", f"{short_repr(obj[key])} is not {what}")
+Rule = Callable[[Any], Any]
 
 
-def _object(value: Any, path: str, required: dict[str, None], allowed: dict[str, None] | None = None) -> dict[str, Any]:
-    """``value``, an object holding every key of ``required`` and no other (but those of ``allowed``).
-    The key sets are dicts: their keys views compare as sets, and they keep the order messages use."""
-    if not isinstance(value, dict):
-        raise _Invalid(path, f"{short_repr(value)} is not an object")
-    if value.keys() == required.keys() or allowed and required.keys() <= value.keys() <= allowed.keys():
+def _not(value: Any, what: str) -> _Invalid:
+    return _Invalid(f"{short_repr(value)} is not {what}")
+
+
+def _at(e: _Invalid, key: str | int) -> _Invalid:
+    e.where = (f"[{key}]" if isinstance(key, int) else f".{key}") + e.where
+    return e
+
+
+def _int(minimum: int = 0, maximum: int | None = None) -> Rule:
+    """An integer in range, as a Python int: JSON Schema takes 4.0 as an integer, the driver does not."""
+    def rule(value: Any) -> int:
+        if type(value) is not int:
+            if isinstance(value, bool) or not (isinstance(value, int) or isinstance(value, float) and value.is_integer()):
+                raise _not(value, "an integer")
+            value = int(value)
+        if value < minimum or (maximum is not None and value > maximum):
+            raise _not(value, f"in [{minimum}, {maximum}]" if maximum else f">= {minimum}")
         return value
-    for key in required:
-        if key not in value:
-            raise _Invalid(path, f"{key!r} is a required property")
-    extra = next(k for k in value if k not in (allowed or required))
-    raise _Invalid(path, f"{short_repr(extra)} is not a property it may have ({', '.join(sorted(allowed or required))})")
+    return rule
 
 
-def _array(obj: Any, key: str, path: str, items: int = 0, exactly: bool = False) -> list[Any]:
-    value = obj[key]
-    if type(value) is not list or len(value) < items or (exactly and len(value) > items):
-        raise _not(obj, key, path, f"an array of {'' if exactly else 'at least '}{items} items")
-    return value
+def _is(test: Callable[[Any], bool], meaning: str) -> Rule:
+    def rule(value: Any) -> Any:
+        if not test(value):
+            raise _not(value, meaning)
+        return value
+    return rule
 
 
-def _int(obj: Any, key: str | int, path: str, minimum: int = 0, maximum: int | None = None) -> int:
-    """``obj[key]`` as an int: JSON Schema takes 4.0 as an integer, but the driver wants Python ints."""
-    value = obj[key]
-    if type(value) is not int:
-        if isinstance(value, bool) or not (isinstance(value, int) or isinstance(value, float) and value.is_integer()):
-            raise _not(obj, key, path, "an integer")
-        value = int(value)
-    if value < minimum or (maximum is not None and value > maximum):
-        raise _not(obj, key, path, f"in [{minimum}, {maximum}]" if maximum else f">= {minimum}")
-    return value
+def _one_of(values: tuple[Any, ...], meaning: str) -> Rule:
+    """A value equal to one of ``values`` (as JSON Schema's enum and const: 32.0 is 32, True is not 1)."""
+    def rule(value: Any) -> Any:
+        if type(value) is bool or value not in values:
+            raise _not(value, meaning)
+        return value
+    return rule
 
 
-def _str(obj: Any, key: str, path: str, pattern: Callable[[str], Any] | None = None, meaning: str = "a string") -> str:
-    """``obj[key]``, a string ``pattern`` accepts (a regex's ``fullmatch``, or :func:`_identifier`)."""
-    value = obj[key]
-    if type(value) is not str or pattern is not None and not pattern(value):
-        raise _not(obj, key, path, meaning)
-    return value
+def _str(accepts: Callable[[str], Any] | None = None, meaning: str = "a string") -> Rule:
+    """A string ``accepts`` takes (a regex's ``fullmatch``, a set's ``__contains__``)."""
+    def rule(value: Any) -> str:
+        if type(value) is not str or accepts is not None and not accepts(value):
+            raise _not(value, meaning)
+        return value
+    return rule
 
 
-def _identifier(text: str) -> bool:
-    return text.isidentifier() and text.isascii()  # the schema's [A-Za-z_][A-Za-z0-9_]*
+def _array(item: Rule, least: int = 0, most: int | None = None, unique: bool = False) -> Rule:
+    """A list of ``least`` to ``most`` items, each read by ``item``, as a tuple."""
+    meaning = (f"an array of {least} items" if least == most else f"an array of {least} to {most} items" if most
+               else f"an array of at least {least} items")
+
+    def rule(value: Any) -> tuple[Any, ...]:
+        if type(value) is not list or len(value) < least or (most is not None and len(value) > most):
+            raise _not(value, meaning)
+        out: list[Any] = []
+        try:
+            for x in value:
+                out.append(item(x))
+        except _Invalid as e:
+            raise _at(e, len(out)) from None
+        if unique and len(set(out)) != len(out):
+            raise _not(value, "a list without repeats")
+        return tuple(out)
+    return rule
+
+
+def _object(required: dict[str, Rule], optional: dict[str, Rule] | None = None) -> Rule:
+    """An object with every key of ``required``, no other but those of ``optional``, each value read by
+    its rule: a dict of what the rules return, in the document's order."""
+    rules = {**required, **(optional or {})}
+    names, required_keys, keys = ", ".join(sorted(rules)), required.keys(), rules.keys()
+
+    def rule(value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise _not(value, "an object")
+        if value.keys() != required_keys and not (optional and required_keys <= value.keys() <= keys):
+            missing = next((key for key in required if key not in value), None)
+            if missing is not None:
+                raise _Invalid(f"{missing!r} is a required property")
+            extra = next(key for key in value if key not in rules)
+            raise _Invalid(f"{short_repr(extra)} is not a property it may have ({names})")
+        out = {}
+        try:
+            for key, x in value.items():
+                out[key] = rules[key](x)
+        except _Invalid as e:
+            raise _at(e, key) from None
+        return out
+    return rule
 
 
 _new, _set = object.__new__, object.__setattr__
@@ -204,162 +257,89 @@ def _record(cls: type, fields: dict[str, Any]) -> Any:
 
 
 # --- the document, in the order of schema/metadata.schema.json -----------------------------------
-_SHA256 = re.compile(r"[0-9a-f]{64}").fullmatch
+_SHA256 = _str(re.compile(r"[0-9a-f]{64}").fullmatch, "a sha256 in lowercase hex")
 _CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
-_ARCH = re.compile(r"sm_[0-9]+a?").fullmatch
-_keys = dict.fromkeys
-_DOCUMENT = _keys(("schema_version", "name", "signature", "variants"))
-_DESCRIPTOR_PARAMETER = _keys(("name", "kind", "type", "divisibility", "descriptor")).keys()
-_DESCRIPTOR = _keys(("dtype", "block_shape", "fields"))
-_DESCRIPTOR_ALLOWED = _DESCRIPTOR | {"tensormap": None}
-_TENSORMAP = _keys(("elem_type", "elem_size", "swizzle", "fp4_padded", "block_size"))
-_PARAMETER = {"runtime": _keys(("name", "kind", "type", "divisibility")).keys(), "constexpr": _keys(("name", "kind", "value")).keys(),
-              "equal_to_1": _keys(("name", "kind", "type")).keys()}
-_VARIANT = _keys(("target", "entry", "cubin", "launch", "scratch", "provenance"))
-_VARIANT_ALLOWED = _VARIANT | {"resources": None}
-_TARGET, _CUBIN = _keys(("backend", "capability", "arch", "warp_size")), _keys(("file", "sha256", "size"))
-_LAUNCH = _keys(("num_warps", "num_ctas", "cluster_dims", "shared", "tmem_size", "launch_cooperative_grid", "launch_pdl"))
-_SCRATCH = _keys(("global_scratch_size", "global_scratch_align", "hidden_params"))
-_RESOURCES = _keys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"))
-_PROVENANCE = _keys(("triton_version", "ptxas_version", "source_stage", "source_sha256", "options"))
-_PROVENANCE_ALLOWED = _PROVENANCE | {"source_name": None, "tmlr_version": None}
+_IDENTIFIER = _str(re.compile(r"[A-Za-z_][A-Za-z0-9_]*").fullmatch, "an identifier")
+_ANY, _TEXT, _DIMS = (lambda v: v), _str(), _array(_int(1), 1, 5)
+_BOOL = _is(lambda v: type(v) is bool, "a boolean")
+_TENSORMAP = _object({"elem_type": _int(0, 15), "elem_size": _int(1, 8), "swizzle": _int(0, 3), "fp4_padded": _BOOL, "block_size": _DIMS})
+_DESCRIPTOR = _object({"dtype": _str(POINTEE_TYPES.__contains__, f"one of {list(POINTEE_TYPES)}"), "block_shape": _DIMS,
+                       "fields": _array(_str(DESCRIPTOR_FIELDS.__contains__, f"one of {list(DESCRIPTOR_FIELDS)} (a field this "
+                                             "tmlr_runtime does not know cannot be launched: upgrade tmlr_runtime)"), 1)},
+                      {"tensormap": _TENSORMAP})
+
+
+def _descriptor(value: Any) -> Descriptor:
+    d = _DESCRIPTOR(value)
+    if ("tensormap" in d["fields"]) != ("tensormap" in d):
+        raise _Invalid("'tensormap' is required when fields holds 'tensormap', and allowed only then")
+    meta = d.get("tensormap")
+    return _record(Descriptor, {"dtype": d["dtype"], "block_shape": d["block_shape"], "fields": d["fields"],
+                                "tensormap": None if meta is None else TensorMapMeta(**meta)})
+
+
+_KINDS = ("runtime", "constexpr", "equal_to_1")
+_PARAMETER = {
+    "runtime": _object({"name": _IDENTIFIER, "kind": _ANY, "divisibility": _one_of((1, 16), "1 or 16"),
+                        "type": _str(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
+    TENSORDESC: _object({"name": _IDENTIFIER, "kind": _ANY, "type": _ANY, "descriptor": _descriptor,
+                         "divisibility": _one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
+    "constexpr": _object({"name": _IDENTIFIER, "kind": _ANY, "value": _is(lambda v: not isinstance(v, (list, dict)),
+                                                                         "a number, boolean, string or null")}),
+    "equal_to_1": _object({"name": _IDENTIFIER, "kind": _ANY, "type": _str(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
+}
+_VARIANT = _object({
+    "target": _object({"backend": _one_of(("cuda",), "'cuda'"), "capability": _int(50),
+                       "arch": _str(re.compile(r"sm_[0-9]+a?").fullmatch, "an arch like sm_90a"),
+                       "warp_size": _one_of((32,), "32")}),
+    "entry": _IDENTIFIER,
+    "cubin": _object({"file": _str(_CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"), "sha256": _SHA256,
+                      "size": _int(1)}),
+    "launch": _object({"num_warps": _int(1, 32), "num_ctas": _int(1), "cluster_dims": _array(_int(1), 3, 3), "shared": _int(),
+                       "tmem_size": _int(), "launch_cooperative_grid": _BOOL, "launch_pdl": _BOOL}),
+    "scratch": _object({"global_scratch_size": _int(), "global_scratch_align": _int(1), "hidden_params": _array(
+        _one_of(("global_scratch", "profile_scratch"), "global_scratch or profile_scratch"), unique=True)}),
+    "provenance": _object({"triton_version": _TEXT, "ptxas_version": _TEXT, "source_stage": _one_of(
+        ("python", "ttir", "ttgir", "llir", "ptx", "cubin"), "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']"),
+        "source_sha256": _SHA256, "options": _is(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT}),
+}, {"resources": _object({}, dict.fromkeys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"), _int()))})
+
+
+def _parameter(p: Any) -> Parameter:
+    kind = p.get("kind") if type(p) is dict else None
+    if type(kind) is not str or kind not in _KINDS:
+        if isinstance(p, dict) and "kind" in p:
+            raise _at(_not(p["kind"], f"one of {list(_KINDS)}"), "kind")
+        _object({"kind": _ANY})(p)
+    d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
+    return _record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
+                               "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": d.get("descriptor")})
+
+
+def _variant(value: Any) -> Variant:
+    d = _VARIANT(value)
+    t, c, launch, scratch = d["target"], d["cubin"], d["launch"], d["scratch"]
+    return _record(Variant, {
+        "target": _record(Target, {"capability": t["capability"], "arch": t["arch"]}), "entry": d["entry"],
+        "cubin_file": c["file"], "cubin_sha256": c["sha256"], "cubin_size": c["size"],
+        "num_warps": launch["num_warps"], "num_ctas": launch["num_ctas"], "cluster_dims": launch["cluster_dims"],
+        "shared": launch["shared"], "tmem_size": launch["tmem_size"], "cooperative": launch["launch_cooperative_grid"],
+        "pdl": launch["launch_pdl"], "scratch_size": scratch["global_scratch_size"], "scratch_align": scratch["global_scratch_align"],
+        "hidden_params": scratch["hidden_params"], "resources": d.get("resources", {}), "provenance": d["provenance"]})
+
+
+_DOCUMENT = _object({"schema_version": _ANY, "name": _IDENTIFIER, "signature": _array(_parameter), "variants": _array(_variant, 1)})
 
 
 def _document(doc: Any) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]]:
-    _object(doc, "$", _DOCUMENT)
-    name = _str(doc, "name", "$", _identifier, "an identifier")
-    signature = tuple([_parameter(p, i) for i, p in enumerate(_array(doc, "signature", "$"))])
-    variants = tuple([_variant(v, f"$.variants[{i}]") for i, v in enumerate(_array(doc, "variants", "$", 1))])
+    d = _DOCUMENT(doc)
+    name, signature, variants = d["name"], d["signature"], d["variants"]
     names = [p.name for p in signature]
     if len(set(names)) != len(names):
-        raise _Invalid("$.signature", f"parameter names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
+        raise _at(_Invalid(f"parameter names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}"), "signature")
     if len({v.arch for v in variants}) != len(variants):
-        raise _Invalid("$.variants", f"two variants for the same arch ({', '.join(v.arch for v in variants)})")
+        raise _at(_Invalid(f"two variants for the same arch ({', '.join(v.arch for v in variants)})"), "variants")
     return name, signature, variants
-
-
-def _parameter(p: Any, i: int) -> Parameter:
-    # (the JSON path is formatted only for a message: it would be a good part of the cost)
-    kind = p.get("kind") if type(p) is dict else None
-    keys = _PARAMETER.get(kind) if type(kind) is str else None
-    if kind == "runtime" and p.get("type") == TENSORDESC:
-        keys = _DESCRIPTOR_PARAMETER
-    if keys is None or p.keys() != keys:
-        if isinstance(p, dict) and "kind" in p and keys is None:
-            raise _not(p, "kind", f"$.signature[{i}]", f"one of {list(_PARAMETER)}")
-        _object(p, f"$.signature[{i}]", dict.fromkeys(keys or ("kind",)))
-    name, type_, value, divisibility = p["name"], p.get("type"), p.get("value"), p.get("divisibility", 1)
-    if type(name) is not str or not name.isidentifier() or not name.isascii():  # as _identifier
-        raise _not(p, "name", f"$.signature[{i}]", "an identifier")
-    descriptor = None
-    if keys is _DESCRIPTOR_PARAMETER:
-        if divisibility != 1 or type(divisibility) is bool:
-            raise _not(p, "divisibility", f"$.signature[{i}]", "1 (a tensordesc parameter has no divisibility)")
-        divisibility, descriptor = 1, _descriptor(p["descriptor"], f"$.signature[{i}].descriptor")
-    elif kind == "runtime":
-        if type(type_) is not str or type_ not in PARAM_TYPES:
-            raise _not(p, "type", f"$.signature[{i}]", "a Triton scalar, pointer, nvTmaDesc or tensordesc type")
-        if divisibility not in (1, 16) or type(divisibility) is bool:
-            raise _not(p, "divisibility", f"$.signature[{i}]", "1 or 16")
-        divisibility = int(divisibility)
-    elif kind == "equal_to_1":
-        if type_ not in SCALAR_TYPES:
-            raise _not(p, "type", f"$.signature[{i}]", f"one of {list(SCALAR_TYPES)}")
-        value = 1
-    elif isinstance(value, (list, dict)):
-        raise _not(p, "value", f"$.signature[{i}]", "a number, boolean, string or null")
-    return _record(Parameter, {"name": name, "kind": kind, "type": type_, "divisibility": divisibility, "value": value,
-                               "descriptor": descriptor})
-
-
-def _dims(obj: Any, key: str, path: str) -> tuple[int, ...]:
-    """``obj[key]``: 1 to 5 positive integers (a block shape or TMA box)."""
-    dims = _array(obj, key, path, 1)
-    if len(dims) > 5:
-        raise _not(obj, key, path, "an array of 1 to 5 items")
-    return tuple([_int(dims, j, f"{path}.{key}", 1) for j in range(len(dims))])
-
-
-def _descriptor(d: Any, path: str) -> Descriptor:
-    _object(d, path, _DESCRIPTOR, _DESCRIPTOR_ALLOWED)
-    dtype = _str(d, "dtype", path, POINTEE_TYPES.__contains__, f"one of {list(POINTEE_TYPES)}")
-    block_shape = _dims(d, "block_shape", path)
-    fields = _array(d, "fields", path, 1)
-    for j, f in enumerate(fields):
-        if type(f) is not str or f not in DESCRIPTOR_FIELDS:
-            raise _not(fields, j, path + ".fields", f"one of {list(DESCRIPTOR_FIELDS)} (a field this tmlr_runtime does not "
-                       "know cannot be launched: upgrade tmlr_runtime)")
-    if ("tensormap" in fields) != ("tensormap" in d):
-        raise _Invalid(path, "'tensormap' is required when fields holds 'tensormap', and allowed only then")
-    meta = None
-    if "tensormap" in d:
-        tm = _object(d["tensormap"], mp := path + ".tensormap", _TENSORMAP)
-        if type(tm["fp4_padded"]) is not bool:
-            raise _not(tm, "fp4_padded", mp, "a boolean")
-        meta = _record(TensorMapMeta, {"elem_type": _int(tm, "elem_type", mp, 0, 15), "elem_size": _int(tm, "elem_size", mp, 1, 8),
-                                       "swizzle": _int(tm, "swizzle", mp, 0, 3), "fp4_padded": tm["fp4_padded"],
-                                       "block_size": _dims(tm, "block_size", mp)})
-    return _record(Descriptor, {"dtype": dtype, "block_shape": block_shape, "fields": tuple(fields), "tensormap": meta})
-
-
-def _descriptors_need_v2(version: int, signature: tuple[Parameter, ...]) -> None:
-    if version == 1 and any(p.descriptor is not None for p in signature):
-        raise _Invalid("$.schema_version", "1, but the signature has a tensordesc parameter, which needs schema_version 2")
-
-
-def _variant(v: Any, path: str) -> Variant:
-    _object(v, path, _VARIANT, _VARIANT_ALLOWED)
-    t = _object(v["target"], tp := path + ".target", _TARGET)
-    if t["backend"] != "cuda":
-        raise _not(t, "backend", tp, "'cuda'")
-    if t["warp_size"] != 32:  # as JSON Schema's const: 32.0 is 32 too
-        raise _not(t, "warp_size", tp, "32")
-    c = _object(v["cubin"], cp := path + ".cubin", _CUBIN)
-    launch = _object(v["launch"], lp := path + ".launch", _LAUNCH)
-    dims = _array(launch, "cluster_dims", lp, 3, exactly=True)
-    for key in ("launch_cooperative_grid", "launch_pdl"):
-        if type(launch[key]) is not bool:
-            raise _not(launch, key, lp, "a boolean")
-    scratch = _object(v["scratch"], sp := path + ".scratch", _SCRATCH)
-    hidden = _array(scratch, "hidden_params", sp)
-    for i, name in enumerate(hidden):
-        if name not in ("global_scratch", "profile_scratch"):
-            raise _not(hidden, i, sp + ".hidden_params", "global_scratch or profile_scratch")
-    if len(set(hidden)) != len(hidden):
-        raise _not(scratch, "hidden_params", sp, "a list without repeats")
-    resources = _object(v.get("resources", {}), rp := path + ".resources", {}, _RESOURCES)
-    return _record(Variant, {
-        "target": _record(Target, {"capability": _int(t, "capability", tp, 50), "arch": _str(t, "arch", tp, _ARCH, "an arch like sm_90a")}),
-        "entry": _str(v, "entry", path, _identifier, "an identifier"),
-        "cubin_file": _str(c, "file", cp, _CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"),
-        "cubin_sha256": _str(c, "sha256", cp, _SHA256, "a sha256 in lowercase hex"),
-        "cubin_size": _int(c, "size", cp, 1),
-        "num_warps": _int(launch, "num_warps", lp, 1, 32),
-        "num_ctas": _int(launch, "num_ctas", lp, 1),
-        "cluster_dims": tuple([_int(dims, i, lp + ".cluster_dims", 1) for i in range(3)]),
-        "shared": _int(launch, "shared", lp),
-        "tmem_size": _int(launch, "tmem_size", lp),
-        "cooperative": launch["launch_cooperative_grid"],
-        "pdl": launch["launch_pdl"],
-        "scratch_size": _int(scratch, "global_scratch_size", sp),
-        "scratch_align": _int(scratch, "global_scratch_align", sp, 1),
-        "hidden_params": tuple(hidden),
-        "resources": {k: _int(resources, k, rp) for k in resources},
-        "provenance": _provenance(v["provenance"], path + ".provenance"),
-    })
-
-
-def _provenance(p: Any, path: str) -> dict[str, Any]:
-    _object(p, path, _PROVENANCE, _PROVENANCE_ALLOWED)
-    for key in ("triton_version", "ptxas_version", "source_name", "tmlr_version"):
-        if key in p:
-            _str(p, key, path)
-    if p["source_stage"] not in ("python", "ttir", "ttgir", "llir", "ptx", "cubin"):
-        raise _not(p, "source_stage", path, "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']")
-    _str(p, "source_sha256", path, _SHA256, "a sha256 in lowercase hex")
-    if type(p["options"]) is not dict:
-        raise _not(p, "options", path, "an object")
-    return dict(p)
 
 
 # --- files ---------------------------------------------------------------------------------------

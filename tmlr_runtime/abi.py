@@ -87,8 +87,7 @@ class TensorMapMeta:
     block_size: tuple[int, ...]  # the TMA box, outermost first
 
     def to_json(self) -> dict[str, Any]:
-        return {"elem_type": self.elem_type, "elem_size": self.elem_size, "swizzle": self.swizzle,
-                "fp4_padded": self.fp4_padded, "block_size": list(self.block_size)}
+        return {**vars(self), "block_size": list(self.block_size)}
 
 
 @dataclass(frozen=True)
@@ -103,17 +102,6 @@ class Descriptor:
     @property
     def ndim(self) -> int:
         return len(self.block_shape)
-
-    def slots(self) -> list[tuple[str, str]]:
-        """``(name, Triton type)`` of each kernel parameter, in order: ``("shape[1]", "i32")``;
-        the base pointer's type is ``"*"`` plus the dtype."""
-        out: list[tuple[str, str]] = []
-        for f in self.fields:
-            if f in PER_DIM_FIELDS:
-                out += [(f"{f.split(':')[0]}[{i}]", PER_DIM_FIELDS[f]) for i in range(self.ndim)]
-            else:
-                out.append((f.split(":")[0], "*" + self.dtype if f == "base" else SINGLE_FIELDS[f]))
-        return out
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"dtype": self.dtype, "block_shape": list(self.block_shape), "fields": list(self.fields)}
@@ -135,6 +123,10 @@ def pointee(type_: str) -> str | None:
     return type_[1:].removeprefix("k") if type_[:1] == "*" and type_ in PARAM_TYPES else None
 
 
+_JSON_KEYS = {"runtime": ("name", "kind", "type", "divisibility"), "constexpr": ("name", "kind", "value"),
+              "equal_to_1": ("name", "kind", "type")}  # a signature entry's keys, by kind
+
+
 @dataclass(frozen=True)
 class Parameter:
     """One parameter of the Python kernel, in declaration order, as metadata.json records it."""
@@ -152,12 +144,8 @@ class Parameter:
 
     def to_json(self) -> dict[str, Any]:
         """The parameter's entry in metadata.json's ``signature``."""
-        if self.kind == "runtime":
-            doc = {"name": self.name, "kind": "runtime", "type": self.type, "divisibility": self.divisibility}
-            return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
-        if self.kind == "constexpr":
-            return {"name": self.name, "kind": "constexpr", "value": self.value}
-        return {"name": self.name, "kind": "equal_to_1", "type": self.type}
+        doc = {key: getattr(self, key) for key in _JSON_KEYS[self.kind]}
+        return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "Parameter":

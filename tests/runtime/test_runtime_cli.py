@@ -67,7 +67,8 @@ def test_verify_reports_what_jsonschema_finds(tmp_path, monkeypatch, capsys):
     meta = json.loads((bad / "metadata.json").read_text())
     meta["variants"][0]["launch"]["num_warps"] = 64
     (bad / "metadata.json").write_text(json.dumps(meta))
-    monkeypatch.setattr("tmlr_runtime._metadata._int", lambda obj, key, path, minimum=0, maximum=None: int(obj[key]))
+    accepted = tr.ArtifactMetadata.read(ADD)  # the reader is given the unchanged document's records
+    monkeypatch.setattr(tr.ArtifactMetadata, "read", classmethod(lambda cls, directory, stats=None: accepted))
     assert main(["verify", "--no-device", str(bad)]) == 1
     out = capsys.readouterr().out
     assert "FAIL     metadata.json validates with jsonschema  - $.variants[0].launch.num_warps: 64 is greater than the maximum of 32" in out
