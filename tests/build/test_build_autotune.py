@@ -113,3 +113,14 @@ def test_an_autotuned_kernel_whose_constexprs_are_all_given_builds_one_artifact(
          "--arch", "90", "-q"])
     doc = json.loads((tmp_path / "matmul" / "metadata.json").read_text())
     assert doc["schema_version"] == 1 and not (tmp_path / "matmul" / "v").exists()
+
+
+def test_the_autotune_example_plans_48_variants() -> None:
+    from tmlr_build.builder import variants
+    from tmlr_build.builder.spec import load_spec
+
+    [req], archs = load_spec(str(Path(__file__).resolve().parents[2] / "examples" / "autotune" / "kernels.json"))
+    job = Job(source=req.source, stage="python", target=Target.from_capability(90), kernel=req.kernel)
+    plan = variants.plan(req, run_task(Task(CAPTURE_JOB, (job,), job.label)), len(archs or ()), 256)
+    assert plan is not None
+    assert plan.count_line == "matmul: 2 types x 2 patterns x 6 configs x 2 EVEN_K x 1 arch = 48 variants"
