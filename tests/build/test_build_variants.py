@@ -71,9 +71,10 @@ def test_too_many_variants_is_an_error_naming_the_factors() -> None:
 @pytest.mark.parametrize("req, message", [
     (_req("*fp32, *fp32, i32, 64"), r"the signature has 4 entries but the variants expect 3, one for each of a, c, K"),
     (_req("*fp32, *fp32, i32", constexprs={"BLOCK": 64}), r"BLOCK come from the autotune configs"),
-    (_req("*T, *fp32, i32", types={"U": ["fp16"]}), r"type variable U is not used in the signature"),
+    (_req("*fp32, *fp32, i32", types={"U": ["fp16"]}), r"type variable U is not used in the signature"),
     (_req("*T, *fp32, i32", types={"T": ["half"]}), r"type variable T: \['half'\]: give distinct element types"),
     (_req("*fp32, *fp32, i32", heuristics={"BLOCK": [1]}), r"\"heuristics\" names BLOCK, which is no"),
+    (_req("*T, *U, i32", types={"T": ["fp16"]}), r"U in the signature is no type; as a type variable, declare it"),
 ])
 def test_planning_errors_say_what_to_write(req: KernelRequest, message: str) -> None:
     with pytest.raises(E.BuildError, match=message):

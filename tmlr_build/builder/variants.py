@@ -159,6 +159,10 @@ def config_from_dict(doc: dict[str, Any], where: str) -> ConfigFact:
 def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> list[dict[str, str]]:
     types = req.types or {}
     used = {m.group(2) for m in (_TYPE_VAR.match(e.strip()) for e in entries) if m}
+    undeclared = sorted(n for n in used - set(types) if n not in PARAM_TYPES and n not in ("True", "False", "None"))
+    if undeclared:
+        raise SpecError(f"{label}: {undeclared[0]} in the signature is no type; as a type variable, declare it: "
+                        f"\"types\": {{\"{undeclared[0]}\": [\"fp16\", \"bf16\"]}} (--types {undeclared[0]}=fp16,bf16)")
     for var, values in types.items():
         if var in PARAM_TYPES or var in ("True", "False", "None") or not var.isidentifier():
             raise SpecError(f"{label}: type variable {var!r}: pick a name that is no type (T, DTYPE, ...)")
