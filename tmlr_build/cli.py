@@ -74,6 +74,7 @@ def make_parser() -> argparse.ArgumentParser:
     g.add_argument("--arg-names", metavar="A,B,...", help="names of the parameters of an IR input (default arg0, arg1, ...)")
     g.add_argument("--metadata", metavar="FILE", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
                                       "unless <stem>.json is beside the input)")
+    _variant_arguments(p.add_argument_group("variants (for every SRC; a spec entry has its own keys)"))
     g.add_argument("--name", type=_artifact_name,
                    help="artifact name, when it should differ from the kernel's (letters, digits, _)")
     o = p.add_argument_group("compile options")
@@ -93,6 +94,19 @@ def make_parser() -> argparse.ArgumentParser:
                         "interpreter needs a supported Triton and jsonschema")
     p.add_argument("--version", action="version", version=f"tmlr-build {__version__}")
     return p
+
+
+def _variant_arguments(v: argparse._ArgumentGroup) -> None:
+    v.add_argument("--types", action="append", default=[], metavar="T=A,B",
+                   help="a type variable of the signature, e.g. --types T=fp16,bf16 with '*T:16, ...': one variant per "
+                        "type (repeatable for more variables)")
+    v.add_argument("--configs", metavar="all|I,J",
+                   help="the @triton.autotune configs to build, by index (default: all of them)")
+    v.add_argument("--heuristic", action="append", default=[], metavar="NAME=V1,V2",
+                   help="values to build for a @triton.heuristics value that is not a plain bool expression")
+    v.add_argument("--max-variants", type=int, default=None, metavar="N",
+                   help="refuse a kernel that would make more than N variants (types x patterns x configs x "
+                        "heuristic values x archs; default 256)")
 
 
 def _output_arguments(b: argparse._ArgumentGroup) -> None:
@@ -154,7 +168,7 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         archs = archs or spec_archs
         requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]}}) for r in spec_requests]
     for text in args.sources:
-        requests.append(KernelRequest(**parse_source(text)._asdict(), **given,
+        requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args),
                                       metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
     return requests, archs
 
@@ -164,6 +178,29 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     return {"name": args.name, "signature": args.signature, "constexprs": parse_constexpr_assignments(args.constexpr),
             "arg_names": tuple(parse_arg_names(args.arg_names)) if args.arg_names else None,
             "options": _explicit_options(args)}
+
+
+def _given_variants(args: argparse.Namespace) -> dict[str, Any]:
+    """What the command line says about the variants of every SRC: KernelRequest fields."""
+    configs: Any = None
+    if args.configs is not None:
+        text = args.configs.strip()
+        try:
+            configs = "all" if text == "all" else [int(part) for part in text.split(",")]
+        except ValueError:
+            raise UsageError(f"--configs {args.configs!r}: write all, or config indices like 0,2") from None
+    return {"types": _name_lists(args.types, "--types", lambda w: w.strip()) or None, "configs": configs,
+            "heuristics": _name_lists(args.heuristic, "--heuristic", parse_constexpr_value) or None}
+
+
+def _name_lists(items: Sequence[str], flag: str, convert: Any) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        if not sep or not name.strip().isidentifier() or not values.strip():
+            raise UsageError(f"{flag} {item!r}: write NAME=V1,V2, e.g. --types T=fp16,bf16")
+        out[name.strip()] = [convert(v) for v in values.split(",")]
+    return out
 
 
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
@@ -179,11 +216,15 @@ def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
         return BuildReport(written=[os.path.join(args.out, e.file) for e in entries]), args.quiet
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: give at least 1 worker")
+    if args.max_variants is not None and args.max_variants < 1:
+        raise UsageError(f"--max-variants {args.max_variants}: give at least 1")
     config = dict(stop_after=args.stop_after, keep_ir=args.keep_ir, line_info=not args.no_line_info,
                   max_workers=args.jobs, progress=not args.quiet, dump_passes=args.dump_passes)
     if any(os.path.splitext(text)[1] == ".mlir" for text in args.sources):
         return _build_split_dump_file(args, config), args.quiet
     requests, archs = requests_from_args(args)
+    if args.max_variants is not None:
+        config["max_variants"] = args.max_variants
     return build(requests, BuildConfig(out=args.out, archs=archs, **config)), args.quiet
 
 
@@ -243,4 +284,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
         for what in report.skipped_for_triton:
             print(f"tmlr-build: skipped {what}", file=sys.stderr)
+        for warning in report.warnings:
+            print(f"tmlr-build: warning: {warning}", file=sys.stderr)
     return 0

@@ -49,6 +49,7 @@ COLUMNS = {
                               "test_build_triton_api.py::test_jit_specializes_a_host_descriptor_as_triton_does"],
     "split-dump": ["test_split_dump.py::*"],
     "Gluon": ["test_gluon.py::*"],
+    "autotune / heuristics": ["test_build_autotune.py::*"],
 }
 NOT_YET = ("only so far",)  # skip reasons of what tmlr-build does not support yet
 MISSING = ("has no host tensor descriptors",)  # skip reasons of what the release lacks

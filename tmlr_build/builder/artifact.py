@@ -66,15 +66,7 @@ def _check_same_signature(name: str, results: Sequence[JobResult]) -> None:
 
 def validate(doc: dict[str, Any]) -> None:
     """Check ``doc`` with the real jsonschema and with the runtime's own reader."""
-    import jsonschema
-
-    with open(SCHEMA_PATH, encoding="utf-8") as f:
-        schema = json.load(f)
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    if error is not None:
-        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise ArtifactWriteError(f"{doc.get('name')}: the metadata would not follow the schema at {where}: "
-                                 f"{error.message}; this is a tmlr-build bug, please report it")
+    check_schema(doc, str(SCHEMA_PATH), "the metadata")
     if doc["schema_version"] > tmlr_runtime.SCHEMA_VERSION:
         return  # a reader of an older schema refuses it at load, saying which version it reads
     try:
@@ -82,6 +74,19 @@ def validate(doc: dict[str, Any]) -> None:
     except SchemaError as e:
         raise ArtifactWriteError(f"{doc.get('name')}: tmlr_runtime would reject the metadata: {e}; this is a "
                                  "tmlr-build bug, please report it") from None
+
+
+def check_schema(doc: dict[str, Any], schema_path: str, what: str) -> None:
+    """Validate ``doc`` with the real jsonschema against the schema file ``schema_path``."""
+    import jsonschema
+
+    with open(schema_path, encoding="utf-8") as f:
+        schema = json.load(f)
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if error is not None:
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise ArtifactWriteError(f"{doc.get('name')}: {what} would not follow the schema at {where}: "
+                                 f"{error.message}; this is a tmlr-build bug, please report it")
 
 
 def artifact_files(name: str, results: Sequence[JobResult], with_metadata: bool) -> dict[str, bytes]:

@@ -5,15 +5,20 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..common.arch import Target
 from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, UsageError
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
+from . import variants
 from .artifact import artifact_files, prepare_output, write_directory
+from .family import family_files
 from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
-from .workers import run_jobs
+from .variants import FamilyPlan
+from .workers import Task, run_jobs, run_tasks
+
+CAPTURE_JOB = "tmlr_build.compile.capture:run"
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,7 @@ class BuildConfig:
     max_workers: int | None = None
     progress: bool = True
     dump_passes: str | None = None  # write Triton's MLIR pass dump of the (single) job to this file
+    max_variants: int = variants.DEFAULT_MAX_VARIANTS  # a family build over this many variants is refused
 
 
 @dataclass
@@ -34,6 +40,7 @@ class BuildReport:
     skipped: list[str] = field(default_factory=list)  # requests with no arch in common with --arch
     skipped_for_triton: list[str] = field(default_factory=list)  # requests written for other Triton releases
     stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
+    warnings: list[str] = field(default_factory=list)  # e.g. autotune pruning that the build cannot apply
 
 
 def _targets(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
@@ -58,14 +65,13 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
           on_progress: Callable[..., None] | None = None) -> BuildReport:
     """Compile every request for its archs and write ``config.out/<name>/``.
 
-    Kernels whose every arch compiled are written (atomically, one directory each). Then a single
-    failure is raised as itself; several as a BuildFailedError listing each.
+    Kernels whose every arch (and every variant) compiled are written (atomically, one directory
+    each). Then a single failure is raised as itself; several as a BuildFailedError listing each.
     """
     triton_version = check_triton_version()
     out = prepare_output(config.out)
     report = BuildReport(stopped_after=config.stop_after)
-    jobs: list[Job] = []
-    owner: list[int] = []
+    chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]] = []
     for i, req in enumerate(requests):
         check_input_kind(req)
         label = req.name or req.kernel or os.path.basename(req.source)
@@ -73,28 +79,87 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
             report.skipped_for_triton.append(f"{label} (written for Triton {req.triton}; {triton_version} is installed)")
             continue
         targets = _targets(req, config)
-        if not targets:
+        if targets:
+            chosen.append((i, req, targets))
+        else:
             report.skipped.append(label)
-            continue
-        new = make_jobs(req, targets, config.stop_after, config.keep_ir, config.line_info)
-        jobs += new
-        owner += [i] * len(new)
+    errors: list[BuildError] = []
+    plans = _plan_families(chosen, config, report, errors)
+    jobs, owner = _jobs(chosen, plans, config)
     if config.dump_passes is not None:
         jobs = _with_pass_dump(jobs, config.dump_passes)
-    progress = on_progress or (_stderr_progress if config.progress and len(jobs) > 2 else None)
+    progress = on_progress or (_stderr_progress if config.progress and (len(jobs) > 2 or plans) else None)
     outcomes = run_jobs(jobs, config.max_workers, progress,
                         while_waiting=_import_validation if config.stop_after is None else None)
-    errors: list[BuildError] = []
-    by_request: dict[int, list[JobResult | BuildError]] = {}
-    for i, outcome in zip(owner, outcomes):
-        by_request.setdefault(i, []).append(outcome)
+    by_request: dict[int, list[tuple[str | None, JobResult | BuildError]]] = {}
+    for (i, vid), outcome in zip(owner, outcomes):
+        by_request.setdefault(i, []).append((vid, outcome))
+    _write_all(requests, by_request, plans, config, out, report, errors)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise BuildFailedError("\n".join(str(e) for e in errors), errors)
+    return report
+
+
+def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], config: BuildConfig,
+                   report: BuildReport, errors: list[BuildError]) -> dict[int, FamilyPlan]:
+    """Read the wrappers of every Python kernel that may have autotune/heuristics (in workers, in parallel)
+    and plan its variants; requests that fail here are left out of the build, their errors kept."""
+    asked = [(i, req, targets) for i, req, targets in chosen if variants.may_be_wrapped(req)]
+    tasks = [Task(CAPTURE_JOB, (make_jobs(req, targets[:1], None, False, True)[0],), f"{req.source}:{req.kernel}")
+             for _, req, targets in asked]
+    facts = run_tasks(tasks, config.max_workers) if tasks else []
+    plans: dict[int, FamilyPlan] = {}
+    for (i, req, targets), fact in zip(asked, facts):
+        try:
+            if isinstance(fact, BuildError):
+                raise fact
+            found = variants.plan(req, fact, len(targets), config.max_variants)
+            if found is not None and config.stop_after is not None:
+                raise UsageError(f"{found.name}: --stop-after writes the IR of one kernel, and this build makes "
+                                 f"{len(found.variants)} variants; fix the types, configs and heuristic values")
+        except BuildError as e:
+            errors.append(e)
+            chosen[:] = [c for c in chosen if c[0] != i]
+            continue
+        if found is not None:
+            plans[i] = found
+            report.warnings += found.warnings
+            if config.progress:
+                print(f"tmlr-build: {found.count_line}", file=sys.stderr, flush=True)
+    return plans
+
+
+def _jobs(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], plans: dict[int, FamilyPlan],
+          config: BuildConfig) -> tuple[list[Job], list[tuple[int, str | None]]]:
+    """Every compile job, and for each the request (and variant) it belongs to."""
+    jobs: list[Job] = []
+    owner: list[tuple[int, str | None]] = []
+    for i, req, targets in chosen:
+        family = plans.get(i)
+        for v in family.variants if family else [None]:
+            one = req if v is None else replace(req, signature=v.signature, constexprs=v.constexprs,
+                                                options=v.options)
+            new = make_jobs(one, targets, config.stop_after, config.keep_ir, config.line_info)
+            if v is not None:
+                new = [replace(job, variant=v.vid) for job in new]
+            jobs += new
+            owner += [(i, v.vid if v else None)] * len(new)
+    return jobs, owner
+
+
+def _write_all(requests: Sequence[KernelRequest], by_request: dict[int, list[tuple[str | None, Any]]],
+               plans: dict[int, FamilyPlan], config: BuildConfig, out: str, report: BuildReport,
+               errors: list[BuildError]) -> None:
+    """Write each request whose every job compiled: its artifact, or its family folder."""
     names: dict[str, int] = {}
     for i, outs in sorted(by_request.items()):
-        failed = [o for o in outs if isinstance(o, BuildError)]
+        failed = [o for _, o in outs if isinstance(o, BuildError)]
         if failed:
             errors += _unique(failed)
             continue
-        results = [o for o in outs if isinstance(o, JobResult)]
+        results = [o for _, o in outs if isinstance(o, JobResult)]
         name = results[0].name
         if name in names:
             errors.append(ArtifactWriteError(
@@ -103,15 +168,16 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
             continue
         names[name] = i
         try:
-            files = artifact_files(name, results, with_metadata=config.stop_after is None)
+            if i in plans:
+                grouped: dict[str, list[JobResult]] = {}
+                for vid, o in outs:
+                    grouped.setdefault(str(vid), []).append(o)
+                files = family_files(plans[i], grouped)
+            else:
+                files = artifact_files(name, results, with_metadata=config.stop_after is None)
             report.written.append(write_directory(out, name, files, _inputs_inside(requests, os.path.join(out, name))))
         except BuildError as e:
             errors.append(e)
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise BuildFailedError("\n".join(str(e) for e in errors), errors)
-    return report
 
 
 def _import_validation() -> None:

@@ -32,6 +32,10 @@ class KernelRequest:
     metadata_path: str | None = None
     archs: tuple[Target, ...] | None = None  # the archs this kernel may be built for (None: any)
     triton: str | None = None  # the Triton releases it may be built with (">=3.4"; None: any)
+    # variants (builder/variants.py): type variables, configs to build, values of non-bool heuristics
+    types: dict[str, list[str]] | None = None
+    configs: Any = None  # None (all, for an autotuned kernel) | "all" | [index, ...] | [config object, ...]
+    heuristics: dict[str, list[Any]] | None = None
 
 
 def check_name(name: str, what: str = "") -> str:

@@ -28,7 +28,7 @@ from .sources import KernelRequest, check_name, parse_source
 
 _TOP_KEYS = {"arch", "options", "kernels", "$comment"}
 _KERNEL_KEYS = {"source", "kernel", "name", "signature", "constexprs", "arg_names", "options", "arch", "metadata",
-                "triton", "$comment"}
+                "triton", "types", "configs", "heuristics", "$comment"}
 
 
 def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None]:
@@ -74,7 +74,20 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> K
     archs = _archs(path, where, k["arch"]) if "arch" in k else None
     return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
                          constexprs=dict(constexprs), arg_names=arg_names, options=options, metadata_path=metadata,
-                         archs=archs, triton=_triton_range(path, where, k.get("triton")))
+                         archs=archs, triton=_triton_range(path, where, k.get("triton")), **_variants(path, where, k))
+
+
+def _variants(path: str, where: str, k: dict[str, Any]) -> dict[str, Any]:
+    """The entry's "types", "configs" and "heuristics" (their values are checked against the kernel later)."""
+    types, heuristics = k.get("types"), k.get("heuristics")
+    for key, value, example in (("types", types, '{"T": ["fp16", "bf16"]}'), ("heuristics", heuristics,
+                                                                             '{"BLOCK": [256, 512]}')):
+        if value is not None and not (isinstance(value, dict) and all(isinstance(v, list) for v in value.values())):
+            raise SpecError(f'{path}: {where}: "{key}" must be an object of lists like {example}')
+    configs = k.get("configs")
+    if configs is not None and configs != "all" and not isinstance(configs, list):
+        raise SpecError(f'{path}: {where}: "configs" must be "all", a list of indices or a list of config objects')
+    return {"types": types, "configs": configs, "heuristics": heuristics}
 
 
 def _triton_range(path: str, where: str, value: Any) -> str | None:

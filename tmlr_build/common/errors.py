@@ -30,6 +30,10 @@ class SpecError(UsageError):
     """The spec file (--spec) is unreadable or malformed."""
 
 
+class MaxVariantsError(UsageError):
+    """A build would make more variants than --max-variants allows."""
+
+
 class OutputPathError(UsageError):
     """The output location cannot hold artifact directories."""
 

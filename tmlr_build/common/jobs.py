@@ -35,6 +35,7 @@ class Job:
     keep_ir: bool = False
     line_info: bool = True
     dump_passes: str | None = None  # absolute path: MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=<it> in the worker only
+    variant: str | None = None  # the variant's id in a family build (names it in progress and errors)
 
     @property
     def capability(self) -> int:
@@ -61,7 +62,8 @@ class Job:
     def label(self) -> str:
         name = f"{self.source_name}:{self.kernel}" if self.kernel else self.source_name
         renamed = f" (as {self.name})" if self.name and self.name != self.kernel else ""
-        return f"{name}{renamed} for capability {self.capability}"
+        variant = f" {self.variant}" if self.variant else ""
+        return f"{name}{renamed}{variant} for capability {self.capability}"
 
 
 @dataclass

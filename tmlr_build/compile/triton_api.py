@@ -25,6 +25,8 @@ class _Release:
     hidden_params: tuple[str, ...]  # pointers the launcher appends after the kernel's own parameters
     ptxas_flags: tuple[str, ...]  # what make_cubin adds to the ptxas command beyond 3.3's flags
     pointer_descriptor: tuple[str, ...] | None  # a host TensorDescriptor's kernel params without TMA; None: none
+    # Autotuner.run appends str(arg.dtype) of every argument that has a dtype to the tuning key (3.3-3.9 alike)
+    dtype_in_key: bool = True
 
 
 _ONE = ("global_scratch",)
@@ -62,6 +64,7 @@ class TritonAPI:
     cluster_dims_option: bool  # 3.3-3.5: CUDAOptions.cluster_dims, and make_ttgir records metadata cluster_dims
     option_fields: tuple[str, ...]  # CUDAOptions fields
     bool_type: str  # what the JIT makes of a Python bool: "i1" (3.3) or "u1"
+    dtype_in_key: bool  # see _Release
 
     @property
     def host_descriptors(self) -> bool:
@@ -146,6 +149,41 @@ class TritonAPI:
             return int(jit.get_jit_fn_file_line(fn)[1])
         return int(fn.def_file_line_number)
 
+    # ---- @triton.autotune / @triton.heuristics (runtime/autotuner.py; the same attributes in 3.3-3.9) ----
+    def wrappers(self, obj: Any) -> list[tuple[str, Any]]:
+        """("autotune" | "heuristics", wrapper) of a kernel object, outermost first, down to its JITFunction."""
+        from triton.runtime.autotuner import Autotuner, Heuristics
+        from triton.runtime.jit import JITFunction
+
+        found: list[tuple[str, Any]] = []
+        for _ in range(16):
+            if isinstance(obj, JITFunction) or not hasattr(obj, "fn"):
+                break
+            if isinstance(obj, (Autotuner, Heuristics)):
+                found.append(("autotune" if isinstance(obj, Autotuner) else "heuristics", obj))
+            obj = obj.fn
+        return found
+
+    def autotune_fields(self, tuner: Any) -> dict[str, Any]:
+        """An Autotuner's configs, key, reset/restore lists, whether user hooks or pruning were given."""
+        user_hooks = bool(getattr(tuner, "user_defined_pre_hook", False) or getattr(tuner, "user_defined_post_hook",
+                                                                                     False))
+        return {"configs": list(tuner.configs), "key": list(tuner.keys), "reset_to_zero": list(tuner.reset_to_zero),
+                "restore_value": list(tuner.restore_value), "user_hooks": user_hooks,
+                "pruning": [n for n in ("early_config_prune", "perf_model") if getattr(tuner, n, None) is not None]}
+
+    def config_fields(self, config: Any) -> dict[str, Any]:
+        """A triton.Config: kwargs, the four launch options, other compile options it sets (3.3's warp
+        specialization fields, 3.4+'s ir_override), and whether it has a pre_hook."""
+        standard = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+        other = {k: v for k, v in config.all_kwargs().items() if k not in config.kwargs and k not in standard}
+        return {"kwargs": dict(config.kwargs), **{k: getattr(config, k) for k in standard}, "other": other,
+                "pre_hook": config.pre_hook is not None}
+
+    def heuristic_values(self, heuristics: Any) -> dict[str, Any]:
+        """A Heuristics wrapper's {name: function}, in the order Heuristics.run applies them."""
+        return dict(heuristics.values)
+
     # ---- pass dumps (--split-dump resume) and Gluon kernels: read from the installed Triton ----
     def pass_modules(self) -> list[Any]:
         """Every module of pass-adding bindings (``add_*``) in ``passes`` and ``nvidia.passes``: make_ttgir
@@ -225,7 +263,8 @@ def current() -> TritonAPI:
         version=version, release=release_of(version), hidden_params=release.hidden_params,
         ptxas_flags=release.ptxas_flags, pointer_descriptor=release.pointer_descriptor,
         make_ir_takes_target=make_ir_params[1:2] == ["target"], language=_language(nvidia),
-        cluster_dims_option="cluster_dims" in fields, option_fields=fields, bool_type=mangle_type(True))
+        cluster_dims_option="cluster_dims" in fields, option_fields=fields, bool_type=mangle_type(True),
+        dtype_in_key=release.dtype_in_key)
 
 
 def _language(nvidia: Any) -> Any:

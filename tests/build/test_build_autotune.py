@@ -1,0 +1,126 @@
+"""Kernels with @triton.autotune and @triton.heuristics (issue 14, build side): what a worker reads off
+their wrappers under the installed Triton (tools/test_triton_versions.py runs this file under every
+release), and the family artifact a build writes: the index, and one ordinary artifact per variant."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tmlr_build.builder.build import CAPTURE_JOB
+from tmlr_build.builder.workers import Task, run_task
+from tmlr_build.cli import run
+from tmlr_build.common import errors as E
+from tmlr_build.common.arch import Target
+from tmlr_build.common.jobs import Job
+from tmlr_build.common.kernel_facts import KernelFacts
+from tmlr_runtime import ArtifactMetadata, Parameter
+from tmlr_runtime.abi import format_signature
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "autotune"
+SHAPE = json.loads((Path(__file__).with_name("family_index_shape.json")).read_text())
+MATMUL = f"{DATA}/tuned_matmul.py:matmul"
+MATMUL_SIG = "*T:16, *T:16, *T:16, i32, i32, i32:16, i32:16, i32:16, i32:16"
+
+
+def _facts(file: str, kernel: str) -> KernelFacts:
+    job = Job(source=str(DATA / file), stage="python", target=Target.from_capability(90), kernel=kernel)
+    return run_task(Task(CAPTURE_JOB, (job,), job.label))
+
+
+def test_autotune_inside_heuristics_is_read_with_its_configs_and_expression() -> None:
+    facts = _facts("tuned_matmul.py", "matmul")
+    assert [(p.name, p.constexpr) for p in facts.params][-4:] == [("BLOCK_M", True), ("BLOCK_N", True),
+                                                                  ("BLOCK_K", True), ("EVEN_K", True)]
+    tune = facts.autotune
+    assert tune is not None and tune.key == ("M", "N", "K") and tune.dtype_in_key
+    assert [c.record() for c in tune.configs] == [
+        {"kwargs": {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, "num_warps": 4, "num_stages": 2, "num_ctas": 1,
+         "maxnreg": None},
+        {"kwargs": {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32}, "num_warps": 4, "num_stages": 3, "num_ctas": 1,
+         "maxnreg": None}]
+    assert (tune.reset_to_zero, tune.restore_value, tune.has_pre_hook, tune.pruning) == ((), (), False, ())
+    [even] = facts.heuristics
+    assert (even.name, even.expr, even.after_config, even.is_bool) == (
+        "EVEN_K", "args['K'] % args['BLOCK_K'] == 0", True, True)
+
+
+def test_heuristics_outside_the_autotuner_come_first_and_do_not_see_the_config() -> None:
+    facts = _facts("outer_heuristics.py", "scale")
+    assert [(h.name, h.expr, h.after_config, h.is_bool) for h in facts.heuristics] == [
+        ("BLOCK", "next_power_of_2(args['n'])", False, False), ("EVEN", "args['n'] % 16 == 0", False, True)]
+    assert facts.autotune is not None and [c.num_warps for c in facts.autotune.configs] == [2, 4]
+
+
+def test_reset_to_zero_pruning_and_an_opaque_heuristic_are_recorded() -> None:
+    facts = _facts("split_k.py", "accumulate")
+    tune = facts.autotune
+    assert tune is not None and tune.reset_to_zero == ("out_ptr",) and tune.pruning == ("early_config_prune",)
+    limit = facts.heuristics[1]
+    assert limit.expr is None and "len(...)" in str(limit.why)
+
+
+def test_a_family_holds_one_ordinary_artifact_per_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report, _ = run([MATMUL, "--signature", MATMUL_SIG, "--types", "T=fp16,bf16", "--configs", "1", "-o",
+                     str(tmp_path / "fam"), "--arch", "90"])
+    err = capsys.readouterr().err
+    assert "matmul: 2 types x 1 pattern x 1 config x 2 EVEN_K x 1 arch = 4 variants" in err
+    assert err.count(" for capability 90: ok (") == 4
+    family = tmp_path / "fam" / "matmul"
+    index = json.loads((family / "metadata.json").read_text())
+    jsonschema.validate(index, SHAPE)
+    assert report.written == [str(family)]
+    assert [c["kwargs"]["BLOCK_M"] for c in index["autotune"]["configs"]] == [64]  # the configs built, renumbered
+    assert sorted(v["signature"].split(", ", 3)[0] + v["signature"][-6:] for v in index["variants"]) == [
+        "*bf16:16 False", "*bf16:16, True", "*fp16:16 False", "*fp16:16, True"]
+    for v in index["variants"]:
+        sub = json.loads((family / v["dir"] / "metadata.json").read_text())
+        meta = ArtifactMetadata.from_dict(sub)
+        assert sub["schema_version"] == 1 and meta.name == "matmul" and v["config"] == 0
+        assert format_signature(Parameter.from_json(p) for p in sub["signature"]) == v["signature"]
+        assert sub["variants"][0]["launch"]["num_warps"] == 4
+        assert sub["variants"][0]["provenance"]["options"]["num_stages"] == 3
+    # a variant is exactly what a single build of its signature writes
+    first = index["variants"][0]
+    run([MATMUL, "--signature", first["signature"], "-o", str(tmp_path / "one"), "--arch", "90", "-q"])
+    single = tmp_path / "one" / "matmul"
+    assert sorted(p.name for p in single.iterdir()) == sorted(p.name for p in (family / first["dir"]).iterdir())
+    for path in single.iterdir():
+        assert path.read_bytes() == (family / first["dir"] / path.name).read_bytes()
+
+
+def test_pruning_is_skipped_with_a_warning_and_opaque_heuristics_need_values(tmp_path: Path) -> None:
+    src = f"{DATA}/split_k.py:accumulate"
+    with pytest.raises(E.SpecError, match=r"heuristic LIMIT: its function is not a plain expression"):
+        run([src, "--signature", "*fp32:16, *fp32:16, i32", "-o", str(tmp_path), "--arch", "90", "-q"])
+    report, _ = run([src, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs", "0", "-o",
+                     str(tmp_path), "--arch", "90", "-q"])
+    assert report.warnings == ["accumulate: prune_configs_by (early_config_prune) needs the call's arguments: "
+                               "pruning skipped, all configs built"]
+    index = json.loads((tmp_path / "accumulate" / "metadata.json").read_text())
+    jsonschema.validate(index, SHAPE)
+    assert index["autotune"]["reset_to_zero"] == ["out_ptr"]
+    assert index["heuristics"] == [{"name": "MASKED", "expr": "args['n'] % args['BLOCK'] != 0", "after_config": True},
+                                   {"name": "LIMIT", "expr": None, "after_config": True}]
+    assert [v["signature"] for v in index["variants"]] == ["*fp32:16, *fp32:16, i32, 128, True, 0",
+                                                          "*fp32:16, *fp32:16, i32, 128, False, 0"]
+
+
+def test_an_autotuned_kernel_whose_constexprs_are_all_given_builds_one_artifact(tmp_path: Path) -> None:
+    run([MATMUL, "--signature", MATMUL_SIG.replace("T", "fp16") + ", 32, 32, 32, True", "-o", str(tmp_path),
+         "--arch", "90", "-q"])
+    doc = json.loads((tmp_path / "matmul" / "metadata.json").read_text())
+    assert doc["schema_version"] == 1 and not (tmp_path / "matmul" / "v").exists()
+
+
+def test_the_autotune_example_plans_48_variants() -> None:
+    from tmlr_build.builder import variants
+    from tmlr_build.builder.spec import load_spec
+
+    [req], archs = load_spec(str(Path(__file__).resolve().parents[2] / "examples" / "autotune" / "kernels.json"))
+    job = Job(source=req.source, stage="python", target=Target.from_capability(90), kernel=req.kernel)
+    plan = variants.plan(req, run_task(Task(CAPTURE_JOB, (job,), job.label)), len(archs or ()), 256)
+    assert plan is not None
+    assert plan.count_line == "matmul: 2 types x 2 patterns x 6 configs x 2 EVEN_K x 1 arch = 48 variants"

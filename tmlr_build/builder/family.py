@@ -1,0 +1,67 @@
+"""Writing a family artifact: the index (schema_version 3) and one ordinary artifact per variant under v/<vid>/.
+
+Each ``v/<vid>/`` holds exactly what a single build writes (loadable alone); the index names the
+kernel's parameters, its autotune configs and heuristics, and each variant's folder, config and full
+signature, so that the runtime plans its dispatch from one file (docs/spec-format.md, "Variants").
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Sequence
+
+from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, Parameter
+from tmlr_runtime.abi import format_signature
+
+from ..common.errors import ArtifactWriteError
+from ..common.jobs import JobResult
+from .artifact import artifact_files, check_schema
+from .variants import FamilyPlan
+
+FAMILY_SCHEMA_VERSION = 3
+VARIANTS_DIR = "v"
+# the runtime's schema of the index; validated against when this tmlr_runtime has it
+FAMILY_SCHEMA_PATH = SCHEMA_PATH.with_name("family.schema.json")
+
+
+def index_document(plan: FamilyPlan) -> dict[str, Any]:
+    """The family index of ``plan`` (metadata.json at the family folder's top)."""
+    tune = plan.facts.autotune
+    autotune = None
+    if tune is not None and plan.configs is not None:
+        autotune = {"key": list(tune.key), "configs": [c.record() for c in plan.configs],
+                    "reset_to_zero": list(tune.reset_to_zero), "restore_value": list(tune.restore_value),
+                    "has_pre_hook": tune.has_pre_hook, "dtype_in_key": tune.dtype_in_key}
+    return {
+        "schema_version": FAMILY_SCHEMA_VERSION,
+        "kind": "family",
+        "name": plan.name,
+        "params": [{"name": p.name, "kind": "constexpr" if p.constexpr else "runtime"} for p in plan.facts.params],
+        "autotune": autotune,
+        "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config}
+                       for h in plan.facts.heuristics],
+        "variants": [{"dir": f"{VARIANTS_DIR}/{v.vid}", "config": v.config, "signature": v.full_signature}
+                     for v in plan.variants],
+    }
+
+
+def family_files(plan: FamilyPlan, results: dict[str, Sequence[JobResult]]) -> dict[str, bytes]:
+    """Relative path -> bytes of the whole family folder; ``results``: each variant's compile results."""
+    files: dict[str, bytes] = {}
+    for v in plan.variants:
+        built = format_signature(Parameter.from_json(p) for p in results[v.vid][0].signature)
+        if built != v.full_signature:
+            raise ArtifactWriteError(f"{plan.name}: variant {v.vid} was planned as {v.full_signature!r} but built as "
+                                     f"{built!r}; this is a tmlr-build bug, please report it")
+        for rel, data in artifact_files(plan.name, results[v.vid], with_metadata=True).items():
+            files[f"{VARIANTS_DIR}/{v.vid}/{rel}"] = data
+    doc = index_document(plan)
+    validate_index(doc)
+    files[METADATA_FILE] = (json.dumps(doc, indent=2) + "\n").encode()
+    return files
+
+
+def validate_index(doc: dict[str, Any]) -> None:
+    """Check the index with the runtime's family schema, where this tmlr_runtime ships one."""
+    if os.path.isfile(FAMILY_SCHEMA_PATH):
+        check_schema(doc, str(FAMILY_SCHEMA_PATH), "the family index")

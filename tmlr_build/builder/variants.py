@@ -1,0 +1,285 @@
+"""Variant expansion: one Python kernel request -> the variants of a family artifact (issue 14).
+
+Factors: type variables (``"types": {"T": ["fp16", "bf16"]}``, ``*T:16`` in the signature), ``:16?``
+entries (divisible by 16 and not), autotune configs, and heuristic values (bool-valued heuristics
+build True and False; others the values the spec lists). Constexprs that a config or a heuristic
+sets are filled per variant, so the user's signature leaves them out. Pure planning: no Triton.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from tmlr_runtime.abi import PARAM_TYPES, SCALAR_TYPES, format_signature, split_top_level
+
+from ..common import signature as sig
+from ..common.errors import MaxVariantsError, OptionError, SignatureError, SpecError
+from ..common.kernel_facts import ConfigFact, HeuristicFact, KernelFacts
+from .sources import KernelRequest
+
+DEFAULT_MAX_VARIANTS = 256
+MAYBE_16 = ":16?"
+_TYPE_VAR = re.compile(r"^(\*?)([A-Za-z_]\w*)(:.*)?$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    vid: str  # its folder under v/: c<config>-<12 hex of the signature text's sha256> (v-... without a config)
+    config: int | None  # index into FamilyPlan.configs
+    signature: str  # what the compile job gets: the user's entries with types and patterns chosen
+    constexprs: dict[str, Any]  # the user's, plus the config's kwargs and the heuristic values
+    options: dict[str, Any]
+    full_signature: str  # every parameter, constexpr values included (the index records it)
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    name: str
+    facts: KernelFacts
+    configs: tuple[ConfigFact, ...] | None  # the configs built (None: no autotune in this family)
+    variants: tuple[Variant, ...]
+    count_line: str  # "matmul: 2 types x 1 pattern x 4 configs x 2 EVEN_K x 1 arch = 16 variants"
+    warnings: tuple[str, ...]
+
+
+def wants_family(req: KernelRequest) -> bool:
+    """Whether the request asks for variants itself (types, :16?, configs or heuristic values)."""
+    return bool(req.types or req.configs is not None or req.heuristics or MAYBE_16 in (req.signature or ""))
+
+
+def may_be_wrapped(req: KernelRequest) -> bool:
+    """Whether a worker must read the kernel's wrappers: it asks for variants, or its file names autotune or
+    heuristics (a file that never does cannot apply them, and is built as before, without the extra import)."""
+    if req.stage != "python":
+        return False
+    if wants_family(req):
+        return True
+    with open(req.source, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    return "autotune" in text or "heuristics" in text
+
+
+def plan(req: KernelRequest, facts: KernelFacts, archs: int, max_variants: int) -> FamilyPlan | None:
+    """The family to build for ``req``, or None: a single artifact, as without variants."""
+    label = str(req.kernel)
+    filled, problems = _filled_names(facts, label)
+    entries = split_top_level(req.signature) if req.signature and req.signature.strip() else []
+    open_all = [p.name for p in facts.params if p.name not in req.constexprs]
+    fixed = set(filled) <= set(req.constexprs) | set(open_all[:len(entries)])
+    if fixed and not wants_family(req):
+        return None  # the user fixed every constexpr a config or heuristic sets: one kernel, as before
+    configs: tuple[ConfigFact, ...] | None = None
+    heuristics: list[HeuristicFact] = []
+    if not fixed:
+        if problems:
+            raise SpecError(problems[0])
+        config_names = sorted(n for n, whence in filled.items() if whence == "config" and n in req.constexprs)
+        if config_names:
+            raise SpecError(f"{label}: {', '.join(config_names)} come from the autotune configs; leave them out of "
+                            "the constexprs and narrow the configs with \"configs\" (--configs), or fix every "
+                            "config and heuristic constexpr to build one kernel")
+        _check_entries(label, facts, set(req.constexprs) | set(filled), entries)
+        configs = _configs(req, facts, label) if facts.autotune is not None else None
+        heuristics = [h for h in facts.heuristics if h.name not in req.constexprs]
+    if req.configs is not None and configs is None:
+        why = "has no @triton.autotune" if facts.autotune is None else "gets every config constexpr from you"
+        raise SpecError(f"{label}: \"configs\" (--configs) given, but the kernel {why}; drop it")
+    unknown = sorted(set(req.heuristics or {}) - {h.name for h in heuristics})
+    if unknown:
+        raise SpecError(f"{label}: \"heuristics\" names {', '.join(unknown)}, which is no @triton.heuristics value "
+                        f"built per variant (those are: {', '.join(h.name for h in heuristics) or 'none'})")
+    return _expand(req, facts, configs, heuristics, entries, archs, max_variants)
+
+
+def _filled_names(facts: KernelFacts, label: str) -> tuple[dict[str, str], list[str]]:
+    """Constexprs a config or a heuristic sets (name -> "config" | "heuristic"), and what cannot be built per
+    variant (an error only when the user does not fix those names)."""
+    params = {p.name: p for p in facts.params}
+    filled: dict[str, str] = {}
+    problems = []
+    for config in facts.autotune.configs if facts.autotune else ():
+        filled.update((k, "config") for k in config.kwargs)
+    for h in facts.heuristics:
+        if h.name in filled:
+            problems.append(f"{label}: {h.name} is set by more than one config/heuristic; tmlr-build cannot tell "
+                            "which value a call gets - set it in one place")
+        filled[h.name] = "heuristic"
+    for name, whence in filled.items():
+        if name not in params or not params[name].constexpr:
+            what = "not a parameter" if name not in params else "not a tl.constexpr parameter"
+            problems.append(f"{label}: the {whence} sets {name}, which is {what} of the kernel; tmlr-build builds "
+                            "constexprs per variant only (compile options such as num_warps come from configs)")
+    return filled, problems
+
+
+def _check_entries(label: str, facts: KernelFacts, filled: set[str], entries: Sequence[str]) -> None:
+    """The signature gives one entry per parameter that no constexpr, config or heuristic sets."""
+    open_names = [p for p in facts.params if p.name not in filled]
+    rest = open_names[len(entries):]
+    if len(entries) <= len(open_names) and all(p.constexpr and p.has_default for p in rest):
+        return
+    per_variant = ", ".join(n for n in (p.name for p in facts.params) if n in filled)
+    raise SignatureError(
+        f"{label}: the signature has {len(entries)} entries but the variants expect {len(open_names)}, one for each "
+        f"of {', '.join(p.name for p in open_names) or '(none)'} in this order; {per_variant} are set per variant "
+        "by the autotune configs, the heuristics or the constexprs - leave them out")
+
+
+def _configs(req: KernelRequest, facts: KernelFacts, label: str) -> tuple[ConfigFact, ...]:
+    assert facts.autotune is not None  # the caller checked
+    available = facts.autotune.configs
+    if req.configs is None or req.configs == "all":
+        return available
+    if isinstance(req.configs, list) and all(isinstance(c, int) and not isinstance(c, bool) for c in req.configs):
+        bad = [i for i in req.configs if not 0 <= i < len(available)]
+        if bad or not req.configs or len(set(req.configs)) != len(req.configs):
+            raise SpecError(f"{label}: \"configs\" {req.configs}: give distinct indices from 0 to "
+                            f"{len(available) - 1} (the kernel's @triton.autotune has {len(available)} configs)")
+        return tuple(available[i] for i in req.configs)
+    if isinstance(req.configs, list) and req.configs and all(isinstance(c, dict) for c in req.configs):
+        return tuple(config_from_dict(c, f"{label}: \"configs\"[{i}]") for i, c in enumerate(req.configs))
+    raise SpecError(f'{label}: "configs" must be "all", a list of config indices like [0, 2], or a list of config '
+                    'objects like {"kwargs": {"BLOCK": 128}, "num_warps": 4}')
+
+
+def config_from_dict(doc: dict[str, Any], where: str) -> ConfigFact:
+    """A config written in a spec: the family index's form, with triton.Config's defaults."""
+    allowed = {"kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg"}
+    unknown = sorted(set(doc) - allowed)
+    if unknown or not isinstance(doc.get("kwargs", {}), dict):
+        raise SpecError(f"{where}: a config is {{\"kwargs\": {{...}}, \"num_warps\": 4, \"num_stages\": 3, "
+                        f"\"num_ctas\": 1, \"maxnreg\": null}}; unknown keys: {', '.join(unknown) or 'none'}")
+    return ConfigFact(dict(doc.get("kwargs", {})), int(doc.get("num_warps", 4)), int(doc.get("num_stages", 3)),
+                      int(doc.get("num_ctas", 1)), doc.get("maxnreg"))
+
+
+def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> list[dict[str, str]]:
+    types = req.types or {}
+    used = {m.group(2) for m in (_TYPE_VAR.match(e.strip()) for e in entries) if m}
+    undeclared = sorted(n for n in used - set(types) if n not in PARAM_TYPES and n not in ("True", "False", "None"))
+    if undeclared:
+        raise SpecError(f"{label}: {undeclared[0]} in the signature is no type; as a type variable, declare it: "
+                        f"\"types\": {{\"{undeclared[0]}\": [\"fp16\", \"bf16\"]}} (--types {undeclared[0]}=fp16,bf16)")
+    for var, values in types.items():
+        if var in PARAM_TYPES or var in ("True", "False", "None") or not var.isidentifier():
+            raise SpecError(f"{label}: type variable {var!r}: pick a name that is no type (T, DTYPE, ...)")
+        if var not in used:
+            raise SpecError(f"{label}: type variable {var} is not used in the signature; write it as *{var}:16 or {var}")
+        bad = [v for v in values if v not in SCALAR_TYPES]
+        if bad or not values or len(set(values)) != len(values):
+            raise SpecError(f"{label}: type variable {var}: {list(values)}: give distinct element types from "
+                            f"{', '.join(SCALAR_TYPES)}")
+    return [dict(zip(types, combo)) for combo in itertools.product(*types.values())]
+
+
+def _entry_text(entry: str, types: dict[str, str], divisible: bool | None) -> str:
+    text = entry.strip()
+    if divisible is not None:
+        text = text[:-len(MAYBE_16)] + (":16" if divisible else "")
+    m = _TYPE_VAR.match(text)
+    if m and m.group(2) in types:
+        text = f"{m.group(1)}{types[m.group(2)]}{m.group(3) or ''}"
+    return text
+
+
+def _heuristic_values(req: KernelRequest, h: HeuristicFact, label: str) -> list[Any]:
+    given = (req.heuristics or {}).get(h.name)
+    if given is not None:
+        if not isinstance(given, list) or not given or len({repr(v) for v in given}) != len(given) or not all(
+                isinstance(v, (int, float, bool, str)) for v in given):
+            raise SpecError(f"{label}: \"heuristics\" {h.name}: give a list of distinct values, e.g. [256, 512]")
+        return list(given)
+    if h.is_bool:
+        return [True, False]
+    why = f"its function is not a plain expression ({h.why})" if h.expr is None else f"{h.expr!r} is not bool-valued"
+    raise SpecError(f"{label}: heuristic {h.name}: {why}; give the values to build: \"heuristics\": "
+                    f"{{\"{h.name}\": [...]}} in the spec, or --heuristic {h.name}=V1,V2")
+
+
+def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None,
+            heuristics: list[HeuristicFact], entries: Sequence[str], archs: int, max_variants: int) -> FamilyPlan:
+    label = str(req.kernel)
+    type_choices = _type_choices(req, entries, label)
+    maybe = [i for i, e in enumerate(entries) if e.strip().endswith(MAYBE_16)]
+    values = [_heuristic_values(req, h, label) for h in heuristics]
+    config_indices: list[int | None] = list(range(len(configs))) if configs is not None else [None]
+    factors = [(len(type_choices), "type"), (2 ** len(maybe), "pattern"),
+               *([(len(configs), "config")] if configs is not None else []),
+               *((len(v), h.name) for v, h in zip(values, heuristics)), (archs, "arch")]
+    total = 1
+    for n, _ in factors:
+        total *= n
+    words = " x ".join(f"{n} {what}{'s' if n != 1 and what in ('type', 'pattern', 'config', 'arch') else ''}"
+                       for n, what in factors)
+    line = f"{req.name or label}: {words} = {total} variants"
+    if total > max_variants:
+        raise MaxVariantsError(f"{line}, over --max-variants {max_variants}: narrow the configs (--configs), types "
+                               "or heuristic values, drop :16? entries, or raise --max-variants")
+    variants = []
+    for types, bits, config, chosen in itertools.product(type_choices, itertools.product((True, False),
+                                                                                         repeat=len(maybe)),
+                                                         config_indices, itertools.product(*values)):
+        divisible = dict(zip(maybe, bits))
+        text = ", ".join(_entry_text(e, types, divisible.get(i)) for i, e in enumerate(entries))
+        variants.append(_variant(req, facts, configs, config, text, dict(zip((h.name for h in heuristics), chosen))))
+    _check_distinct(label, variants)
+    return FamilyPlan(req.name or label, facts, configs, tuple(variants), line, _warnings(facts, configs, label))
+
+
+def _variant(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, index: int | None,
+             text: str, heuristic_values: dict[str, Any]) -> Variant:
+    config = configs[index] if configs is not None and index is not None else None
+    constexprs = {**req.constexprs, **_config_constexprs(facts, configs, config, str(req.kernel)), **heuristic_values}
+    options = dict(req.options)
+    if config is not None:
+        for key, value in config.compile_options().items():
+            if key in options and options[key] != value:
+                raise OptionError(f"{req.kernel}: option {key}={options[key]!r} contradicts autotune config {index}'s "
+                                  f"{key}={value!r}; each config sets its own - drop the option (or pick configs)")
+            options[key] = value
+    defaults = {p.name: p.default for p in facts.params if p.has_default}
+    params = sig.bind_python_signature(str(req.kernel), [p.name for p in facts.params], sig.parse_signature(text),
+                                       constexprs, defaults, {p.name for p in facts.params if p.constexpr})
+    full = format_signature(params)
+    digest = hashlib.sha256(full.encode()).hexdigest()[:12]
+    return Variant(f"c{index}-{digest}" if index is not None else f"v-{digest}", index, text, constexprs, options, full)
+
+
+def _config_constexprs(facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, config: ConfigFact | None,
+                       label: str) -> dict[str, Any]:
+    """The config's kwargs, and the kernel's default for a name that only other configs set."""
+    if config is None or configs is None:
+        return {}
+    out = dict(config.kwargs)
+    params = {p.name: p for p in facts.params}
+    for name in {k for c in configs for k in c.kwargs} - set(out):
+        if not params[name].has_default:
+            raise SpecError(f"{label}: some autotune configs set {name} and others do not, and {name} has no default")
+        out[name] = params[name].default
+    return out
+
+
+def _check_distinct(label: str, variants: list[Variant]) -> None:
+    seen: dict[str, Variant] = {}
+    for v in variants:
+        if v.vid in seen:
+            raise SpecError(f"{label}: two variants are the same kernel ({v.full_signature}, config {v.config}); "
+                            "remove the repeated type, config or value")
+        seen[v.vid] = v
+
+
+def _warnings(facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, label: str) -> tuple[str, ...]:
+    tune = facts.autotune
+    if tune is None or configs is None:
+        return ()
+    out = []
+    if tune.pruning:
+        out.append(f"{label}: prune_configs_by ({', '.join(tune.pruning)}) needs the call's arguments: pruning "
+                   "skipped, all configs built")
+    if tune.has_pre_hook:
+        out.append(f"{label}: the autotuner has a user pre_hook/post_hook or a Config.pre_hook, which cannot run "
+                   "without Triton: tuning at run time refuses this kernel; ship a tuning table (tmlr tune)")
+    return tuple(out)

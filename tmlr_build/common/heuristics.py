@@ -1,0 +1,179 @@
+"""@triton.heuristics functions as expressions the runtime can evaluate without Triton.
+
+A heuristic's value becomes a constexpr of each variant, so at call time the runtime must compute it
+the way Triton would. It can only when the function is a simple expression over ``args['name']``:
+:func:`extract` turns the lambda's (or def's) source into such an expression text and
+:func:`check_expression` checks it against the whitelist of the design (docs/spec-format.md); anything
+else is recorded as no expression, and the caller must pass the value by keyword. Never a guess.
+
+Pure Python (no Triton), in common/ because the compile side (compile/capture.py, which may not import
+the parent side) uses it: it hands in the function's code object and its file's source, and checks
+that the globals an expression relies on are what they look like. The runtime's tmlr_runtime/_heuristics.py
+re-checks the same whitelist at load; once it exists, check_expression here should become an import of it.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from types import CodeType
+
+FUNCTIONS = ("min", "max", "abs", "int", "bool", "next_power_of_2", "cdiv")
+TRITON_FUNCTIONS = ("next_power_of_2", "cdiv")  # also written triton.next_power_of_2 / triton.cdiv
+_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr)
+_UNARY = (ast.USub, ast.Not, ast.Invert)
+_COMPARE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """A heuristic function read from its source."""
+
+    expr: str | None  # the expression over args['name'], or None (the caller passes the value)
+    why: str | None  # why there is no expression
+    globals_used: tuple[str, ...] = ()  # module names it relies on ("triton", "cdiv", "min"): the caller checks them
+
+
+def check_expression(text: str) -> str | None:
+    """None when ``text`` is a whitelisted heuristic expression, else what is not allowed in it."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        return f"not a Python expression ({e.msg})"
+    return _check(tree)
+
+
+def _check(node: ast.AST) -> str | None:
+    why = _refused(node)
+    if why or isinstance(node, ast.Subscript):  # args['name']: its parts are not expressions of their own
+        return why
+    children = node.args if isinstance(node, ast.Call) else ast.iter_child_nodes(node)  # its func was checked
+    for child in children:
+        why = _check(child)
+        if why:
+            return why
+    return None
+
+
+def _refused(node: ast.AST) -> str | None:
+    if isinstance(node, (ast.Expression, ast.Load, ast.And, ast.Or, ast.IfExp, ast.BoolOp) + _BINOPS + _UNARY
+                  + _COMPARE):
+        return None
+    if isinstance(node, ast.Subscript):
+        ok = (isinstance(node.value, ast.Name) and node.value.id == "args" and isinstance(node.slice, ast.Constant)
+              and isinstance(node.slice.value, str))
+        return None if ok else "a subscript other than args['name']"
+    if isinstance(node, ast.Name):
+        return f"the name {node.id!r} (only args['name'] and calls of {', '.join(FUNCTIONS)})"
+    if isinstance(node, ast.Constant):
+        ok = node.value is None or isinstance(node.value, (bool, int, float))
+        return None if ok else f"the constant {node.value!r}"
+    if isinstance(node, ast.BinOp):
+        return None if isinstance(node.op, _BINOPS) else f"the operator {type(node.op).__name__}"
+    if isinstance(node, ast.UnaryOp):
+        return None if isinstance(node.op, _UNARY) else f"the operator {type(node.op).__name__}"
+    if isinstance(node, ast.Compare):
+        bad = [type(op).__name__ for op in node.ops if not isinstance(op, _COMPARE)]
+        return f"the comparison {bad[0]}" if bad else None
+    if isinstance(node, ast.Call):
+        ok = isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and not node.keywords and not any(
+            isinstance(a, ast.Starred) for a in node.args)
+        return None if ok else f"the call {ast.unparse(node.func)}(...)"
+    return f"a {type(node).__name__}"
+
+
+def is_bool_expression(text: str) -> bool:
+    """Whether the (whitelisted) expression always gives a bool: comparisons, ``not``, and/or of those."""
+    return _is_bool(ast.parse(text, mode="eval").body)
+
+
+def _is_bool(node: ast.AST) -> bool:
+    if isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        return True
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id == "bool"
+    if isinstance(node, ast.BoolOp):
+        return all(_is_bool(v) for v in node.values)
+    if isinstance(node, ast.IfExp):
+        return _is_bool(node.body) and _is_bool(node.orelse)
+    return False
+
+
+def extract(source: str, code: CodeType) -> Extracted:
+    """The expression of the lambda or def whose code object is ``code``, in the module text ``source``."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        return Extracted(None, "its source file does not parse")
+    found = [n for n in ast.walk(module) if _defines(n, code)]
+    if len(found) > 1:
+        found = [n for n in found if _same_code(n, code)]
+    if len({ast.dump(n) for n in found}) != 1:  # alike twins give the same expression
+        return Extracted(None, "its source could not be found")
+    node = found[0]
+    body = _returned(node)
+    if body is None:
+        return Extracted(None, "it is not a single expression (one lambda, or a def with one return)")
+    params = node.args
+    if params.posonlyargs or params.kwonlyargs or params.vararg or params.kwarg or len(params.args) != 1:
+        return Extracted(None, "it does not take exactly one argument (the dict of arguments)")
+    body, used = _normalized(body, params.args[0].arg)
+    text = ast.unparse(body)
+    why = check_expression(text)
+    if why:
+        return Extracted(None, f"{text!r} uses {why}, which is outside the allowed expressions")
+    return Extracted(text, None, used)
+
+
+def _defines(node: ast.AST, code: CodeType) -> bool:
+    if isinstance(node, ast.Lambda):
+        return code.co_name == "<lambda>" and node.lineno == code.co_firstlineno
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        return node.name == code.co_name and first == code.co_firstlineno
+    return False
+
+
+def _same_code(node: ast.AST, code: CodeType) -> bool:
+    # several lambdas on one line: the one whose compiled code has the same constants and names (the
+    # bytecode itself may differ: compiled alone, a lambda can take other instructions)
+    wrapped = ast.Expression(node) if isinstance(node, ast.Lambda) else ast.Module([node], [])
+    compiled = compile(ast.fix_missing_locations(wrapped), code.co_filename, "eval" if isinstance(node, ast.Lambda)
+                       else "exec")
+    inner = [c for c in compiled.co_consts if isinstance(c, CodeType)]
+    return any((c.co_consts, c.co_names, c.co_varnames) == (code.co_consts, code.co_names, code.co_varnames)
+               for c in inner)
+
+
+def _returned(node: ast.AST) -> ast.expr | None:
+    if isinstance(node, ast.Lambda):
+        return node.body
+    body = list(node.body)  # type: ignore[attr-defined]
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # a docstring
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        return body[0].value
+    return None
+
+
+def _normalized(body: ast.expr, param: str) -> tuple[ast.expr, tuple[str, ...]]:
+    """The parameter renamed ``args``; ``triton.cdiv`` -> ``cdiv``; the module names it relies on."""
+    used: set[str] = set()
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id == param:
+                return ast.copy_location(ast.Name("args", ast.Load()), node)
+            if node.id in FUNCTIONS:
+                used.add(node.id)
+            return node
+
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            if isinstance(node.value, ast.Name) and node.value.id != param and node.attr in TRITON_FUNCTIONS:
+                used.add(node.value.id)
+                return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+            return self.generic_visit(node)
+
+    new = Rename().visit(ast.parse(ast.unparse(body), mode="eval")).body
+    return new, tuple(sorted(used))
