@@ -12,7 +12,6 @@ the most specialized.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable
 
 from .abi import DTYPE_NAMES, TYPES, Parameter, format_entry, pointee
@@ -72,23 +71,16 @@ def int_entry(value: Any) -> str:
     return f"{ty}:16" if value % 16 == 0 else ty
 
 
-def classifier(params: list[Parameter]) -> Callable[[Any], str]:
-    """The call-entry function for a parameter given its variants' patterns; torch tensors take a short path."""
-    if not any(p.is_pointer for p in params):
-        return int_entry
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return pointer_entry
-    tensor = torch.Tensor
-
-    def entry(value: Any) -> str:
-        if type(value) is tensor:
-            dtype = value.dtype
-            name = _dtype_names.get(dtype) or dtype_name(dtype)
-            return f"*{name}" if value.data_ptr() & 15 else f"*{name}:16"
-        return pointer_entry(value)
-
-    return entry
+def fast_key(dtypes: list[int], aligned: list[int], ints: list[int], raw: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A function of a call's positional arguments whose value fixes the family's whole choice: the
+    dtypes of the pointers whose dtype differs between variants or is in the autotune key, the
+    alignment of those whose alignment differs, the class of the distinguishing ints (``& 15``,
+    ``== 1``) and the values the autotune key and the heuristics read. Made once per family as one
+    expression (a loop over per-parameter functions costs several times the dispatch budget); it
+    raises for pointers without ``.dtype``/``.data_ptr()`` (ints, CuPy), which take the general path."""
+    parts = [f"a[{i}].dtype" for i in dtypes] + [f"not a[{i}].data_ptr() & 15" for i in aligned]
+    parts += [f"a[{i}] & 15, a[{i}] == 1" for i in ints if i not in raw] + [f"a[{i}]" for i in raw]
+    return eval(f"lambda a: ({', '.join(parts)}{',' if parts else ''})", {})  # noqa: S307 - text made of ints above
 
 
 def accepts(p: Parameter, call: str) -> bool:

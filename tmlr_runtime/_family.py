@@ -17,21 +17,24 @@
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from typing import Any, Callable
 
 from . import _driver
-from ._choose import accepts, classifier, dtype_name, exact, int_entry, pointer_entry, specialization
+from ._choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
 from ._errors import ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError
 from ._convert import default_stream, stream_handle
 from ._family_index import Config, FamilyIndex, is_family, read_index
+from ._heuristics import names_used
 from ._kernel import Kernel
 from ._metadata import ArtifactMetadata
 from ._tuning import Key, Tuner
 from .abi import Parameter, format_signature, split_top_level
 
 _MISSING = object()
+_FAST_ENTRIES = 4096
 _loaded: dict[tuple[str, bool, str, str], tuple[Any, "KernelFamily"]] = {}  # loading an unchanged family again gives the same object
 __all__ = ["KernelFamily", "is_family"]
 
@@ -112,12 +115,14 @@ class KernelFamily:
         self.configs: tuple[Config, ...] = at.configs if at else ()
         self._config_names = frozenset(k for c in self.configs for k in c.kwargs)
         self._key_pos = tuple(self._position[n] for n in at.key if n in self._position) if at else ()
-        self._key_simple = at is not None and all(self._position[n] < self.npos for n in at.key if n in self._position)
         self._dtypes = at.dtype_in_key if at else False
         self.tuner = Tuner(self.name, self.directory, index.sha256, len(self.configs), _device_name(), tuning, fallback) \
             if at else None
         self._choice: dict[Key, int] = self.tuner.memory if self.tuner else {}
         self._memo: dict[Any, tuple[Kernel, dict[str, Any], Member]] = {}
+        self._fast: dict[tuple[Any, ...], tuple[Any, Kernel, dict[str, Any]]] = {}  # fast key -> (launch, sub-kernel, grid meta base)
+        self._fast_key_of = None if self._positional_constexprs else self._fast_key()
+        self._fast_n = -1 if self._fast_key_of is None else self.npos  # the argument count the fast path takes
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> "KernelFamily":
@@ -132,32 +137,66 @@ class KernelFamily:
         _loaded[ident] = (stamps, family)
         return family
 
-    def _distinguishing(self, runtime: list[int]) -> tuple[tuple[int, Callable[[Any], Any]], ...]:
-        """(position, call-key function) of each runtime parameter whose pattern differs between variants."""
-        out = []
-        for i in runtime:
-            params = [m.meta.signature[i] for m in self.members]
-            if len({(p.kind, p.type, p.divisibility) for p in params}) > 1:
-                out.append((i, classifier(params)))
-        return tuple(out)
+    def _distinguishing(self, runtime: list[int]) -> tuple[int, ...]:
+        """The runtime parameters whose pattern differs between variants."""
+        return tuple(i for i in runtime if len({(p.kind, p.type, p.divisibility) for p in (m.meta.signature[i] for m in self.members)}) > 1)
+
+    def _fast_key(self) -> Callable[[tuple[Any, ...]], tuple[Any, ...]] | None:
+        """See ``_choose.fast_key``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
+        sig = self.members[0].meta.signature
+        raw = [i for i in self._key_pos if i < self.npos] if self.tuner is not None else []
+        derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics}
+        for h in self.index.heuristics:
+            if h.expr is None:
+                return None
+            for name in names_used(h.expr):
+                i = self._position.get(name, self.npos)
+                if i < self.npos and sig[i].kind != "constexpr" and not sig[i].is_pointer:
+                    raw.append(i)
+                elif name not in derived:
+                    return None
+        differ = lambda i, field: len({getattr(m.meta.signature[i], field) for m in self.members}) > 1  # noqa: E731
+        pointers = [i for i in self._dist if sig[i].is_pointer]
+        dtypes = [i for i in range(self.npos) if sig[i].is_pointer and (self._dtypes or differ(i, "type"))]
+        ints = [i for i in self._dist if not sig[i].is_pointer]
+        if any(differ(i, "type") for i in ints):
+            raw += ints  # int types differ (i32 / i64): the value decides
+        return fast_key(dtypes, [i for i in pointers if differ(i, "divisibility")], ints, sorted(set(raw)))
 
     def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
         """``family(grid, *args, stream=None, **constexprs)``: choose the variant, then launch it."""
+        if len(args) == self._fast_n and not kwargs:
+            try:
+                launch, kernel, base = self._fast[self._fast_key_of(args)]
+            except Exception:  # not seen yet; or a pointer given as an int, a CuPy array...: the general path
+                return self._call(grid, args, kwargs, stream)
+            if callable(grid):
+                grid = self._grid(grid, base, args, {})
+            return launch(kernel, grid, *args, stream=stream)
+        return self._call(grid, args, kwargs, stream)
+
+    def _call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
+        """A call the fast memo does not know: every step of the module docstring."""
         given: dict[str, Any] = {}
-        if kwargs or len(args) != self.npos or self._positional_constexprs:
+        plain = not kwargs and len(args) == self.npos and not self._positional_constexprs
+        if not plain:
             args, given = self._bind(args, kwargs)
-        spec = tuple([f(args[i]) for i, f in self._dist])
         config = None
         if self.tuner is not None:
-            key = tuple([args[i] for i in self._key_pos]) if self._key_simple and not self._dtypes else self._key(args, given)
+            key = self._key(args, given)
             config = self._choice.get(key)
             if config is None:
                 config = self._config_for(key, grid, args, given, stream)
         heur = self._heuristics(args, given, config) if self.index.heuristics else ()
-        memo_key = (config, heur, tuple(given.items()), spec)
+        memo_key = (config, heur, tuple(given.items()), tuple(self.call_key(args).values()))
         hit = self._memo.get(memo_key)
         if hit is None:
             hit = self._memo[memo_key] = self._resolve(config, heur, args, given)
+        if plain and self._fast_key_of is not None:
+            with contextlib.suppress(Exception):
+                if len(self._fast) >= _FAST_ENTRIES:  # bounded: the autotune key's values are in it
+                    self._fast.clear()
+                self._fast[self._fast_key_of(args)] = (type(hit[0]).__call__, hit[0], hit[1])
         kernel, base, _ = hit
         if callable(grid):
             grid = self._grid(grid, base, args, given)
@@ -280,7 +319,7 @@ class KernelFamily:
 
     def call_key(self, args: tuple[Any, ...]) -> dict[int, str]:
         """The call's specialization key: position -> Triton entry of each distinguishing parameter."""
-        return {i: (pointer_entry if self.members[0].meta.signature[i].is_pointer else int_entry)(args[i]) for i, _ in self._dist}
+        return {i: (pointer_entry if self.members[0].meta.signature[i].is_pointer else int_entry)(args[i]) for i in self._dist}
 
     def _no_variant(self, calls: dict[int, str], want: dict[str, Any], config: int | None) -> str:
         def misses(m: Member) -> list[str]:
@@ -359,6 +398,7 @@ class KernelFamily:
         args, given = self._bind(args, kwargs)
         key = self._key(args, given)
         config, times = self._benchmark(key, grid, args, given, stream)
+        self._fast.clear()  # it may hold the variant of the config known before
         if self.tuner.mode == "strict":
             self.tuner.memory[key] = config
         else:
