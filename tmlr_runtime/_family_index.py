@@ -166,23 +166,15 @@ def _document(doc: Any, directory: str, sha256: str) -> FamilyIndex:
     return FamilyIndex(name, tuple(params), autotune, heuristics, variants, directory, sha256)
 
 
-def family_version(raw: bytes) -> Any:
-    """The ``schema_version`` a metadata.json's bytes declare (None when they are no JSON object)."""
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    return doc.get("schema_version") if isinstance(doc, dict) else None
-
-
 def is_family(directory: str) -> bool:
-    """Whether ``directory/metadata.json`` declares a family index (schema version 3)."""
+    """Whether ``directory/metadata.json`` is a family index (schema version 3, kind "family"); a
+    v3 document of another kind stays the single-artifact reader's (which names its version)."""
     try:
-        raw = read_file(os.path.join(directory, METADATA_FILE))
-    except OSError:
+        doc = json.loads(read_file(os.path.join(directory, METADATA_FILE)))
+    except (OSError, ValueError, RecursionError):
         return False
-    version = family_version(raw)
-    return version == FAMILY_VERSION and not isinstance(version, bool)
+    return isinstance(doc, dict) and doc.get("kind") == "family" and doc.get("schema_version") == FAMILY_VERSION \
+        and not isinstance(doc.get("schema_version"), bool)
 
 
 def read_index(directory: str, stats: dict[str, os.stat_result] | None = None) -> FamilyIndex:
