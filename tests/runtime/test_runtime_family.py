@@ -209,3 +209,15 @@ def test_a_sub_artifact_that_differs_from_the_index_is_an_integrity_error(tmp_pa
         json.dump(doc, f)
     with pytest.raises(tr.IntegrityError, match="differs from the family index"):
         tr.Kernel.load(d)
+
+
+def test_every_committed_family_index_is_valid_to_the_reader_and_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    from schema_sample import ROOT, committed_documents
+
+    families = committed_documents(families=True)
+    assert families, "tests/gpu/artifacts/add_family is committed"
+    schema = json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text())
+    for name, doc in families.items():
+        jsonschema.validate(doc, schema)
+        assert len(_family_index.read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])
