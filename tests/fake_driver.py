@@ -38,7 +38,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
 import tmlr_runtime as tr
-from tmlr_runtime import _driver, _kernel, _modules
+from tmlr_runtime import _driver, _family, _kernel, _modules
 from tmlr_runtime._elf import functions
 from tmlr_runtime._errors import IntegrityError
 from tmlr_runtime._launcher import Layout
@@ -84,6 +84,9 @@ class FakeDriver:
         self.param_sizes: tuple[int, ...] | None = None  # set: each launch records its parameters' bytes
         self.result = _OK  # the CUresult each launch returns
         self.error: BaseException | None = None  # raised by each launch instead, after recording it
+        self.allocations: dict[int, Any] = {}  # cuMemAlloc'd host buffers by address
+        self.memory_ops: list[tuple[Any, ...]] = []  # ("alloc"|"free"|"memset"|"copy", ...)
+        self.unbacked: set[int] = set()  # allocations too large to back: memsets there are only recorded
 
     def __getattr__(self, name: str) -> Any:  # enums and structs come from the real bindings
         return getattr(self._real, name)
@@ -157,6 +160,7 @@ class FakeDriver:
 
     # -- launches -----------------------------------------------------------------------------
     def _record(self, launch: dict[str, Any], params: int) -> tuple[int]:
+        self.clock += self.launch_time(launch)
         if self.param_sizes is not None:
             slots = (ctypes.c_void_p * max(len(self.param_sizes), 1)).from_address(params)
             launch["params"] = [ctypes.string_at(slots[i], size) for i, size in enumerate(self.param_sizes)]
@@ -174,6 +178,65 @@ class FakeDriver:
     def cuLaunchKernelEx(self, config: Any, f: _Function, params: int, extra: int) -> tuple[int]:
         return self._record({"kernel": f.name, "grid": (config.gridDimX, config.gridDimY, config.gridDimZ),
                              "stream": int(config.hStream), "config": config}, params)
+
+    # -- benchmarking (tuning a family): events read a clock that each launch advances ----------------
+    # by launch_time(launch) ms; memsets and copies act on host memory (FakeCudaTensor poses as device
+    # memory) except in allocations too large to back, which are only recorded in memory_ops
+    capturing = False  # cuStreamIsCapturing says ACTIVE when True
+    clock = 0.0
+    launch_time: Callable[[dict[str, Any]], float] = staticmethod(lambda launch: 0.001)  # type: ignore[assignment]
+    _BACKED = 64 << 20
+
+    def cuStreamIsCapturing(self, stream: int) -> tuple[int, Any]:
+        S = self._real.CUstreamCaptureStatus
+        return _OK, S.CU_STREAM_CAPTURE_STATUS_ACTIVE if self.capturing else S.CU_STREAM_CAPTURE_STATUS_NONE
+
+    def cuStreamSynchronize(self, stream: int) -> tuple[int]:
+        return (_OK,)
+
+    def cuEventCreate(self, flags: int) -> tuple[int, Any]:
+        return _OK, SimpleNamespace(at=None)
+
+    def cuEventRecord(self, event: Any, stream: int) -> tuple[int]:
+        event.at = self.clock
+        return (_OK,)
+
+    def cuEventSynchronize(self, event: Any) -> tuple[int]:
+        return (_OK,)
+
+    def cuEventElapsedTime(self, start: Any, end: Any) -> tuple[int, float]:
+        return _OK, end.at - start.at
+
+    def cuEventDestroy(self, event: Any) -> tuple[int]:
+        return (_OK,)
+
+    def cuMemAlloc(self, nbytes: int) -> tuple[int, int]:
+        if nbytes > self._BACKED:
+            address = 0x7E00_0000_0000 + 0x1_0000_0000 * len(self.unbacked)
+            self.unbacked.add(address)
+        else:
+            buf = ctypes.create_string_buffer(nbytes)
+            address = ctypes.addressof(buf)
+            self.allocations[address] = buf
+        self.memory_ops.append(("alloc", address, nbytes))
+        return _OK, address
+
+    def cuMemFree(self, address: int) -> tuple[int]:
+        self.allocations.pop(int(address), None)
+        self.unbacked.discard(int(address))
+        self.memory_ops.append(("free", int(address)))
+        return (_OK,)
+
+    def cuMemsetD8Async(self, address: int, value: int, count: int, stream: int) -> tuple[int]:
+        self.memory_ops.append(("memset", int(address), count))
+        if int(address) not in self.unbacked:
+            ctypes.memset(int(address), value, count)
+        return (_OK,)
+
+    def cuMemcpyDtoDAsync(self, dst: int, src: int, count: int, stream: int) -> tuple[int]:
+        self.memory_ops.append(("copy", int(dst), int(src), count))
+        ctypes.memmove(int(dst), int(src), count)
+        return (_OK,)
 
 
 def _run_add(params: int, programs: int, block: int = 1024) -> None:
@@ -202,7 +265,7 @@ def installed(device: _driver.DeviceInfo = H200) -> Iterator[FakeDriver]:
 def fresh_caches() -> Iterator[None]:
     """Run the block with empty module and loaded-kernel caches (the process's own come back after),
     so a damaged cubin is read again even where its sha256 is already loaded."""
-    with _patched(_modules, _cache={}), _patched(_kernel, _loaded={}):
+    with _patched(_modules, _cache={}), _patched(_kernel, _loaded={}), _patched(_family, _loaded={}):
         yield
 
 

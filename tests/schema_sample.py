@@ -24,11 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 JSONSCHEMA = jsonschema.Draft202012Validator(json.loads(tr.SCHEMA_PATH.read_text()))
 
 
-def committed_documents() -> dict[str, Any]:
-    """Every metadata.json git tracks (examples/artifacts, examples/stages/artifacts, tests/gpu/artifacts)."""
+def committed_documents(families: bool = False) -> dict[str, Any]:
+    """Every artifact metadata.json git tracks (examples/artifacts, examples/stages/artifacts, tests/gpu/artifacts);
+    ``families``: the family indexes (schema v3, kind "family") instead."""
     names = subprocess.run(["git", "ls-files", "*metadata.json"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
-    return {name: json.loads((ROOT / name).read_text()) for name in names}
+    docs = {name: json.loads((ROOT / name).read_text()) for name in names}
+    return {name: doc for name, doc in docs.items() if (doc.get("kind") == "family") == families}
 
 
 def expected_valid(doc: Any) -> bool:

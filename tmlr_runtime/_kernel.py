@@ -7,7 +7,7 @@ import threading
 from typing import Any, Callable
 
 from . import _driver, _launcher, _modules
-from ._errors import ArgumentError, short_repr
+from ._errors import ArgumentError, SchemaError, short_repr
 from ._metadata import ArtifactMetadata, Variant, read_cubin
 
 _loaded_lock = threading.Lock()
@@ -48,11 +48,13 @@ class Kernel:
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, checks: bool = True) -> "Kernel":
+    def load(cls, path: str | os.PathLike[str], *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> Any:
         """Load the artifact directory ``path`` for the current device (see the class docstring).
 
         Loading the same unchanged directory again returns the same ``Kernel`` without reading or
-        hashing anything.
+        hashing anything. A family directory (index of schema version 3) gives a
+        :class:`~tmlr_runtime.KernelFamily`, called the same way; ``tuning`` and ``fallback`` choose
+        its autotune mode (docs/variants.md) and mean nothing for a single artifact.
         """
         try:
             directory = os.path.abspath(os.fsdecode(os.fspath(path)))
@@ -67,7 +69,15 @@ class Kernel:
         except OSError:  # a file read is gone: load again (and say what is missing)
             pass
         stats: dict[str, os.stat_result] = {}
-        kernel = cls(ArtifactMetadata.read(directory, stats), directory, checks=checks, stats=stats)
+        try:
+            meta = ArtifactMetadata.read(directory, stats)
+        except SchemaError as e:
+            from . import _family
+
+            if e.json_path == "$.schema_version" and _family.is_family(directory):
+                return _family.KernelFamily.load(directory, checks=checks, tuning=tuning, fallback=fallback)
+            raise
+        kernel = cls(meta, directory, checks=checks, stats=stats)
         with _loaded_lock:
             _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
         return kernel

@@ -3,6 +3,9 @@
     tmlr inspect DIR [--json] [--no-device]   the call signature, variants, launch data, resources, provenance
     tmlr verify DIR [--json] [--no-device]    fields (and the schema file itself, with jsonschema installed), hashes,
                                               entry symbols, and with a GPU that this device can load it; exit 1 on a failure
+    tmlr tune DIR --cases FILE.py:func        a family: benchmark its autotune configs here, write DIR/tuning.json
+
+A family directory (index of schema v3) is inspected and verified by ``_family_cli``.
 
 Errors become messages and exit codes in one place. A reader that closes the pipe early
 (``tmlr inspect DIR | head``) ends it with status 141, as SIGPIPE ends other commands, and no traceback.
@@ -15,8 +18,9 @@ import os
 import sys
 from typing import Any
 
-from . import __version__, _driver
+from . import __version__, _driver, _family_cli
 from ._elf import functions
+from ._family_index import is_family
 from ._errors import CudaUnavailableError, TmlrError
 from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin
 from .abi import PER_DIM_FIELDS, Descriptor, Parameter
@@ -92,6 +96,8 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
 
 def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]:
     """Everything a person wants to know about an artifact, as a JSON-able dict."""
+    if is_family(directory):
+        return _family_cli.inspect_family(directory)
     meta = ArtifactMetadata.read(directory)
     out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
@@ -102,6 +108,8 @@ def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]
 
 
 def _print_inspect(info: dict[str, Any]) -> None:
+    if info.get("schema_version") == 3:
+        return _family_cli.print_inspect_family(info)
     print(f"{info['name']}  ({info['directory']}, schema v{info['schema_version']})\n  call      {info['call']}")
     for v in info["variants"]:
         spills = "" if v["spill_stores"] is None else f"  spills {v['spill_stores']}st/{v['spill_loads']}ld"
@@ -124,6 +132,8 @@ def _print_inspect(info: dict[str, Any]) -> None:
 def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str, bool | None, str]]:
     """``(check, passed, detail)`` for every check, ``passed`` None for one that could not be made
     here (no GPU, no jsonschema); never raises for a bad artifact. ``with_device=False`` leaves the device check out."""
+    if is_family(directory):
+        return _family_cli.verify_family(directory, with_device)
     try:
         meta = ArtifactMetadata.read(directory)
     except TmlrError as e:
@@ -174,8 +184,11 @@ def _run(argv: list[str] | None) -> int:
         p.add_argument("directory")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--no-device", action="store_true", help="do not touch the GPU even if there is one")
+    _family_cli.add_tune_parser(sub)
     args = parser.parse_args(argv)
     try:
+        if args.command == "tune":
+            return _family_cli.run_tune(args)
         if args.command == "inspect":
             info = inspect_artifact(args.directory, with_device=not args.no_device)
             if args.json:

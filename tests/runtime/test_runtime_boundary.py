@@ -63,3 +63,20 @@ def test_cli_works_without_triton():
     """)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FAIL" not in r.stdout and "entry symbol" in r.stdout
+
+
+def test_family_dispatch_works_with_triton_torch_numpy_blocked(tmp_path):
+    r = run_blocked(f"""
+        import tmlr_runtime as tr
+        from fake_driver import installed
+        from family_sample import make_family, signature
+        d = make_family({str(tmp_path / "add")!r}, [(None, signature("fp16", True, n)) for n in ("", "16")])
+        with installed() as fake:
+            family = tr.Kernel.load(d)
+            family(1, 0x1000, 0x2000, 0x3000, 4095)
+            family(1, 0x1000, 0x2000, 0x3000, 4096)
+            print(type(family).__name__, [family.choose(0x1000, 0x2000, 0x3000, n).signature.split(", ")[3] for n in (4095, 4096)])
+        assert not [m for m in sys.modules if m.split(".")[0] in ("triton", "tmlr_build", "torch", "numpy") and sys.modules[m] is not None]
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "KernelFamily ['i32', 'i32:16']"

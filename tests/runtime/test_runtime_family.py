@@ -1,0 +1,223 @@
+"""Family artifacts (schema v3 index over v/<vid>/ sub-artifacts): loading, the dispatch choice,
+heuristics, keyword constexprs, grid meta and the typed errors — on the fake driver (no GPU)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+import tmlr_runtime as tr
+from family_sample import autotune, dtype_family, make_family, signature
+from fake_driver import fake_cuda_tensor_type, installed
+from tmlr_runtime import _family_index
+from tmlr_runtime._choose import int_entry, pointer_entry
+from tmlr_runtime._heuristics import check_expression, next_power_of_2
+
+T = fake_cuda_tensor_type(0)
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMLR_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def fake():
+    with installed() as f:
+        yield f
+
+
+def tensors(n: int = 4096, dtype=torch.float32, offset: int = 0):
+    x, y, out = (torch.arange(n + offset, dtype=dtype)[offset:], torch.full((n + offset,), 2.0, dtype=dtype)[offset:],
+                 torch.zeros(n + offset, dtype=dtype)[offset:])
+    return tuple(t.as_subclass(T) for t in (x, y, out))
+
+
+def plain_family(tmp_path, patterns=(("fp32", True, ""), ("fp32", True, "16"))) -> str:
+    return make_family(str(tmp_path / "add"), [(None, signature(*p)) for p in patterns])
+
+
+def test_kernel_load_returns_a_family_and_each_variant_loads_alone(tmp_path, fake):
+    family = tr.Kernel.load(dtype_family(str(tmp_path / "add")))
+    assert isinstance(family, tr.KernelFamily) and len(family.members) == 8
+    sub = tr.Kernel.load(family.members[0].directory)
+    assert isinstance(sub, tr.Kernel) and sub.metadata.schema_version == 1
+    assert tr.Kernel.load(str(tmp_path / "add")) is family  # unchanged: the same object
+
+
+@pytest.mark.parametrize("n,offset,want", [(4096, 0, "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024"),
+                                           (4095, 0, "*fp32:16, *fp32:16, *fp32:16, i32, 1024"),
+                                           (4096, 1, "*fp32, *fp32, *fp32, i32:16, 1024"),
+                                           (1, 0, "*fp32:16, *fp32:16, *fp32:16, i32:1, 1024")])
+def test_the_most_specialized_matching_variant_runs_and_computes(tmp_path, fake, n, offset, want):
+    patterns = [(t, a, d) for t in ("fp32",) for a in (True, False) for d in ("", "16", "1")]
+    family = tr.Kernel.load(plain_family(tmp_path, patterns))
+    x, y, out = tensors(n, offset=offset)
+    assert family.choose(x, y, out, n).signature == want
+    family(lambda meta: ((n + meta["BLOCK"] - 1) // meta["BLOCK"],), x, y, out, n)
+    if n == 1:  # the fake runs add only with n among the kernel's parameters; i32:1 removed it
+        return
+    assert torch.equal(out.as_subclass(torch.Tensor), (x + y).as_subclass(torch.Tensor))
+
+
+def test_value_one_and_unaligned_fall_back_to_plain_variants_never_the_reverse(tmp_path, fake):
+    family = tr.Kernel.load(plain_family(tmp_path, [("fp32", False, ""), ("fp32", True, "16")]))
+    x, y, out = tensors(1)
+    assert family.choose(x, y, out, 1).signature == "*fp32, *fp32, *fp32, i32, 1024"
+    aligned_only = tr.Kernel.load(plain_family(tmp_path / "b", [("fp32", True, ""), ("fp32", True, "16")]))
+    with pytest.raises(tr.PointerArgumentError, match="not 16-byte aligned"):  # a pattern all variants share: the variant's own check
+        aligned_only(4, *tensors(4096, offset=1), 4096)
+    mixed = tr.Kernel.load(plain_family(tmp_path / "c", [("fp32", True, "16"), ("fp16", True, "")]))
+    with pytest.raises(tr.NoCompatibleVariantError) as e:
+        mixed(4, *tensors(4095), 4095)
+    text = str(e.value)
+    assert "x_ptr=*fp32" in text and "n=i32" in text and "nearest variants" in text and "c0-" in text and "Rebuild" in text
+
+
+def test_dtype_chooses_the_variant_and_an_unbuilt_dtype_is_refused(tmp_path, fake):
+    family = tr.Kernel.load(plain_family(tmp_path, [("fp32", True, "16"), ("fp16", True, "16")]))
+    x, y, out = tensors(4096, torch.float16)
+    family(4, x, y, out, 4096)
+    assert fake.launches[-1]["kernel"] == "nop"  # the fp16 variant (composed from the nop cubin)
+    assert family.choose(x, y, out, 4096).signature.startswith("*fp16:16")
+    with pytest.raises(tr.NoCompatibleVariantError, match=r"x_ptr=\*bf16:16"):
+        family(4, *tensors(4096, torch.bfloat16), 4096)
+    with pytest.raises(tr.ArgumentError, match="address without a dtype"):
+        family(4, 0x1000, 0x2000, 0x3000, 4096)
+
+
+def test_call_keys_are_tritons_entries():
+    assert [int_entry(v) for v in (1, 16, 17, 2**31, -32, 2**63, True, 1.5)] == \
+        ["i32:1", "i32:16", "i32", "i64:16", "i32:16", "u64:16", "i1", "fp32"]
+    x = torch.zeros(8, dtype=torch.bfloat16)
+    assert pointer_entry(x) == "*bf16:16" and pointer_entry(x[1:]) == "*bf16" and pointer_entry(0x1008) == "*?"
+
+
+def test_a_call_seen_before_takes_the_fast_path(tmp_path, fake, monkeypatch):
+    family = tr.Kernel.load(dtype_family(str(tmp_path / "add")))
+    x, y, out = tensors()
+    family(4, x, y, out, 4096)
+    resolved = []
+    monkeypatch.setattr(family, "_call", lambda *a: resolved.append(a))
+    family(4, x, y, out, 4096)
+    assert resolved == [] and len(family._fast) == 1
+    family(4, x, y, out, 4080)  # another autotune key value: the general path
+    assert len(resolved) == 1
+
+
+def block_family(tmp_path, heuristics=None, blocks=(1024, 2048), at=None) -> str:
+    variants = [(None if at is None else i, signature("fp32", True, "", b)) for i, b in enumerate(blocks)]
+    return make_family(str(tmp_path / "add"), variants, at, heuristics)
+
+
+def test_heuristic_expression_picks_the_constexpr_and_never_guesses(tmp_path, fake):
+    h = [{"name": "BLOCK", "expr": "max(1024, next_power_of_2(args['n']))", "after_config": False}]
+    family = tr.Kernel.load(block_family(tmp_path, h))
+    x, y, out = tensors(1500)
+    assert family.choose(x, y, out, 1000).constexprs["BLOCK"] == 1024
+    assert family.choose(x, y, out, 1500).constexprs["BLOCK"] == 2048
+    with pytest.raises(tr.NoCompatibleVariantError, match="BLOCK=8192"):
+        family(1, *tensors(5000), 5000)
+    unrecorded = tr.Kernel.load(block_family(tmp_path / "b", [{"name": "BLOCK", "expr": None, "after_config": False}]))
+    with pytest.raises(tr.ArgumentError, match="pass BLOCK=... by keyword") as e:
+        unrecorded(1, x, y, out, 1500)
+    assert e.value.param == "BLOCK"
+    unrecorded(1, x, y, out, 1500, BLOCK=2048)
+    assert unrecorded.choose(x, y, out, 1500, BLOCK=2048).constexprs["BLOCK"] == 2048
+
+
+def test_heuristic_inside_autotune_sees_the_config_and_the_grid_gets_its_meta(tmp_path, fake):
+    at = autotune(["n"], [{"num_warps": 4}, {"num_warps": 8}])
+    h = [{"name": "BLOCK", "expr": "args['num_warps'] * 256", "after_config": True}]
+    fake.launch_time = lambda launch: {128: 0.3, 256: 0.1}[launch["block"][0]]  # config 1 is faster
+    family = tr.Kernel.load(block_family(tmp_path, h, at=at))
+    x, y, out = tensors(4096)
+    seen = []
+    family(lambda meta: seen.append(dict(meta)) or (2,), x, y, out, 4096)
+    assert seen[-1]["BLOCK"] == 2048 and seen[-1]["num_warps"] == 8 and seen[-1]["n"] == 4096 and seen[-1]["x_ptr"] is x
+    assert fake.launches[-1]["block"] == (256, 1, 1) and fake.launches[-1]["grid"] == (2, 1, 1)
+
+
+def test_keyword_constexprs_choose_and_conflicts_are_refused(tmp_path, fake):
+    family = tr.Kernel.load(block_family(tmp_path))
+    x, y, out = tensors(4096)
+    with pytest.raises(tr.ArgumentError, match="pass BLOCK=..."):
+        family(4, x, y, out, 4096)
+    family(2, x, y, out, 4096, BLOCK=2048)
+    assert family.choose(x, y, out, 4096, BLOCK=2048).constexprs["BLOCK"] == 2048
+    with pytest.raises(tr.NoCompatibleVariantError, match="BLOCK=4096"):
+        family(1, x, y, out, 4096, BLOCK=4096)
+    with pytest.raises(tr.ArgumentCountError, match="unknown argument 'bogus'"):
+        family(1, x, y, out, 4096, bogus=1)
+    tuned = tr.Kernel.load(dtype_family(str(tmp_path / "t")))
+    with pytest.raises(tr.ArgumentError, match="set by the autotune configs"):
+        tuned(1, x, y, out, 4096, BLOCK=1024)
+
+
+@pytest.mark.parametrize("text,why", [("args['K'] % args['BLOCK_K'] == 0", None), ("cdiv(args['n'], 128) > 4 and not args['b']", None),
+                                      ("args", "args used other than"), ("__import__('os')", "call of __import__"),
+                                      ("args['a'].bit_length()", "call of"), ("args['a'].real", "Attribute"), ("args[0]", "subscript"), ("'text'", "constant"),
+                                      ("[1, 2]", "List"), ("x +", "not a Python expression")])
+def test_heuristic_whitelist(text, why):
+    got = check_expression(text)
+    assert got is None if why is None else why in got
+    assert next_power_of_2(1000) == 1024 and next_power_of_2(1) == 1 and next_power_of_2(1024) == 1024
+
+
+def index_doc(tmp_path) -> tuple[str, dict]:
+    d = dtype_family(str(tmp_path / "add"))
+    with open(os.path.join(d, "metadata.json")) as f:
+        return d, json.load(f)
+
+
+# schema_too False: what JSON Schema cannot say (an index into another array, the expression whitelist)
+@pytest.mark.parametrize("change,json_path,schema_too", [
+    (lambda d: d["variants"][0].update(dir="../elsewhere"), "$.variants[0].dir", True),
+    (lambda d: d["variants"][0].update(dir="/abs/v"), "$.variants[0].dir", True),
+    (lambda d: d["variants"][0].update(config=7), "$.variants[0].config", False),
+    (lambda d: d.update(kind="artifact"), "$.kind", True),
+    (lambda d: d["heuristics"].append({"name": "B", "expr": "__import__('os')", "after_config": False}), "$.heuristics[0].expr", False),
+    (lambda d: d["autotune"].update(configs=[]), "$.autotune.configs", True),
+    (lambda d: d["autotune"]["configs"][0].update(num_warps="4"), "$.autotune.configs[0].num_warps", True),
+    (lambda d: d["params"][0].update(kind="pointer"), "$.params[0].kind", True),
+])
+def test_a_bad_index_is_refused_by_the_reader_and_the_schema(tmp_path, change, json_path, schema_too):
+    jsonschema = pytest.importorskip("jsonschema")
+    d, doc = index_doc(tmp_path)
+    change(doc)
+    with open(os.path.join(d, "metadata.json"), "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(tr.SchemaError) as e:
+        _family_index.read_index(d)
+    assert e.value.json_path == json_path
+    schema = json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text())
+    assert bool(list(jsonschema.Draft202012Validator(schema).iter_errors(doc))) == schema_too
+
+
+def test_the_schema_accepts_a_good_index(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    _, doc = index_doc(tmp_path)
+    jsonschema.validate(doc, json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text()))
+
+
+def test_a_sub_artifact_that_differs_from_the_index_is_an_integrity_error(tmp_path, fake):
+    d, doc = index_doc(tmp_path)
+    doc["variants"][0]["signature"] = doc["variants"][0]["signature"].replace("i32", "i64")
+    with open(os.path.join(d, "metadata.json"), "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(tr.IntegrityError, match="differs from the family index"):
+        tr.Kernel.load(d)
+
+
+def test_every_committed_family_index_is_valid_to_the_reader_and_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    from schema_sample import ROOT, committed_documents
+
+    families = committed_documents(families=True)
+    assert families, "tests/gpu/artifacts/add_family is committed"
+    schema = json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text())
+    for name, doc in families.items():
+        jsonschema.validate(doc, schema)
+        assert len(_family_index.read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])

@@ -1,0 +1,192 @@
+"""Autotune configs of a family: the three modes, the shipped table, the cache file (several processes
+writing at once), benchmarks timed with the fake driver's events, reset_to_zero / restore_value,
+refusal under stream capture, and ``tmlr tune`` — all on the CPU."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+
+import pytest
+import torch
+
+import tmlr_runtime as tr
+from family_sample import autotune, dtype_family, make_family, signature
+from fake_driver import fake_cuda_tensor_type, installed
+from tmlr_runtime import _tuning
+from tmlr_runtime.cli import main
+
+T = fake_cuda_tensor_type(0)
+FASTER_8_WARPS = {128: 0.3, 256: 0.1}  # ms per launch by threads per block: config 1 (8 warps) wins
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMLR_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def fake():
+    with installed() as f:
+        f.launch_time = lambda launch: FASTER_8_WARPS[launch["block"][0]]
+        yield f
+
+
+def tensors(n: int = 4096):
+    return tuple(t.as_subclass(T) for t in (torch.arange(n, dtype=torch.float32), torch.full((n,), 2.0), torch.zeros(n)))
+
+
+def write_table(directory: str, entries: list[dict]) -> None:
+    with open(os.path.join(directory, "tuning.json"), "w") as f:
+        json.dump(_tuning.table_doc("add", entries), f)
+
+
+def test_tune_on_first_sight_picks_the_fastest_and_caches_it(tmp_path, fake, cache):
+    d = dtype_family(str(tmp_path / "add"))
+    family = tr.Kernel.load(d)
+    x, y, out = tensors()
+    family(4, x, y, out, 4096)
+    assert fake.launches[-1]["block"] == (256, 1, 1)
+    assert torch.equal(out.as_subclass(torch.Tensor), (x + y).as_subclass(torch.Tensor))
+    [entry] = json.loads((cache / "tuning" / f"{family.index.sha256}.json").read_text())["entries"]
+    assert entry["key"] == [4096, "fp32", "fp32", "fp32"] and entry["config"] == 1 and entry["times_ms"] == [0.3, 0.1]
+    assert entry["device"] == fake.device.name
+    with installed() as again:  # a new process, as far as the runtime knows: the cache answers, no benchmark
+        again.launch_time = fake.launch_time
+        tr.Kernel.load(d)(4, x, y, out, 4096)
+        assert len(again.launches) == 1 and again.launches[0]["block"] == (256, 1, 1)
+
+
+def test_the_shipped_table_answers_and_strict_mode_takes_the_fallback(tmp_path, fake):
+    d = dtype_family(str(tmp_path / "add"))
+    sha = tr.Kernel.load(d).index.sha256
+    write_table(d, [_tuning.entry(fake.device.name, sha, (1024, "fp32", "fp32", "fp32"), 0),
+                    _tuning.entry(fake.device.name, sha, (1 << 20, "fp32", "fp32", "fp32"), 1),
+                    _tuning.entry("another GPU", sha, (4096, "fp32", "fp32", "fp32"), 1)])
+    strict = tr.Kernel.load(d, tuning="strict")
+    x, y, out = tensors()
+    for n, warps in ((1024, 128), (1000, 128), (1 << 19, 256)):  # 1000 and 2**19: nearest known key
+        strict(4, x, y, out, n)
+        assert fake.launches[-1]["block"] == (warps, 1, 1)
+    assert len(fake.launches) == 3  # no benchmark launches
+    assert tr.Kernel.load(d, tuning="table", fallback="default").choose(x, y, out, 4096).config == 0
+    with pytest.raises(tr.UnseenKeyError, match="tmlr tune"):
+        tr.Kernel.load(d, tuning="table", fallback="error")(4, x, y, out, 4096)
+    with pytest.raises(tr.ArgumentError, match="tuning='fast'"):
+        tr.Kernel.load(d, tuning="fast")
+
+
+def test_strict_mode_ignores_the_user_cache(tmp_path, fake):
+    d = dtype_family(str(tmp_path / "add"))
+    x, y, out = tensors()
+    tr.Kernel.load(d)(4, x, y, out, 4096)  # tunes: config 1 into the cache
+    with installed() as again:
+        tr.Kernel.load(d, tuning="strict", fallback="default")(4, x, y, out, 4096)
+        assert again.launches[-1]["block"] == (128, 1, 1)
+        tr.Kernel.load(d, tuning="table", fallback="default")(4, x, y, out, 4096)
+        assert again.launches[-1]["block"] == (256, 1, 1)
+
+
+def inplace_family(tmp_path, **extra) -> str:
+    at = autotune(["n"], [{"kwargs": {"BLOCK": 1024}, "num_warps": 4}, {"kwargs": {"BLOCK": 1024}, "num_warps": 8}], **extra)
+    return make_family(str(tmp_path / "add"), [(c, signature("fp32", True, "16")) for c in (0, 1)], at)
+
+
+def test_restore_value_leaves_an_in_place_result_as_one_launch_would(tmp_path, fake):
+    family = tr.Kernel.load(inplace_family(tmp_path, restore_value=["out_ptr"]))
+    x, y, _ = tensors()
+    x0 = x.clone()
+    family(4, x, y, x, 4096)  # x += y, tuned first: every benchmark launch is undone
+    assert len(fake.launches) > 10
+    assert torch.equal(x.as_subclass(torch.Tensor), (x0 + y).as_subclass(torch.Tensor))
+    assert not [op for op in fake.memory_ops if op[0] == "alloc" and op[1] in fake.allocations]  # the copies are freed
+
+
+def test_reset_to_zero_clears_before_each_benchmark_launch_and_the_real_one(tmp_path, fake):
+    family = tr.Kernel.load(inplace_family(tmp_path, reset_to_zero=["y_ptr"]))
+    x, y, _ = tensors()
+    family(4, x, y, y, 4096)  # y = x + y with y cleared first: y == x
+    assert torch.equal(y.as_subclass(torch.Tensor), x.as_subclass(torch.Tensor))
+    with pytest.raises(tr.TuningError, match="not contiguous"):
+        family(4, x, torch.zeros(8192).as_subclass(T)[::2], x, 4080)
+
+
+def test_benchmarking_under_stream_capture_or_with_a_pre_hook_is_refused(tmp_path, fake):
+    family = tr.Kernel.load(dtype_family(str(tmp_path / "add")))
+    x, y, out = tensors()
+    fake.capturing = True
+    with pytest.raises(tr.TuningError, match="captured into a CUDA graph"):
+        family(4, x, y, out, 4096)
+    assert fake.launches == []
+    fake.capturing = False
+    family(4, x, y, out, 4096)
+    fake.capturing = True
+    family(4, x, y, out, 4096)  # a known key needs no benchmark: fine under capture
+    hooked = tr.Kernel.load(inplace_family(tmp_path / "h", has_pre_hook=True))
+    with pytest.raises(tr.TuningError, match="pre_hook"):
+        hooked(4, x, y, out, 4096)
+
+
+def _write_many(path: str, worker: int) -> None:
+    for i in range(15):
+        _tuning.write_entries(path, "add", [_tuning.entry("gpu", "0" * 64, (worker, i), (worker + i) % 2)], 2)
+
+
+def test_several_processes_writing_the_cache_at_once_lose_nothing(tmp_path):
+    path = str(tmp_path / "tuning" / ("0" * 64 + ".json"))
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_write_many, args=(path, w)) for w in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * 6
+    entries = _tuning.read_entries(path, 2)
+    assert sorted(tuple(e["key"]) for e in entries) == [(w, i) for w in range(6) for i in range(15)]
+    assert [n for n in os.listdir(tmp_path / "tuning") if n.startswith(".tuning-")] == []  # no temp file left
+
+
+def test_nearest_key_and_table_errors(tmp_path):
+    known = {(1024, "fp16"): 0, (8192, "fp16"): 1, (4096, "bf16"): 2}
+    assert _tuning.nearest((6000, "fp16"), known) == (8192, "fp16")
+    assert _tuning.nearest((4096, "fp32"), known) is None
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps(_tuning.table_doc("add", [_tuning.entry("gpu", "0" * 64, (1,), 5)])))
+    with pytest.raises(tr.SchemaError, match=r"config.*tmlr tune"):
+        _tuning.read_entries(str(path), 2)
+    path.write_text("{")
+    with pytest.raises(tr.SchemaError, match="cannot be read as JSON"):
+        _tuning.read_entries(str(path), 2)
+
+
+CASES = '''
+import torch
+from fake_driver import fake_cuda_tensor_type
+
+def cases():
+    T = fake_cuda_tensor_type(0)
+    for n in (1024, 4096):
+        yield (n // 1024,), tuple(t.as_subclass(T) for t in (torch.ones(n), torch.ones(n), torch.zeros(n))) + (n,), {}
+'''
+
+
+def test_tmlr_tune_writes_a_valid_table_that_strict_mode_uses(tmp_path, fake, capsys):
+    d = dtype_family(str(tmp_path / "add"))
+    (tmp_path / "cases.py").write_text(CASES)
+    assert main(["tune", d, "--cases", f"{tmp_path / 'cases.py'}:cases"]) == 0
+    assert "-> config 1" in capsys.readouterr().out
+    table = json.loads(open(os.path.join(d, "tuning.json")).read())
+    assert [(e["key"][0], e["config"]) for e in table["entries"]] == [(1024, 1), (4096, 1)]
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(table, json.loads(_tuning.TUNING_SCHEMA_PATH.read_text()))
+    assert not os.path.exists(_tuning.cache_path(table["entries"][0]["index_sha256"]))  # tmlr tune leaves the user cache alone
+    fake.launches.clear()
+    tr.Kernel.load(d, tuning="strict", fallback="error")(4, *tensors(), 4096)
+    assert [launch["block"] for launch in fake.launches] == [(256, 1, 1)]
+    assert main(["verify", "--no-device", d]) == 0
+    assert main(["inspect", d]) == 0 and "-> config 1" in capsys.readouterr().out
+    assert main(["tune", d, "--cases", "nofile.py:cases"]) == 1
+    assert "nofile.py is not a Python file" in capsys.readouterr().err
+    assert main(["tune", d, "--cases", "cases"]) == 1
+    assert "write it as FILE.py:function" in capsys.readouterr().err

@@ -1,0 +1,106 @@
+"""Specialization keys and the choice of a family's variant, as Triton's JIT would specialize a call.
+
+A call's key holds one entry per *distinguishing* parameter (a runtime parameter whose pattern
+differs between the family's variants), written as Triton's specializer and ``--signature`` write
+it: ``*fp16:16`` (pointee dtype, 16-byte aligned), ``*fp16``, ``i32:16`` (divisible by 16), ``i32``,
+``i32:1`` (equal to 1), ``i64``, ``u64``; ``*?`` when a pointer's dtype cannot be read (an int address).
+A variant serves a call when each of its patterns accepts the argument: the same dtype; an aligned
+variant only an aligned pointer (an unaligned one may use a plain variant, never the reverse); a
+divisible-by-16 int only such values; ``:1`` only 1; an int type only values in its range. Among
+those, the one whose patterns equal the call's key wins (what the JIT would have compiled), else
+the most specialized.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .abi import DTYPE_NAMES, TYPES, Parameter, format_entry, pointee
+
+_I32 = TYPES["i32"].range
+_I64 = TYPES["i64"].range
+_dtype_names: dict[Any, str] = {}  # dtype object -> Triton type, filled as calls bring dtypes
+
+
+def dtype_name(dtype: Any) -> str:
+    """The Triton type of a dtype object (torch, numpy, CuPy: by its name), or ``str(dtype)``."""
+    try:
+        return _dtype_names[dtype]
+    except (KeyError, TypeError):
+        word = str(dtype).split(".")[-1]
+        name = DTYPE_NAMES.get(word, str(dtype))
+        try:
+            _dtype_names[dtype] = name
+        except TypeError:  # unhashable dtype object
+            pass
+        return name
+
+
+def _address(value: Any) -> int | None:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    data_ptr = getattr(value, "data_ptr", None)
+    if data_ptr is not None:
+        return int(data_ptr())
+    cai = getattr(value, "__cuda_array_interface__", None)
+    return int(cai["data"][0]) if cai is not None else None
+
+
+def pointer_entry(value: Any) -> str:
+    """``*fp16:16`` / ``*fp16`` for a pointer argument; ``*?`` where no dtype can be read."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None and getattr(value, "__cuda_array_interface__", None) is not None:
+        typestr = str(value.__cuda_array_interface__.get("typestr", ""))[1:]
+        name = next((n for n, t in TYPES.items() if typestr in t.typestrs), "?")
+    else:
+        name = "?" if dtype is None else dtype_name(dtype)
+    address = _address(value)
+    return f"*{name}:16" if address is not None and address % 16 == 0 else f"*{name}"
+
+
+def int_entry(value: Any) -> str:
+    """Triton's entry for an int argument: ``i32:1``, ``i32:16``, ``i64``, ``u64``...; ``fp32``/``i1`` for others."""
+    if isinstance(value, bool):
+        return "i1"
+    if not isinstance(value, int):
+        return "fp32" if isinstance(value, float) else "?"
+    if value == 1:
+        return "i32:1"
+    ty = "i32" if _I32[0] <= value <= _I32[1] else "i64" if _I64[0] <= value <= _I64[1] else "u64"
+    return f"{ty}:16" if value % 16 == 0 else ty
+
+
+def fast_key(dtypes: list[int], aligned: list[int], ints: list[int], raw: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A function of a call's positional arguments whose value fixes the family's whole choice: the
+    dtypes of the pointers whose dtype differs between variants or is in the autotune key, the
+    alignment of those whose alignment differs, the class of the distinguishing ints (``& 15``,
+    ``== 1``) and the values the autotune key and the heuristics read. Made once per family as one
+    expression (a loop over per-parameter functions costs several times the dispatch budget); it
+    raises for pointers without ``.dtype``/``.data_ptr()`` (ints, CuPy), which take the general path."""
+    parts = [f"a[{i}].dtype" for i in dtypes] + [f"not a[{i}].data_ptr() & 15" for i in aligned]
+    parts += [f"a[{i}] & 15, a[{i}] == 1" for i in ints if i not in raw] + [f"a[{i}]" for i in raw]
+    return eval(f"lambda a: ({', '.join(parts)}{',' if parts else ''})", {})  # noqa: S307 - text made of ints above
+
+
+def accepts(p: Parameter, call: str) -> bool:
+    """Whether variant parameter ``p`` serves an argument whose call entry is ``call``."""
+    if p.kind == "equal_to_1":
+        return call == "i32:1"
+    if p.is_pointer:
+        name, _, div = call[1:].partition(":")
+        return (name == pointee(p.type) or name == "?") and (p.divisibility != 16 or div == "16")
+    ty, _, div = call.partition(":")
+    if p.type in ("i32", "i64", "u64", "i16", "i8", "u8", "u16", "u32"):
+        fits = {"i32": ("i32", "i64"), "i64": ("i64",), "u64": ("u64",)}.get(ty, ())
+        return p.type in fits and (p.divisibility != 16 or div == "16")
+    return True  # floats and bools: one pattern whatever the value
+
+
+def exact(p: Parameter, call: str) -> bool:
+    entry = format_entry(p)
+    return (entry if not p.is_pointer else "*" + entry[1:].removeprefix("k")) == call
+
+
+def specialization(p: Parameter) -> int:
+    return 1 if p.kind == "equal_to_1" or p.divisibility == 16 else 0

@@ -1,0 +1,434 @@
+"""``KernelFamily``: one kernel built as many variants, dispatched per call like Triton's JIT.
+
+``Kernel.load(dir)`` returns one for a family index (``metadata.json`` of schema version 3, see
+``_family_index``). A call:
+
+1. binds the arguments (positional, and constexprs by keyword);
+2. with ``@triton.autotune``: the key (the key arguments' values, then the Triton type of each
+   argument with a dtype when the build's Triton appends dtypes) gives a config from memory, else
+   from the tuning mode (``_tuning``);
+3. evaluates the recorded ``@triton.heuristics`` in order (those applied inside ``@autotune`` see
+   the config's kwargs and num_warps/num_stages/num_ctas, as in Triton);
+4. computes the specialization key over the distinguishing parameters (``_choose``);
+5. looks (config, heuristic values, constexprs given, key) up in a memo dict of sub-kernels; a miss
+   chooses the variant (exact pattern, else the most specialized compatible one) or raises
+   :class:`NoCompatibleVariantError` naming the call's key and the nearest variants;
+6. launches that sub-artifact's :class:`Kernel`, a callable grid receiving the chosen variant's meta.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from typing import Any, Callable
+
+from . import _driver
+from ._choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
+from ._errors import ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError
+from ._convert import default_stream, stream_handle
+from ._family_index import Config, FamilyIndex, is_family, read_index
+from ._heuristics import names_used
+from ._kernel import Kernel
+from ._metadata import ArtifactMetadata
+from ._tuning import Key, Tuner
+from .abi import Parameter, format_signature, split_top_level
+
+_MISSING = object()
+_FAST_ENTRIES = 4096
+_loaded: dict[tuple[str, bool, str, str], tuple[Any, "KernelFamily"]] = {}  # loading an unchanged family again gives the same object
+__all__ = ["KernelFamily", "is_family"]
+
+
+def _stamps(directory: str) -> tuple[Any, ...]:
+    """What identifies the index and the shipped table as they are now."""
+    out = []
+    for name in ("metadata.json", "tuning.json"):
+        try:
+            st = os.stat(os.path.join(directory, name))
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+class Member:
+    """One variant of a family: its sub-artifact's metadata, and its Kernel once a call needs it."""
+
+    def __init__(self, number: int, vid: str, config: int | None, meta: ArtifactMetadata, directory: str, checks: bool) -> None:
+        self.number, self.vid, self.config, self.meta, self.directory, self.checks = number, vid, config, meta, directory, checks
+        self.signature = format_signature(meta.signature)
+        self.constexprs = meta.constexprs
+        self._kernel: Kernel | None = None
+
+    @property
+    def kernel(self) -> Kernel:
+        if self._kernel is None:
+            self._kernel = Kernel.load(self.directory, checks=self.checks)
+        return self._kernel
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not."""
+    try:
+        return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)
+    except Exception:  # no plain truth value (an array)
+        return False
+
+
+def _members(index: FamilyIndex, checks: bool) -> list[Member]:
+    """Every variant's sub-artifact read and checked against the index."""
+    names = [n for n, _ in index.params]
+    out = []
+    for i, v in enumerate(index.variants):
+        directory = os.path.join(index.directory, v.dir)
+        meta = ArtifactMetadata.read(directory)
+        text = format_signature(meta.signature)
+        if split_top_level(text) != split_top_level(v.signature):
+            raise IntegrityError(f"{directory}: its signature {text!r} differs from the family index's {v.signature!r}; "
+                                 "the family directory was changed after the build - rebuild it with tmlr-build", directory)
+        kinds = [("constexpr" if p.kind == "constexpr" else "runtime") for p in meta.signature]
+        if [p.name for p in meta.signature] != names or kinds != [k for _, k in index.params]:
+            raise IntegrityError(f"{directory}: its parameters ({', '.join(p.name for p in meta.signature)}) differ from the "
+                                 f"family's ({', '.join(names)}); rebuild the family with tmlr-build", directory)
+        out.append(Member(i, v.dir.rstrip("/").rsplit("/", 1)[-1], v.config, meta, directory, checks))
+    return out
+
+
+def _device_name() -> str:
+    _driver.current_context()
+    return _driver.device_info(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))).name
+
+
+class KernelFamily:
+    """A family artifact (see the module docstring); called like a :class:`Kernel`."""
+
+    def __init__(self, index: FamilyIndex, *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> None:
+        self.index, self.name, self.directory, self.checks = index, index.name, index.directory, checks
+        self.members = _members(index, checks)
+        self.names = tuple(n for n, _ in index.params)
+        runtime = [i for i, (_, k) in enumerate(index.params) if k == "runtime"]
+        self.npos = runtime[-1] + 1 if runtime else 0
+        self._positional_constexprs = any(index.params[i][1] == "constexpr" for i in range(self.npos))
+        self._position = {n: i for i, n in enumerate(self.names)}
+        self._dist = self._distinguishing(runtime)
+        at = index.autotune
+        self.configs: tuple[Config, ...] = at.configs if at else ()
+        self._config_names = frozenset(k for c in self.configs for k in c.kwargs)
+        self._key_pos = tuple(self._position[n] for n in at.key if n in self._position) if at else ()
+        self._dtypes = at.dtype_in_key if at else False
+        self.tuner = Tuner(self.name, self.directory, index.sha256, len(self.configs), _device_name(), tuning, fallback) \
+            if at else None
+        self._choice: dict[Key, int] = self.tuner.memory if self.tuner else {}
+        self._memo: dict[Any, tuple[Kernel, dict[str, Any], Member]] = {}
+        self._fast: dict[tuple[Any, ...], tuple[Any, Kernel, dict[str, Any]]] = {}  # fast key -> (launch, sub-kernel, grid meta base)
+        self._fast_key_of = None if self._positional_constexprs else self._fast_key()
+        self._fast_n = -1 if self._fast_key_of is None else self.npos  # the argument count the fast path takes
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> "KernelFamily":
+        """Read the family index at ``path`` and its sub-artifacts' metadata (cubins load on first use)."""
+        directory = os.path.abspath(os.fspath(path))
+        ident = (directory, checks, tuning, fallback)
+        stamps = _stamps(directory)
+        hit = _loaded.get(ident)
+        if hit is not None and hit[0] == stamps:
+            return hit[1]
+        family = cls(read_index(directory), checks=checks, tuning=tuning, fallback=fallback)
+        _loaded[ident] = (stamps, family)
+        return family
+
+    def _distinguishing(self, runtime: list[int]) -> tuple[int, ...]:
+        """The runtime parameters whose pattern differs between variants."""
+        return tuple(i for i in runtime if len({(p.kind, p.type, p.divisibility) for p in (m.meta.signature[i] for m in self.members)}) > 1)
+
+    def _fast_key(self) -> Callable[[tuple[Any, ...]], tuple[Any, ...]] | None:
+        """See ``_choose.fast_key``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
+        sig = self.members[0].meta.signature
+        raw = [i for i in self._key_pos if i < self.npos] if self.tuner is not None else []
+        derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics}
+        for h in self.index.heuristics:
+            if h.expr is None:
+                return None
+            for name in names_used(h.expr):
+                i = self._position.get(name, self.npos)
+                if i < self.npos and sig[i].kind != "constexpr" and not sig[i].is_pointer:
+                    raw.append(i)
+                elif name not in derived:
+                    return None
+        differ = lambda i, field: len({getattr(m.meta.signature[i], field) for m in self.members}) > 1  # noqa: E731
+        pointers = [i for i in self._dist if sig[i].is_pointer]
+        dtypes = [i for i in range(self.npos) if sig[i].is_pointer and (self._dtypes or differ(i, "type"))]
+        ints = [i for i in self._dist if not sig[i].is_pointer]
+        if any(differ(i, "type") for i in ints):
+            raw += ints  # int types differ (i32 / i64): the value decides
+        return fast_key(dtypes, [i for i in pointers if differ(i, "divisibility")], ints, sorted(set(raw)))
+
+    def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+        """``family(grid, *args, stream=None, **constexprs)``: choose the variant, then launch it."""
+        if len(args) == self._fast_n and not kwargs:
+            try:
+                launch, kernel, base = self._fast[self._fast_key_of(args)]
+            except Exception:  # not seen yet; or a pointer given as an int, a CuPy array...: the general path
+                return self._call(grid, args, kwargs, stream)
+            if callable(grid):
+                grid = self._grid(grid, base, args, {})
+            return launch(kernel, grid, *args, stream=stream)
+        return self._call(grid, args, kwargs, stream)
+
+    def _call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
+        """A call the fast memo does not know: every step of the module docstring."""
+        given: dict[str, Any] = {}
+        plain = not kwargs and len(args) == self.npos and not self._positional_constexprs
+        if not plain:
+            args, given = self._bind(args, kwargs)
+        config = None
+        if self.tuner is not None:
+            key = self._key(args, given)
+            config = self._choice.get(key)
+            if config is None:
+                config = self._config_for(key, grid, args, given, stream)
+        heur = self._heuristics(args, given, config) if self.index.heuristics else ()
+        memo_key = (config, heur, tuple(given.items()), tuple(self.call_key(args).values()))
+        hit = self._memo.get(memo_key)
+        if hit is None:
+            hit = self._memo[memo_key] = self._resolve(config, heur, args, given)
+        if plain and self._fast_key_of is not None:
+            with contextlib.suppress(Exception):
+                if len(self._fast) >= _FAST_ENTRIES:  # bounded: the autotune key's values are in it
+                    self._fast.clear()
+                self._fast[self._fast_key_of(args)] = (type(hit[0]).__call__, hit[0], hit[1])
+        kernel, base, _ = hit
+        if callable(grid):
+            grid = self._grid(grid, base, args, given)
+        kernel(grid, *args, stream=stream)
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """Triton-style ``family[grid](*args, stream=None)``."""
+        return functools.partial(self.__call__, grid)
+
+    # -- binding, keys, heuristics -----------------------------------------------------------------
+    def usage(self) -> str:
+        return f"{self.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in self.index.params)})"
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """(the positional values up to the last runtime parameter, the constexprs given by name)."""
+        if len(args) > len(self.names):
+            raise ArgumentCountError(f"{self.name}: takes up to {len(self.names)} arguments, got {len(args)}; call it as {self.usage()}")
+        values = list(args) + [_MISSING] * (len(self.names) - len(args))
+        for key, value in kwargs.items():
+            i = self._position.get(key)
+            if i is None:
+                raise ArgumentCountError(f"{self.name}: unknown argument {key!r}; call it as {self.usage()}", key)
+            if values[i] is not _MISSING:
+                raise ArgumentCountError(f"{self.name}: argument {key!r} given twice (by position and by keyword); pass it once", key)
+            if key in self._config_names:
+                raise ArgumentError(f"{self.name}: {key!r} is set by the autotune configs; do not pass it (Triton refuses it too: "
+                                    "'Conflicting meta-parameters')", key)
+            values[i] = value
+        given = {}
+        for i, ((name, kind), v) in enumerate(zip(self.index.params, values)):
+            if v is _MISSING and kind == "runtime":
+                raise ArgumentCountError(f"{self.name}: missing argument {name!r}; call it as {self.usage()}", name)
+            if v is not _MISSING and kind == "constexpr":
+                given[name] = v
+            elif v is _MISSING and i < self.npos:
+                values[i] = self._only_value(name)
+        return tuple(values[: self.npos]), given
+
+    def _only_value(self, name: str) -> Any:
+        """The value every variant has for constexpr ``name`` (one before a runtime parameter, not passed)."""
+        found = {repr(m.constexprs[name]): m.constexprs[name] for m in self.members}
+        if len(found) != 1:
+            raise ArgumentCountError(f"{self.name}: pass {name}=... - the family has variants for {', '.join(sorted(found))}", name)
+        return next(iter(found.values()))
+
+    def _key(self, args: tuple[Any, ...], given: dict[str, Any]) -> Key:
+        """The autotune key, as Triton's Autotuner.run builds it (dtypes as Triton type names)."""
+        key = []
+        for name in self.index.autotune.key:  # type: ignore[union-attr]
+            i = self._position.get(name, len(self.names))
+            if i < len(args):
+                key.append(args[i])
+            elif name in given:
+                key.append(given[name])
+        if self._dtypes:
+            key += [dtype_name(a.dtype) for a in (*args, *given.values()) if hasattr(a, "dtype")]
+        return tuple(key)
+
+    def _heuristics(self, args: tuple[Any, ...], given: dict[str, Any], config: int | None) -> tuple[Any, ...]:
+        """The heuristic values of a call: those outside @autotune first, then (after the config's kwargs) those inside."""
+        scope = {**dict(zip(self.names, args)), **given}
+        values = {}
+        for inside in (False, True):
+            if inside and config is not None:
+                scope.update(self.configs[config].meta())
+            for h in self.index.heuristics:
+                if h.after_config != inside:
+                    continue
+                if h.expr is None:
+                    if h.name not in given:
+                        raise ArgumentError(f"{self.name}: pass {h.name}=... by keyword: its @triton.heuristics function could not be "
+                                            "recorded as an expression tmlr evaluates (see `tmlr inspect`), and tmlr never guesses it", h.name)
+                    value = given[h.name]
+                else:
+                    value = self._evaluate(h, scope)
+                scope[h.name] = values[h.name] = value
+        return tuple(values[h.name] for h in self.index.heuristics)
+
+    def _evaluate(self, h: Any, scope: dict[str, Any]) -> Any:
+        try:
+            return h.evaluate(scope)
+        except KeyError as e:
+            raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} reads args[{e}], which this call does not give; "
+                                f"pass {e.args[0]}=... by keyword", h.name) from None
+        except Exception as e:
+            raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} raised {type(e).__name__}: {e}; check the "
+                                "arguments it reads", h.name) from None
+
+    # -- choosing the variant ----------------------------------------------------------------------
+    def _wanted(self, config: int | None, heur: tuple[Any, ...], given: dict[str, Any]) -> dict[str, Any]:
+        """The constexpr values a call fixes: given by name, the config's kwargs, the heuristics'."""
+        want = dict(given)
+        if config is not None:
+            want.update(self.configs[config].kwargs)
+        want.update(zip((h.name for h in self.index.heuristics), heur))
+        return want
+
+    def _resolve(self, config: int | None, heur: tuple[Any, ...], args: tuple[Any, ...], given: dict[str, Any]) -> tuple[Kernel, dict[str, Any], Member]:
+        """The variant serving a call (see ``_choose``): exact pattern first, else the most specialized compatible one."""
+        want = self._wanted(config, heur, given)
+        fits = [m for m in self.members if (config is None or m.config == config)
+                and all(_same(m.constexprs[n], v) for n, v in want.items() if n in m.constexprs)]
+        for name in {n for m in fits for n in m.constexprs} - want.keys():
+            if len({repr(m.constexprs[name]) for m in fits}) > 1:
+                raise ArgumentError(f"{self.name}: pass {name}=... - the family has variants for "
+                                    f"{', '.join(sorted({repr(m.constexprs[name]) for m in fits}))}", name)
+        calls = self.call_key(args)
+        for i, call in calls.items():
+            if call.startswith("*?") and len({m.meta.signature[i].type for m in fits}) > 1:
+                raise ArgumentError(f"{self.name}: argument {self.names[i]!r} is an address without a dtype, and the family has "
+                                    "variants for several dtypes; pass a tensor (or an object with __cuda_array_interface__)", self.names[i])
+        fits = [m for m in fits if all(accepts(m.meta.signature[i], c) for i, c in calls.items())]
+        if not fits:
+            raise NoCompatibleVariantError(self._no_variant(calls, want, config))
+        best = max(fits, key=lambda m: (sum(exact(m.meta.signature[i], c) for i, c in calls.items()),
+                                        sum(specialization(m.meta.signature[i]) for i in calls), -m.number))
+        base = {"num_warps": best.meta.variants[0].num_warps, **best.constexprs,
+                **(self.configs[config].meta() if config is not None else {})}
+        return best.kernel, base, best
+
+    def call_key(self, args: tuple[Any, ...]) -> dict[int, str]:
+        """The call's specialization key: position -> Triton entry of each distinguishing parameter."""
+        return {i: (pointer_entry if self.members[0].meta.signature[i].is_pointer else int_entry)(args[i]) for i in self._dist}
+
+    def _no_variant(self, calls: dict[int, str], want: dict[str, Any], config: int | None) -> str:
+        def misses(m: Member) -> list[str]:
+            out = [] if config is None or m.config == config else [f"config {m.config}"]
+            out += [f"{n}={m.constexprs[n]!r}" for n, v in want.items() if n in m.constexprs and not _same(m.constexprs[n], v)]
+            return out + [f"{self.names[i]}: {m.meta.signature[i].type}" + (":16" if m.meta.signature[i].divisibility == 16 else "")
+                          for i, c in calls.items() if not accepts(m.meta.signature[i], c)]
+
+        key = ", ".join([f"{self.names[i]}={c}" for i, c in calls.items()] + [f"{n}={v!r}" for n, v in want.items()])
+        near = sorted(self.members, key=lambda m: (len(misses(m)), m.number))[:3]
+        lines = "; ".join(f"{m.vid} [{m.signature}] differs in {', '.join(misses(m))}" for m in near)
+        cfg = "" if config is None else f" with config {config} ({self.configs[config].describe()})"
+        return (f"{self.name}: no variant serves this call{cfg}: key {key or '(no distinguishing parameters)'}; nearest variants: "
+                f"{lines}. Rebuild the family with these patterns (tmlr-build --types / ':16?' / configs / heuristics values), "
+                "or pass arguments one of the variants accepts")
+
+    def _grid(self, grid: Callable[[dict[str, Any]], Any], base: dict[str, Any], args: tuple[Any, ...], given: dict[str, Any]) -> Any:
+        meta = {**base, **dict(zip(self.names, args)), **given}
+        try:
+            return grid(meta)
+        except Exception as e:
+            raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives the chosen variant's constexprs, "
+                            "config kwargs, num_warps/num_stages and the arguments by name") from e
+
+    # -- autotuning ----------------------------------------------------------------------------------
+    def _config_for(self, key: Key, grid: Any, args: tuple[Any, ...], given: dict[str, Any], stream: Any) -> int:
+        """The config of an autotune key not in memory: one config needs no choice; else the table, the
+        cache, a benchmark (mode "tune") or the fallback."""
+        tuner = self.tuner
+        config = 0 if len(self.configs) == 1 else tuner.known(key)  # type: ignore[union-attr]
+        if config is None:
+            if tuner.mode == "tune":  # type: ignore[union-attr]
+                config, times = self._benchmark(key, grid, args, given, stream)
+                tuner.record(key, config, times)  # type: ignore[union-attr]
+            else:
+                config = tuner.unseen(key)  # type: ignore[union-attr]
+        self._choice[key] = config
+        return config
+
+    def _benchmark(self, key: Key, grid: Any, args: tuple[Any, ...], given: dict[str, Any], stream: Any) -> tuple[int, list[float]]:
+        """(the fastest config, each config's median ms) for one call, its data left as one launch would leave it."""
+        from . import _bench
+
+        at = self.index.autotune
+        if at is None or at.has_pre_hook:
+            raise _bench.TuningError(f"{self.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
+                                     "runs it, or ship a tuning table (`tmlr tune` needs the same), or load with tuning='strict'")
+        handle = _stream(stream)
+        _bench.refuse_capture(handle, f"{self.name}: tuning autotune key {key}")
+        named = {**dict(zip(self.names, args)), **given}
+        preserve = _bench.Preserve([_bench.extent(named, n, dense=True) for n in at.reset_to_zero],
+                                   [_bench.extent(named, n, dense=False) for n in at.restore_value], handle)
+        times, failure = [], None
+        try:
+            for c in range(len(self.configs)):
+                try:
+                    heur = self._heuristics(args, given, c)
+                    kernel, base, _ = self._resolve(c, heur, args, given)
+                    g = self._grid(grid, base, args, given) if callable(grid) else grid
+                    times.append(_bench.median_ms(lambda: kernel(g, *args, stream=handle), handle, preserve))
+                except (NoCompatibleVariantError, DriverError) as e:
+                    times.append(float("inf"))
+                    failure = e
+        finally:
+            preserve.close()
+        best = min(range(len(times)), key=times.__getitem__)
+        if times[best] == float("inf"):
+            raise _bench.TuningError(f"{self.name}: no config could be benchmarked for key {key} (last error: {failure})")
+        return best, times
+
+    def tune(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> tuple[int, list[float]]:
+        """Benchmark every config for this call's key, whatever the mode and what is known; remember the
+        fastest (in memory, and in the cache file unless tuning="strict"); ``(config, median ms per config)``."""
+        if self.tuner is None:
+            raise ArgumentError(f"{self.name}: the kernel has no @triton.autotune configs to tune")
+        args, given = self._bind(args, kwargs)
+        key = self._key(args, given)
+        config, times = self._benchmark(key, grid, args, given, stream)
+        self._fast.clear()  # it may hold the variant of the config known before
+        if self.tuner.mode == "strict":
+            self.tuner.memory[key] = config
+        else:
+            self.tuner.record(key, config, times)
+        return config, times
+
+    def key_of(self, *args: Any, **kwargs: Any) -> Key:
+        """The autotune key of a call (what tuning tables are keyed by); () without @triton.autotune."""
+        args, given = self._bind(args, kwargs)
+        return self._key(args, given) if self.tuner is not None else ()
+
+    def choose(self, *args: Any, **kwargs: Any) -> Member:
+        """The variant a call with these arguments would launch, without launching or benchmarking: for an
+        autotune key not known yet, the fallback's config (config 0 in mode "tune", where a call would benchmark)."""
+        args, given = self._bind(args, kwargs)
+        config = None
+        if self.tuner is not None:
+            key = self._key(args, given)
+            config = self._choice.get(key)
+            if config is None:
+                config = self.tuner.known(key) if len(self.configs) > 1 else 0
+            if config is None:
+                config = self.tuner.unseen(key) if self.tuner.mode != "tune" else 0
+        return self._resolve(config, self._heuristics(args, given, config), args, given)[2]
+
+    def __repr__(self) -> str:
+        return f"KernelFamily({self.name!r}, variants={len(self.members)}, configs={len(self.configs)}, dir={self.directory!r})"
+
+
+def _stream(stream: Any) -> int:
+    if stream is not None:
+        return stream_handle(stream)
+    return default_stream(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))

@@ -1,0 +1,180 @@
+"""``tmlr inspect`` / ``tmlr verify`` of a family directory, and ``tmlr tune``.
+
+    tmlr tune DIR --cases FILE.py:func [--out DIR/tuning.json]
+
+``func()`` returns or yields ``(grid, args, kwargs)`` calls (torch tensors on the GPU that will run
+the service); every config is benchmarked for each call's autotune key and the choices are merged
+into the table (schema/tuning.schema.json), keyed by this GPU's name and the index's sha256.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from typing import Any, Iterable
+
+from ._errors import ArgumentError, CudaUnavailableError, TmlrError
+from ._family_index import FAMILY_SCHEMA_PATH, read_index
+from ._tuning import TABLE_FILE, TUNING_SCHEMA_PATH, cache_path, entry, read_entries, write_entries
+
+CheckResult = tuple[str, "bool | None", str]
+
+
+def inspect_family(directory: str) -> dict[str, Any]:
+    """Variants, configs, heuristics and the shipped table of a family, as a JSON-able dict."""
+    index = read_index(os.path.abspath(directory))
+    at = index.autotune
+    configs = at.configs if at else ()
+    table = read_entries(os.path.join(index.directory, TABLE_FILE), len(configs)) if at else []
+    return {
+        "name": index.name, "directory": index.directory, "schema_version": 3, "index_sha256": index.sha256,
+        "call": f"{index.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in index.params)})",
+        "autotune": None if at is None else {
+            "key": list(at.key), "configs": [c.describe() for c in at.configs], "reset_to_zero": list(at.reset_to_zero),
+            "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
+        "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
+        "variants": [{"dir": v.dir, "config": v.config, "signature": v.signature} for v in index.variants],
+        "table": table, "cache_file": cache_path(index.sha256) if at else None,
+    }
+
+
+def print_inspect_family(info: dict[str, Any]) -> None:
+    print(f"{info['name']}  ({info['directory']}, family index schema v3, sha256 {info['index_sha256'][:16]}…)\n  call      {info['call']}")
+    at = info["autotune"]
+    if at:
+        print(f"  autotune  key {at['key']}{' + argument dtypes' if at['dtype_in_key'] else ''}; reset_to_zero {at['reset_to_zero']}, "
+              f"restore_value {at['restore_value']}{', pre_hook (not benchmarked by tmlr)' if at['has_pre_hook'] else ''}")
+        for i, c in enumerate(at["configs"]):
+            print(f"    config {i}: {c}")
+    for h in info["heuristics"]:
+        where = "inside @autotune" if h["after_config"] else "outside @autotune"
+        print(f"  heuristic {h['name']} = {h['expr'] if h['expr'] else '(not recorded: pass it by keyword)'}  ({where})")
+    print(f"  {len(info['variants'])} variants")
+    for v in info["variants"]:
+        print(f"    {v['dir']:24s} config {'-' if v['config'] is None else v['config']}  {v['signature']}")
+    if at:
+        print(f"  tuning table: {len(info['table'])} entries" + ("" if info["table"] else f" (no {TABLE_FILE})"))
+        for e in info["table"]:
+            print(f"    {e['device']}: key {e['key']} -> config {e['config']}"
+                  + ("" if e["index_sha256"] == info["index_sha256"] else "  (for another index: ignored)"))
+        print(f"  cache file: {info['cache_file']}")
+
+
+def _jsonschema(path: str, schema_path: Any, what: str) -> CheckResult:
+    try:
+        import jsonschema
+    except ImportError:
+        return what, None, "jsonschema not installed: fields checked by the reader only"
+    with open(path, "rb") as f:
+        doc = json.load(f)
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    return (what, True, f"schema/{schema_path.name}") if error is None else (what, False, f"{error.json_path}: {error.message}")
+
+
+def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult]:
+    path = os.path.join(directory, TABLE_FILE)
+    if not os.path.exists(path):
+        return [(f"{TABLE_FILE}", None, "no shipped table: unseen keys are tuned at run time or take the fallback")]
+    try:
+        entries = read_entries(path, configs)
+    except TmlrError as e:
+        return [(f"{TABLE_FILE} reads", False, str(e))]
+    stale = [e for e in entries if e["index_sha256"] != sha256]
+    return [(f"{TABLE_FILE} reads", True, f"{len(entries)} entries"), _jsonschema(path, TUNING_SCHEMA_PATH, f"{TABLE_FILE} validates with jsonschema"),
+            (f"{TABLE_FILE} is for this index", not stale,
+             "" if not stale else f"{len(stale)} entries name another index sha256 (the family was rebuilt): run `tmlr tune` again")]
+
+
+def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]:
+    """Every check of a family: the index, each sub-artifact (as `tmlr verify` checks one), their
+    signatures against the index, the shipped table; with a GPU, every variant loads."""
+    from . import _family
+    from .cli import verify_artifact
+
+    try:
+        index = read_index(os.path.abspath(directory))
+    except TmlrError as e:
+        return [("family index follows the schema", False, str(e))]
+    results: list[CheckResult] = [("family index follows the schema", True, f"v3, {len(index.variants)} variants"),
+                                  _jsonschema(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
+    for v in index.variants:
+        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_artifact(os.path.join(index.directory, v.dir), False)]
+    try:
+        _family._members(index, True)
+        results.append(("sub-artifact signatures match the index", True, ""))
+    except TmlrError as e:
+        return results + [("sub-artifact signatures match the index", False, str(e))]
+    if index.autotune:
+        results += _table_checks(index.directory, index.sha256, len(index.autotune.configs))
+    if with_device:
+        results.append(_device_check(index))
+    return results
+
+
+def _device_check(index: Any) -> CheckResult:
+    from . import _family
+
+    check = "every variant loads on this device"
+    try:
+        family = _family.KernelFamily(index, tuning="strict")
+        for m in family.members:
+            m.kernel.variant  # noqa: B018 - loads the cubin in this context
+    except CudaUnavailableError as e:
+        return check, None, f"not checked: needs an NVIDIA GPU and driver ({e})"
+    except TmlrError as e:
+        return check, False, str(e)
+    return check, True, f"{len(family.members)} variants on {family.tuner.device if family.tuner else 'this device'}"
+
+
+def _cases(spec: str) -> Iterable[Any]:
+    path, sep, func = spec.rpartition(":")
+    if not sep or not path.endswith(".py") or not func.isidentifier():
+        raise ArgumentError(f"--cases {spec!r}: write it as FILE.py:function", "cases")
+    module_spec = importlib.util.spec_from_file_location("tmlr_tune_cases", path)
+    if module_spec is None or not os.path.isfile(path):
+        raise ArgumentError(f"--cases {spec!r}: {path} is not a Python file", "cases")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    fn = getattr(module, func, None)
+    if not callable(fn):
+        raise ArgumentError(f"--cases {spec!r}: {path} defines no function {func!r}", "cases")
+    return fn()
+
+
+def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
+    """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
+    from ._family import KernelFamily
+
+    family = KernelFamily.load(directory, tuning="strict")
+    if family.tuner is None:
+        raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")
+    new = []
+    for n, case in enumerate(_cases(cases)):
+        try:
+            grid, args, kwargs = case
+        except (TypeError, ValueError):
+            raise ArgumentError(f"--cases: item {n} is not (grid, args, kwargs)", "cases") from None
+        config, times = family.tune(grid, *args, **dict(kwargs or {}))
+        key = family.key_of(*args, **dict(kwargs or {}))
+        new.append(entry(family.tuner.device, family.index.sha256, key, config, times))
+        print(f"  key {list(key)} -> config {config} ({family.configs[config].describe()}); "
+              f"{', '.join('-' if t == float('inf') else f'{t:.4f}' for t in times)} ms")
+    write_entries(out or os.path.join(family.directory, TABLE_FILE), family.name, new, len(family.configs))
+    return new
+
+
+def add_tune_parser(sub: Any) -> None:
+    p = sub.add_parser("tune", help="benchmark a family's autotune configs on this GPU and write its tuning table")
+    p.add_argument("directory")
+    p.add_argument("--cases", required=True, help="FILE.py:func; func() yields (grid, args, kwargs) calls")
+    p.add_argument("--out", help=f"the table to write or merge into (default DIR/{TABLE_FILE})")
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    out = args.out or os.path.join(args.directory, TABLE_FILE)
+    new = tune(args.directory, args.cases, out)
+    print(f"{out}: {len(new)} entries written", file=sys.stderr)
+    return 0

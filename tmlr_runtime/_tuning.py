@@ -1,0 +1,226 @@
+"""Which autotune config a key gets: the shipped table, the user's tuning cache, benchmarks, fallbacks.
+
+Entries (the same in ``DIR/tuning.json``, the table shipped with a family, and in the cache file
+``<cache>/tuning/<index sha256>.json``) are keyed by device name (``cuDeviceGetName``), the family
+index's sha256 and the key's values (the autotune key's argument values, then the Triton type of each
+argument with a dtype when the kernel's Triton appends dtypes to the key). Modes, per
+``Kernel.load(dir, tuning=..., fallback=...)``:
+
+- ``"tune"`` (default): memory, then the table, then the cache file; an unseen key benchmarks every
+  config (``_bench``) and the choice is kept in memory and merged into the cache file;
+- ``"table"``: memory, the table, the cache file; an unseen key takes the fallback, never a benchmark;
+- ``"strict"``: memory and the table only (the user's cache is neither read nor written); an unseen
+  key takes the fallback.
+
+Fallbacks: ``"nearest"`` (default) the config of the known key closest in log2 distance over its
+numbers (its other parts equal), ``"default"`` config 0, ``"error"`` :class:`UnseenKeyError`.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from ._errors import ArgumentError, SchemaError, TmlrError, short_repr
+
+TUNING_SCHEMA_PATH = Path(__file__).with_name("schema") / "tuning.schema.json"
+TABLE_FILE = "tuning.json"
+TUNING_VERSION = 1
+MODES = ("tune", "table", "strict")
+FALLBACKS = ("nearest", "default", "error")
+Key = tuple[Any, ...]
+
+try:
+    import fcntl
+except ImportError:  # Windows: the temp-file + os.replace write is still atomic, merges may lose an entry
+    fcntl = None  # type: ignore[assignment]
+
+
+class UnseenKeyError(TmlrError):
+    """No config is known for an autotune key and the mode may not benchmark (fallback="error")."""
+
+
+def check_mode(tuning: str, fallback: str) -> None:
+    if tuning not in MODES:
+        raise ArgumentError(f"tuning={short_repr(tuning)}: pick one of {', '.join(map(repr, MODES))}", "tuning")
+    if fallback not in FALLBACKS:
+        raise ArgumentError(f"fallback={short_repr(fallback)}: pick one of {', '.join(map(repr, FALLBACKS))}", "fallback")
+
+
+def cache_dir() -> str:
+    """``$TMLR_CACHE_DIR``, else ``$XDG_CACHE_HOME/tmlr``, else ``~/.cache/tmlr``."""
+    explicit = os.environ.get("TMLR_CACHE_DIR")
+    if explicit:
+        return explicit
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tmlr")
+
+
+def cache_path(index_sha256: str) -> str:
+    return os.path.join(cache_dir(), "tuning", f"{index_sha256}.json")
+
+
+def entry(device: str, index_sha256: str, key: Key, config: int, times_ms: list[float | None] | None = None) -> dict[str, Any]:
+    """One table entry; ``times_ms`` (per config, None where it failed) is kept for people, not read."""
+    doc: dict[str, Any] = {"device": device, "index_sha256": index_sha256, "key": list(key), "config": config}
+    if times_ms is not None:
+        doc["times_ms"] = [None if t is None or math.isinf(t) else round(t, 6) for t in times_ms]
+    return doc
+
+
+def table_doc(name: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"schema_version": TUNING_VERSION, "kind": "tuning", "name": name, "entries": entries}
+
+
+def _bad(path: str, where: str, problem: str) -> SchemaError:
+    return SchemaError(f"{path}: {where}: {problem}; not a tmlr tuning table - write it again with `tmlr tune`", path, where)
+
+
+def _check_entry(e: Any, path: str, where: str, configs: int) -> None:
+    if not isinstance(e, dict) or not {"device", "index_sha256", "key", "config"} <= e.keys():
+        raise _bad(path, where, "an entry needs device, index_sha256, key and config")
+    if not isinstance(e["device"], str) or not isinstance(e["index_sha256"], str) or not isinstance(e["key"], list):
+        raise _bad(path, where, "device and index_sha256 are strings, key an array")
+    if not all(v is None or isinstance(v, (int, float, str)) for v in e["key"]):
+        raise _bad(path, f"{where}.key", f"{short_repr(e['key'])} holds a value that is no number, string, bool or null")
+    c = e["config"]
+    if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < configs:
+        raise _bad(path, f"{where}.config", f"{short_repr(c)} is not a config index (0..{configs - 1})")
+
+
+def read_entries(path: str, configs: int) -> list[dict[str, Any]]:
+    """The checked entries of a table or cache file; [] when it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, RecursionError) as e:
+        raise SchemaError(f"{path}: cannot be read as JSON ({e}); delete it or write it again with `tmlr tune`", path) from None
+    if not isinstance(doc, dict) or doc.get("schema_version") != TUNING_VERSION or doc.get("kind") != "tuning":
+        raise _bad(path, "$", f"schema_version {TUNING_VERSION} and kind \"tuning\" are required")
+    entries = doc.get("entries")
+    if not isinstance(entries, list):
+        raise _bad(path, "$.entries", "an array of entries is required")
+    for i, e in enumerate(entries):
+        _check_entry(e, path, f"$.entries[{i}]", configs)
+    return entries
+
+
+def choices(entries: list[dict[str, Any]], device: str, index_sha256: str) -> dict[Key, int]:
+    """key -> config of the entries for this device and family index."""
+    return {tuple(e["key"]): e["config"] for e in entries if e["device"] == device and e["index_sha256"] == index_sha256}
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """An exclusive ``fcntl`` lock on ``path + ".lock"`` for the block (cooperating tmlr processes)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "a+b") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def write_entries(path: str, name: str, new: list[dict[str, Any]], configs: int) -> None:
+    """Merge ``new`` into the file at ``path`` (an entry of the same device, index and key is replaced):
+    under the lock, read, merge, write a temp file beside it and ``os.replace`` it, so readers see the
+    old or the new file whole and writers from several processes lose nothing."""
+    with _locked(path):
+        try:
+            old = read_entries(path, configs)
+        except SchemaError:
+            old = []  # a damaged cache is rewritten rather than kept failing
+        ident = lambda e: (e["device"], e["index_sha256"], json.dumps(e["key"]))  # noqa: E731
+        merged = {ident(e): e for e in old}
+        merged.update((ident(e), e) for e in new)
+        fd, tmp = tempfile.mkstemp(prefix=".tuning-", suffix=".json", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(table_doc(name, list(merged.values())), f, indent=1)
+                f.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def _distance(a: Key, b: Key) -> float | None:
+    """log2 distance over the numbers of two keys whose other parts are equal; None if they are not comparable."""
+    if len(a) != len(b):
+        return None
+    total = 0.0
+    for x, y in zip(a, b):
+        numbers = isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool) and not isinstance(y, bool)
+        if numbers:
+            total += abs(math.log2(1 + abs(x)) - math.log2(1 + abs(y)))
+        elif x != y:
+            return None
+    return total
+
+
+def nearest(key: Key, known: dict[Key, int]) -> Key | None:
+    """The known key closest to ``key`` (first of equals), or None when none is comparable."""
+    best, best_d = None, math.inf
+    for k in known:
+        d = _distance(key, k)
+        if d is not None and d < best_d:
+            best, best_d = k, d
+    return best
+
+
+class Tuner:
+    """The config choices of one family on one device: ``memory`` is what calls look up first."""
+
+    def __init__(self, name: str, directory: str, index_sha256: str, configs: int, device: str, tuning: str, fallback: str) -> None:
+        check_mode(tuning, fallback)
+        self.name, self.sha256, self.configs, self.device = name, index_sha256, configs, device
+        self.mode, self.fallback = tuning, fallback
+        self.table_path = os.path.join(directory, TABLE_FILE)
+        self.table = choices(read_entries(self.table_path, configs), device, index_sha256)
+        self._cache: dict[Key, int] | None = None
+        self.memory: dict[Key, int] = {}
+
+    def cache(self) -> dict[Key, int]:
+        """The cache file's choices for this family and device ({} in strict mode), read once."""
+        if self._cache is None:
+            found = [] if self.mode == "strict" else read_entries(cache_path(self.sha256), self.configs)
+            self._cache = choices(found, self.device, self.sha256)
+        return self._cache
+
+    def known(self, key: Key) -> int | None:
+        """The table's or the cache's config for ``key`` (remembered), else None."""
+        config = self.table.get(key)
+        if config is None:
+            config = self.cache().get(key)
+        if config is not None:
+            self.memory[key] = config
+        return config
+
+    def unseen(self, key: Key) -> int:
+        """The fallback's config for a key no table, cache or benchmark gives (remembered)."""
+        if self.fallback == "error":
+            raise UnseenKeyError(f"{self.name}: no tuned config for autotune key {short_repr(key, 200)} on {self.device} "
+                                 f"(tuning={self.mode!r}, fallback='error'); tune it with `tmlr tune` and ship {TABLE_FILE}, "
+                                 "or load with tuning='tune' or another fallback ('nearest', 'default')")
+        config = 0
+        if self.fallback == "nearest":
+            known = {**self.cache(), **self.table, **self.memory}
+            near = nearest(key, known)
+            config = 0 if near is None else known[near]
+        self.memory[key] = config
+        return config
+
+    def record(self, key: Key, config: int, times_ms: list[float]) -> None:
+        """A benchmark's choice: into memory and merged into the cache file."""
+        self.memory[key] = config
+        self.cache()[key] = config
+        write_entries(cache_path(self.sha256), self.name, [entry(self.device, self.sha256, key, config, times_ms)], self.configs)
