@@ -424,6 +424,11 @@ class KernelFamily:
                 config = self.tuner.unseen(key) if self.tuner.mode != "tune" else 0
         return self._resolve(config, self._heuristics(args, given, config), args, given)[2]
 
+    def variant(self, config: int, *args: Any, **kwargs: Any) -> Member:
+        """The variant that config ``config`` launches for these arguments (what tuning times for it)."""
+        args, given = self._bind(args, kwargs)
+        return self._resolve(config, self._heuristics(args, given, config), args, given)[2]
+
     def __repr__(self) -> str:
         return f"KernelFamily({self.name!r}, variants={len(self.members)}, configs={len(self.configs)}, dir={self.directory!r})"
 

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
-from skip_reasons import NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
+from skip_reasons import NEEDS_SM80, NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_runtime import _modules  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -154,7 +154,7 @@ def test_host_tensor_descriptors(name, major):
     """Triton 3.9.0 artifacts of examples/kernels/host_desc.py: out = 2 * in, 64x128 blocks; TMA form
     (CUtensorMap encoded per launch) on sm_90a, pointer form (base, shapes, strides, padding, tf32) on sm_8x."""
     if not torch.cuda.is_available() or capability()[0] != major or (major == 9 and capability() != (9, 0)):
-        pytest.skip(f"{name} has a cubin for compute capability {major}.x only")
+        pytest.skip(f"{NEEDS_SM80 if major == 8 else NEEDS_SM90}: {name} has a cubin for compute capability {major}.x only")
     k = tr.Kernel.load(art(name))
     M, N = 256, 512
     src = torch.randn(M, N, device="cuda", dtype=torch.float16)

@@ -138,6 +138,8 @@ def test_heuristic_inside_autotune_sees_the_config_and_the_grid_gets_its_meta(tm
     family(lambda meta: seen.append(dict(meta)) or (2,), x, y, out, 4096)
     assert seen[-1]["BLOCK"] == 2048 and seen[-1]["num_warps"] == 8 and seen[-1]["n"] == 4096 and seen[-1]["x_ptr"] is x
     assert fake.launches[-1]["block"] == (256, 1, 1) and fake.launches[-1]["grid"] == (2, 1, 1)
+    # what each config would launch for this call, whatever was tuned (benchmarks time every config)
+    assert [family.variant(c, x, y, out, 4096).constexprs["BLOCK"] for c in (0, 1)] == [1024, 2048]
 
 
 def test_keyword_constexprs_choose_and_conflicts_are_refused(tmp_path, fake):
