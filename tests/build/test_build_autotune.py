@@ -20,7 +20,9 @@ from tmlr_runtime import ArtifactMetadata, Parameter
 from tmlr_runtime.abi import format_signature
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "autotune"
-SHAPE = json.loads((Path(__file__).with_name("family_index_shape.json")).read_text())
+from tmlr_runtime._family_index import FAMILY_SCHEMA_PATH  # noqa: E402
+
+SHAPE = json.loads(Path(FAMILY_SCHEMA_PATH).read_text())  # the contract: the runtime's family schema
 MATMUL = f"{DATA}/tuned_matmul.py:matmul"
 MATMUL_SIG = "*T:16, *T:16, *T:16, i32, i32, i32:16, i32:16, i32:16, i32:16"
 
@@ -59,7 +61,7 @@ def test_reset_to_zero_pruning_and_an_opaque_heuristic_are_recorded() -> None:
     tune = facts.autotune
     assert tune is not None and tune.reset_to_zero == ("out_ptr",) and tune.pruning == ("early_config_prune",)
     limit = facts.heuristics[1]
-    assert limit.expr is None and "len(...)" in str(limit.why)
+    assert limit.expr is None and "call of len" in str(limit.why)
 
 
 def test_a_family_holds_one_ordinary_artifact_per_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -103,10 +103,10 @@ def test_whitelisted_expressions(text: str) -> None:
 
 
 @pytest.mark.parametrize("text, why", [
-    ("args['n'] / 2", "operator Div"), ("len(args)", "call len"), ("args.n", "a Attribute"),
-    ("args[0]", "subscript other than"), ("args['n'] > LIMIT", "the name 'LIMIT'"), ("args", "the name 'args'"),
-    ("max(args['n'], default=1)", "call max"), ("args['s'] == 'x'", "the constant 'x'"), ("args['n'] in (1, 2)", "In"),
-    ("[args['n']]", "a List"), ("(lambda: 1)()", "call"), ("args['n'] +", "not a Python expression"),
+    ("args['n'] / 2", "operator Div"), ("len(args)", "call of len"), ("args.n", "Attribute"),
+    ("args[0]", "subscript other than"), ("args['n'] > LIMIT", "name 'LIMIT'"), ("args", "args used other than"),
+    ("max(args['n'], default=1)", "call of max"), ("args['s'] == 'x'", "constant 'x'"), ("args['n'] in (1, 2)", "Tuple"),
+    ("[args['n']]", "List"), ("(lambda: 1)()", "call"), ("args['n'] +", "not a Python expression"),
 ])
 def test_rejected_expressions(text: str, why: str) -> None:
     assert why in (heur.check_expression(text) or "")

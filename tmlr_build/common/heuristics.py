@@ -3,7 +3,7 @@
 A heuristic's value becomes a constexpr of each variant, so at call time the runtime must compute it
 the way Triton would. It can only when the function is a simple expression over ``args['name']``:
 :func:`extract` turns the lambda's (or def's) source into such an expression text and
-:func:`check_expression` checks it against the whitelist of the design (docs/spec-format.md); anything
+:func:`check_expression` (tmlr_runtime's, the one whitelist) checks it; anything
 else is recorded as no expression, and the caller must pass the value by keyword. Never a guess.
 
 Pure Python (no Triton), in common/ because the compile side (compile/capture.py, which may not import
@@ -17,10 +17,11 @@ import ast
 from dataclasses import dataclass
 from types import CodeType
 
-FUNCTIONS = ("min", "max", "abs", "int", "bool", "next_power_of_2", "cdiv")
+from tmlr_runtime._heuristics import FUNCTIONS, check_expression  # the one whitelist, which the runtime evaluates
+
+__all__ = ["FUNCTIONS", "Extracted", "check_expression", "extract", "is_bool_expression"]
+
 TRITON_FUNCTIONS = ("next_power_of_2", "cdiv")  # also written triton.next_power_of_2 / triton.cdiv
-_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr)
-_UNARY = (ast.USub, ast.Not, ast.Invert)
 _COMPARE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
@@ -31,54 +32,6 @@ class Extracted:
     expr: str | None  # the expression over args['name'], or None (the caller passes the value)
     why: str | None  # why there is no expression
     globals_used: tuple[str, ...] = ()  # module names it relies on ("triton", "cdiv", "min"): the caller checks them
-
-
-def check_expression(text: str) -> str | None:
-    """None when ``text`` is a whitelisted heuristic expression, else what is not allowed in it."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as e:
-        return f"not a Python expression ({e.msg})"
-    return _check(tree)
-
-
-def _check(node: ast.AST) -> str | None:
-    why = _refused(node)
-    if why or isinstance(node, ast.Subscript):  # args['name']: its parts are not expressions of their own
-        return why
-    children = node.args if isinstance(node, ast.Call) else ast.iter_child_nodes(node)  # its func was checked
-    for child in children:
-        why = _check(child)
-        if why:
-            return why
-    return None
-
-
-def _refused(node: ast.AST) -> str | None:
-    if isinstance(node, (ast.Expression, ast.Load, ast.And, ast.Or, ast.IfExp, ast.BoolOp) + _BINOPS + _UNARY
-                  + _COMPARE):
-        return None
-    if isinstance(node, ast.Subscript):
-        ok = (isinstance(node.value, ast.Name) and node.value.id == "args" and isinstance(node.slice, ast.Constant)
-              and isinstance(node.slice.value, str))
-        return None if ok else "a subscript other than args['name']"
-    if isinstance(node, ast.Name):
-        return f"the name {node.id!r} (only args['name'] and calls of {', '.join(FUNCTIONS)})"
-    if isinstance(node, ast.Constant):
-        ok = node.value is None or isinstance(node.value, (bool, int, float))
-        return None if ok else f"the constant {node.value!r}"
-    if isinstance(node, ast.BinOp):
-        return None if isinstance(node.op, _BINOPS) else f"the operator {type(node.op).__name__}"
-    if isinstance(node, ast.UnaryOp):
-        return None if isinstance(node.op, _UNARY) else f"the operator {type(node.op).__name__}"
-    if isinstance(node, ast.Compare):
-        bad = [type(op).__name__ for op in node.ops if not isinstance(op, _COMPARE)]
-        return f"the comparison {bad[0]}" if bad else None
-    if isinstance(node, ast.Call):
-        ok = isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and not node.keywords and not any(
-            isinstance(a, ast.Starred) for a in node.args)
-        return None if ok else f"the call {ast.unparse(node.func)}(...)"
-    return f"a {type(node).__name__}"
 
 
 def is_bool_expression(text: str) -> bool:
