@@ -71,16 +71,34 @@ def int_entry(value: Any) -> str:
     return f"{ty}:16" if value % 16 == 0 else ty
 
 
+_DTYPE, _ALIGNED, _INT_CLASS, _VALUE = range(4)  # what fast_key reads of an argument
+
+
 def fast_key(dtypes: list[int], aligned: list[int], ints: list[int], raw: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """A function of a call's positional arguments whose value fixes the family's whole choice: the
     dtypes of the pointers whose dtype differs between variants or is in the autotune key, the
-    alignment of those whose alignment differs, the class of the distinguishing ints (``& 15``,
-    ``== 1``) and the values the autotune key and the heuristics read. Made once per family as one
-    expression (a loop over per-parameter functions costs several times the dispatch budget); it
-    raises for pointers without ``.dtype``/``.data_ptr()`` (ints, CuPy), which take the general path."""
-    parts = [f"a[{i}].dtype" for i in dtypes] + [f"not a[{i}].data_ptr() & 15" for i in aligned]
-    parts += [f"a[{i}] & 15, a[{i}] == 1" for i in ints if i not in raw] + [f"a[{i}]" for i in raw]
-    return eval(f"lambda a: ({', '.join(parts)}{',' if parts else ''})", {})  # noqa: S307 - text made of ints above
+    alignment of those whose alignment differs, the class of the distinguishing ints (divisible by
+    16, equal to 1) and the values the autotune key and the heuristics read. The plan is made once per
+    family; the function raises for pointers without ``.dtype``/``.data_ptr()`` (ints, CuPy), which
+    take the general path."""
+    plan = tuple([(i, _DTYPE) for i in dtypes] + [(i, _ALIGNED) for i in aligned]
+                 + [(i, _INT_CLASS) for i in ints if i not in raw] + [(i, _VALUE) for i in raw])
+
+    def key(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        out = []
+        for i, what in plan:
+            v = args[i]
+            if what == _DTYPE:
+                out.append(v.dtype)
+            elif what == _ALIGNED:
+                out.append(not v.data_ptr() & 15)
+            elif what == _INT_CLASS:
+                out.append((not v & 15, v == 1))
+            else:
+                out.append(v)
+        return tuple(out)
+
+    return key
 
 
 def accepts(p: Parameter, call: str) -> bool:
