@@ -4,14 +4,13 @@ No Triton, ever; torch and numpy are used only when the caller already imported 
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ._errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
                       DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
-                      PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError)
-from ._bench import TuningError
-from ._family import KernelFamily
-from ._heuristics import check_expression
+                      PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError,
+                      UnseenKeyError)
 from ._kernel import Kernel
-from ._tuning import UnseenKeyError
 from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
 from ._tensordesc import DescriptorArgumentError, TensorDescriptor, TensorMap, make_tensor_map
 from .abi import Parameter
@@ -22,5 +21,15 @@ __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
     "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily", "METADATA_FILE",
     "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "SCHEMA_PATH", "SCHEMA_VERSION",
-    "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningError", "UnseenKeyError", "Variant", "check_expression", "make_tensor_map",
+    "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningError", "UnseenKeyError", "Variant", "make_tensor_map",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The family machinery (dispatch, heuristics, tuning) is imported on first use: Kernel.load imports it
+    # when it meets a family index, so a service launching single artifacts never pays for it.
+    if name == "KernelFamily":
+        from ._family import KernelFamily
+
+        return KernelFamily
+    raise AttributeError(f"module 'tmlr_runtime' has no attribute {name!r}")

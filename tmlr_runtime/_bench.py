@@ -14,13 +14,9 @@ import statistics
 from typing import Any, Callable
 
 from . import _driver
-from ._errors import TmlrError
+from ._errors import TuningError
 
 L2_FLUSH_BYTES = 256 << 20
-
-
-class TuningError(TmlrError):
-    """Benchmarking the configs of a family is not possible here (stream capture, unknown buffer size, pre_hook)."""
 
 
 def refuse_capture(stream: int, what: str) -> None:

@@ -94,3 +94,12 @@ class DriverError(TmlrError):
 
 class CudaUnavailableError(DriverError):
     """No usable CUDA driver or device on this machine."""
+
+
+# --- families ------------------------------------------------------------------------------------
+class TuningError(TmlrError):
+    """Benchmarking the configs of a family is not possible here (stream capture, unknown buffer size, pre_hook)."""
+
+
+class UnseenKeyError(TmlrError):
+    """No config is known for an autotune key and the mode may not benchmark (fallback="error")."""

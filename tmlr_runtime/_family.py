@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 from . import _driver
 from ._choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
-from ._errors import ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError
+from ._errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
+                      TuningError)
 from ._convert import default_stream, stream_handle
 from ._family_index import Config, FamilyIndex, is_family, read_index
 from ._heuristics import names_used
@@ -365,7 +366,7 @@ class KernelFamily:
 
         at = self.index.autotune
         if at is None or at.has_pre_hook:
-            raise _bench.TuningError(f"{self.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
+            raise TuningError(f"{self.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
                                      "runs it, or ship a tuning table (`tmlr tune` needs the same), or load with tuning='strict'")
         handle = _stream(stream)
         _bench.refuse_capture(handle, f"{self.name}: tuning autotune key {key}")
@@ -387,7 +388,7 @@ class KernelFamily:
             preserve.close()
         best = min(range(len(times)), key=times.__getitem__)
         if times[best] == float("inf"):
-            raise _bench.TuningError(f"{self.name}: no config could be benchmarked for key {key} (last error: {failure})")
+            raise TuningError(f"{self.name}: no config could be benchmarked for key {key} (last error: {failure})")
         return best, times
 
     def tune(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> tuple[int, list[float]]:

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from ._errors import ArgumentError, SchemaError, TmlrError, short_repr
+from ._errors import ArgumentError, SchemaError, UnseenKeyError, short_repr
 
 TUNING_SCHEMA_PATH = Path(__file__).with_name("schema") / "tuning.schema.json"
 TABLE_FILE = "tuning.json"
@@ -38,10 +38,6 @@ try:
     import fcntl
 except ImportError:  # Windows: the temp-file + os.replace write is still atomic, merges may lose an entry
     fcntl = None  # type: ignore[assignment]
-
-
-class UnseenKeyError(TmlrError):
-    """No config is known for an autotune key and the mode may not benchmark (fallback="error")."""
 
 
 def check_mode(tuning: str, fallback: str) -> None:
