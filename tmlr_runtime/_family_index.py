@@ -40,6 +40,11 @@ class Config:
         return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages, "num_ctas": self.num_ctas,
                 "maxnreg": self.maxnreg}
 
+    def to_json(self) -> dict[str, Any]:
+        """The config as the family index records it."""
+        return {"kwargs": dict(self.kwargs), "num_warps": self.num_warps, "num_stages": self.num_stages,
+                "num_ctas": self.num_ctas, "maxnreg": self.maxnreg}
+
     def describe(self) -> str:
         kw = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
         return f"{kw}{', ' if kw else ''}num_warps={self.num_warps}, num_stages={self.num_stages}"

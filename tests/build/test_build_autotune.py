@@ -38,7 +38,7 @@ def test_autotune_inside_heuristics_is_read_with_its_configs_and_expression() ->
                                                                   ("BLOCK_K", True), ("EVEN_K", True)]
     tune = facts.autotune
     assert tune is not None and tune.key == ("M", "N", "K") and tune.dtype_in_key
-    assert [c.record() for c in tune.configs] == [
+    assert [c.to_json() for c in tune.configs] == [
         {"kwargs": {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, "num_warps": 4, "num_stages": 2, "num_ctas": 1,
          "maxnreg": None},
         {"kwargs": {"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32}, "num_warps": 4, "num_stages": 3, "num_ctas": 1,

@@ -43,7 +43,7 @@ def test_configs_narrow_by_index_or_replace_by_objects() -> None:
     mine = variants.plan(_req("*fp32, *fp32, i32", configs=[{"kwargs": {"BLOCK": 16}, "num_warps": 2}]), FACTS, 1,
                          256)
     assert mine is not None and mine.configs is not None
-    assert mine.configs[0].record() == {"kwargs": {"BLOCK": 16}, "num_warps": 2, "num_stages": 3, "num_ctas": 1,
+    assert mine.configs[0].to_json() == {"kwargs": {"BLOCK": 16}, "num_warps": 2, "num_stages": 3, "num_ctas": 1,
                                         "maxnreg": None}
     with pytest.raises(E.SpecError, match="distinct indices from 0 to 2"):
         variants.plan(_req("*fp32, *fp32, i32", configs=[3]), FACTS, 1, 256)

@@ -29,7 +29,7 @@ def index_document(plan: FamilyPlan) -> dict[str, Any]:
     tune = plan.facts.autotune
     autotune = None
     if tune is not None and plan.configs is not None:
-        autotune = {"key": list(tune.key), "configs": [c.record() for c in plan.configs],
+        autotune = {"key": list(tune.key), "configs": [c.to_json() for c in plan.configs],
                     "reset_to_zero": list(tune.reset_to_zero), "restore_value": list(tune.restore_value),
                     "has_pre_hook": tune.has_pre_hook, "dtype_in_key": tune.dtype_in_key}
     return {

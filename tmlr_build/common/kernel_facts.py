@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tmlr_runtime._family_index import Config
+
 
 @dataclass(frozen=True)
 class ParamFact:
@@ -19,21 +21,11 @@ class ParamFact:
 
 
 @dataclass(frozen=True)
-class ConfigFact:
-    """One triton.Config."""
+class ConfigFact(Config):
+    """One triton.Config: the runtime's record (what the index holds, ``to_json``) and what only the build needs."""
 
-    kwargs: dict[str, Any]
-    num_warps: int
-    num_stages: int
-    num_ctas: int
-    maxnreg: int | None
     options: dict[str, Any] = field(default_factory=dict)  # compile options beyond the four above (3.3 warp-spec)
     has_pre_hook: bool = False
-
-    def record(self) -> dict[str, Any]:
-        """The config as the family index records it."""
-        return {"kwargs": dict(self.kwargs), "num_warps": self.num_warps, "num_stages": self.num_stages,
-                "num_ctas": self.num_ctas, "maxnreg": self.maxnreg}
 
     def compile_options(self) -> dict[str, Any]:
         out = {"num_warps": self.num_warps, "num_stages": self.num_stages, "num_ctas": self.num_ctas,
