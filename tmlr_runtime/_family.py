@@ -346,11 +346,19 @@ class KernelFamily:
                             "config kwargs, num_warps/num_stages and the arguments by name") from e
 
     # -- autotuning ----------------------------------------------------------------------------------
+    def _known_config(self, key: Key) -> int | None:
+        """The config of autotune key ``key`` without benchmarking: chosen before, the only one, or the
+        table's / cache's; None when unknown."""
+        config = self._choice.get(key)
+        if config is None:
+            config = 0 if len(self.configs) == 1 else self.tuner.known(key)  # type: ignore[union-attr]
+        return config
+
     def _config_for(self, key: Key, grid: Any, args: tuple[Any, ...], given: dict[str, Any], stream: Any) -> int:
         """The config of an autotune key not in memory: one config needs no choice; else the table, the
         cache, a benchmark (mode "tune") or the fallback."""
         tuner = self.tuner
-        config = 0 if len(self.configs) == 1 else tuner.known(key)  # type: ignore[union-attr]
+        config = self._known_config(key)
         if config is None:
             if tuner.mode == "tune":  # type: ignore[union-attr]
                 config, times = self._benchmark(key, grid, args, given, stream)
@@ -418,9 +426,7 @@ class KernelFamily:
         config = None
         if self.tuner is not None:
             key = self._key(args, given)
-            config = self._choice.get(key)
-            if config is None:
-                config = self.tuner.known(key) if len(self.configs) > 1 else 0
+            config = self._known_config(key)
             if config is None:
                 config = self.tuner.unseen(key) if self.tuner.mode != "tune" else 0
         return self._resolve(config, self._heuristics(args, given, config), args, given)[2]

@@ -511,12 +511,7 @@ def test_bad_call(case: Call, kind: str, tmp_path: Path) -> None:
 # Other API calls
 # ================================================================================================
 @dataclasses.dataclass(frozen=True)
-class Api:
-    id: str
-    what: str
-    call: Callable[[World], None]
-    exc: type[Exception]
-    fix: str
+class Api(Call):
     gpu: str = "any"
 
 
