@@ -54,8 +54,13 @@ def _equals(value: Any, expected: Any) -> bool:
         return False
 
 
+def same_constexpr(value: Any, expected: Any) -> bool:
+    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not."""
+    return _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool)
+
+
 def check_constexpr(p: Parameter, value: Any) -> None:
-    if not (_equals(value, p.value) and isinstance(value, bool) == isinstance(p.value, bool)):
+    if not same_constexpr(value, p.value):
         raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
                                      f"(or omit it), or rebuild with --constexpr {p.name}={short_repr(value)}", p.name)
 

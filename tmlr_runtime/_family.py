@@ -26,10 +26,10 @@ from . import _driver
 from ._choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
 from ._errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
                       TuningError)
-from ._convert import default_stream, stream_handle
+from ._convert import default_stream, same_constexpr, stream_handle
 from ._family_index import Config, FamilyIndex, is_family, read_index
 from ._heuristics import names_used
-from ._kernel import Kernel
+from ._kernel import Kernel, _stamp
 from ._metadata import ArtifactMetadata
 from ._tuning import Key, Tuner
 from .abi import Parameter, format_signature, split_top_level
@@ -45,8 +45,7 @@ def _stamps(directory: str) -> tuple[Any, ...]:
     out = []
     for name in ("metadata.json", "tuning.json"):
         try:
-            st = os.stat(os.path.join(directory, name))
-            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+            out.append(_stamp(os.stat(os.path.join(directory, name))))
         except OSError:
             out.append(None)
     return tuple(out)
@@ -66,14 +65,6 @@ class Member:
         if self._kernel is None:
             self._kernel = Kernel.load(self.directory, checks=self.checks)
         return self._kernel
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not."""
-    try:
-        return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)
-    except Exception:  # no plain truth value (an array)
-        return False
 
 
 def _members(index: FamilyIndex, checks: bool) -> list[Member]:
@@ -299,7 +290,7 @@ class KernelFamily:
         """The variant serving a call (see ``_choose``): exact pattern first, else the most specialized compatible one."""
         want = self._wanted(config, heur, given)
         fits = [m for m in self.members if (config is None or m.config == config)
-                and all(_same(m.constexprs[n], v) for n, v in want.items() if n in m.constexprs)]
+                and all(same_constexpr(v, m.constexprs[n]) for n, v in want.items() if n in m.constexprs)]
         for name in {n for m in fits for n in m.constexprs} - want.keys():
             if len({repr(m.constexprs[name]) for m in fits}) > 1:
                 raise ArgumentError(f"{self.name}: pass {name}=... - the family has variants for "
@@ -325,7 +316,7 @@ class KernelFamily:
     def _no_variant(self, calls: dict[int, str], want: dict[str, Any], config: int | None) -> str:
         def misses(m: Member) -> list[str]:
             out = [] if config is None or m.config == config else [f"config {m.config}"]
-            out += [f"{n}={m.constexprs[n]!r}" for n, v in want.items() if n in m.constexprs and not _same(m.constexprs[n], v)]
+            out += [f"{n}={m.constexprs[n]!r}" for n, v in want.items() if n in m.constexprs and not same_constexpr(v, m.constexprs[n])]
             return out + [f"{self.names[i]}: {m.meta.signature[i].type}" + (":16" if m.meta.signature[i].divisibility == 16 else "")
                           for i, c in calls.items() if not accepts(m.meta.signature[i], c)]
 
