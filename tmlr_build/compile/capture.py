@@ -47,7 +47,7 @@ def _param(p: Any) -> ParamFact:
         json.dumps(p.default)
         return ParamFact(p.name, bool(p.is_constexpr), True, p.default)
     except (TypeError, ValueError):
-        return ParamFact(p.name, bool(p.is_constexpr), True, None, repr(p.default))
+        return ParamFact(p.name, bool(p.is_constexpr), True)
 
 
 def _autotune(api: triton_api.TritonAPI, tuner: Any, label: str) -> AutotuneFact:
