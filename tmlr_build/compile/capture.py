@@ -52,18 +52,18 @@ def _param(p: Any) -> ParamFact:
 
 def _autotune(api: triton_api.TritonAPI, tuner: Any, label: str) -> AutotuneFact:
     fields = api.autotune_fields(tuner)
-    configs = tuple(_config(api, c, i, label) for i, c in enumerate(fields["configs"]))
+    defaults = opts.cuda_option_defaults()
+    configs = tuple(_config(api, c, i, label, defaults) for i, c in enumerate(fields["configs"]))
     hooks = fields["user_hooks"] or any(c.has_pre_hook for c in configs)
     return AutotuneFact(tuple(fields["key"]), configs, tuple(fields["reset_to_zero"]), tuple(fields["restore_value"]),
                         hooks, tuple(fields["pruning"]), api.dtype_in_key)
 
 
-def _config(api: triton_api.TritonAPI, config: Any, index: int, label: str) -> ConfigFact:
+def _config(api: triton_api.TritonAPI, config: Any, index: int, label: str, defaults: dict[str, Any]) -> ConfigFact:
     f = api.config_fields(config)
     if f["other"].get("ir_override") is not None:
         raise UnsupportedKernelError(f"{label}: autotune config {index} sets ir_override; tmlr-build compiles the "
                                      "kernel's source: drop ir_override, or build that IR file as its own input")
-    defaults = {k: v.default for k, v in _cuda_option_fields().items()}
     other = {k: v for k, v in f["other"].items() if k in defaults and v != defaults[k]}
     try:
         json.dumps(f["kwargs"])
@@ -71,12 +71,6 @@ def _config(api: triton_api.TritonAPI, config: Any, index: int, label: str) -> C
         raise UnsupportedKernelError(f"{label}: autotune config {index} has kwargs {f['kwargs']!r}; only numbers, "
                                      "booleans, strings and None can be recorded as constexprs") from None
     return ConfigFact(f["kwargs"], f["num_warps"], f["num_stages"], f["num_ctas"], f["maxnreg"], other, f["pre_hook"])
-
-
-def _cuda_option_fields() -> dict[str, Any]:
-    from triton.backends.nvidia.compiler import CUDAOptions
-
-    return dict(CUDAOptions.__dataclass_fields__)
 
 
 def _heuristic(name: str, function: Any, after_config: bool) -> HeuristicFact:
