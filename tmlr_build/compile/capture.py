@@ -2,7 +2,7 @@
 
 The parent never imports Triton, so it asks a worker: import the kernel file (as a compile would) and
 return the kernel's parameters, its autotuner's configs and settings, and its heuristics as
-expressions where they are simple enough (builder/heuristics.py) - a KernelFacts record.
+expressions where they are simple enough (common/heuristics.py) - a KernelFacts record.
 """
 from __future__ import annotations
 
