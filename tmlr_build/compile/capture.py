@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ..common import heuristics as heur
-from ..common.errors import SignatureError, UnsupportedKernelError
+from ..common.errors import UnsupportedKernelError
 from ..common.jobs import Job
 from ..common.kernel_facts import AutotuneFact, ConfigFact, HeuristicFact, KernelFacts, ParamFact
 from . import options as opts, python_source, triton_api
@@ -24,12 +24,7 @@ def run(job: Job, workdir: str) -> KernelFacts:
     questions of the file)."""
     api = triton_api.current()
     opts.scrub_environment(True, os.path.join(workdir, "cache"))
-    name = job.source_name
-    if not job.kernel:
-        raise SignatureError(f"{name}: name the kernel as {name}:<kernel_name>")
-    os.chdir(job.import_root)
-    module = python_source.load_module(name, job.module, job.capability)
-    fn = python_source.find_kernel(module, job.kernel, name)
+    module, fn = python_source.load_job_kernel(job)
     params = tuple(_param(p) for p in fn.params)
     autotune, found, inside = None, [], False
     for kind, wrapper in api.wrappers(getattr(module, job.kernel)):
