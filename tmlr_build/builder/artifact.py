@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import tmlr_runtime
 from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
+from tmlr_runtime.abi import TENSORDESC
 
 from ..common.errors import ArtifactWriteError, OutputPathError
 from ..common.jobs import JobResult
@@ -45,7 +46,7 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
         variant["provenance"] = r.provenance
         variants.append(variant)
     signature = results[0].signature
-    version = _DESCRIPTOR_SCHEMA if any(p.get("type") == "tensordesc" for p in signature) else 1
+    version = _DESCRIPTOR_SCHEMA if any(p.get("type") == TENSORDESC for p in signature) else 1
     return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
 
 

@@ -7,10 +7,10 @@ signature, so that the runtime plans its dispatch from one file (docs/spec-forma
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Sequence
 
-from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, Parameter
+from tmlr_runtime import METADATA_FILE, Parameter
+from tmlr_runtime._family_index import FAMILY_SCHEMA_PATH, FAMILY_VERSION  # the runtime's reader of the index
 from tmlr_runtime.abi import format_signature
 
 from ..common.errors import ArtifactWriteError
@@ -18,10 +18,7 @@ from ..common.jobs import JobResult
 from .artifact import artifact_files, check_schema
 from .variants import FamilyPlan
 
-FAMILY_SCHEMA_VERSION = 3
 VARIANTS_DIR = "v"
-# the runtime's schema of the index; validated against when this tmlr_runtime has it
-FAMILY_SCHEMA_PATH = SCHEMA_PATH.with_name("family.schema.json")
 
 
 def index_document(plan: FamilyPlan) -> dict[str, Any]:
@@ -33,7 +30,7 @@ def index_document(plan: FamilyPlan) -> dict[str, Any]:
                     "reset_to_zero": list(tune.reset_to_zero), "restore_value": list(tune.restore_value),
                     "has_pre_hook": tune.has_pre_hook, "dtype_in_key": tune.dtype_in_key}
     return {
-        "schema_version": FAMILY_SCHEMA_VERSION,
+        "schema_version": FAMILY_VERSION,
         "kind": "family",
         "name": plan.name,
         "params": [{"name": p.name, "kind": "constexpr" if p.constexpr else "runtime"} for p in plan.facts.params],
@@ -62,6 +59,5 @@ def family_files(plan: FamilyPlan, results: dict[str, Sequence[JobResult]]) -> d
 
 
 def validate_index(doc: dict[str, Any]) -> None:
-    """Check the index with the runtime's family schema, where this tmlr_runtime ships one."""
-    if os.path.isfile(FAMILY_SCHEMA_PATH):
-        check_schema(doc, str(FAMILY_SCHEMA_PATH), "the family index")
+    """Check the index with the runtime's family schema (tmlr_runtime ships it beside metadata.schema.json)."""
+    check_schema(doc, str(FAMILY_SCHEMA_PATH), "the family index")

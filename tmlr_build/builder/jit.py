@@ -78,6 +78,9 @@ class JitKernel:
 
     def build_only(self, *args: Any, **kwargs: Any) -> str:
         """Build (or find in the cache) what ``kernel[grid](*args, **kwargs)`` would launch; return its dir."""
+        return self._build(args, kwargs)[0]
+
+    def _build(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Specialization]:
         stage_dirs = {k: kwargs.pop(k) for k in list(kwargs) if k in DIR_KWARGS}
         arch = kwargs.pop("arch", None)
         target = parse_arch_list(str(arch))[0] if arch else target_for(_current_capability())
@@ -96,19 +99,17 @@ class JitKernel:
                 # The build's hint speaks of --signature; here the signature came from the call's arguments.
                 raise SignatureError(f"{e} (signature derived from the call {self.__name__}[grid](...): "
                                      f"{spec.signature}; pass arguments matching {path} or regenerate it)") from None
-        return artifact
+        return artifact, spec
 
     def run(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
         """Build if needed, load once per cache key, launch through tmlr_runtime."""
         import tmlr_runtime
 
-        artifact = self.build_only(*args, **kwargs)
+        artifact, spec = self._build(args, kwargs)
         kernel = self._loaded.get(artifact)
         if kernel is None:
             kernel = self._loaded[artifact] = tmlr_runtime.Kernel.load(artifact)
-        values = specialize(self.fn, args, {k: v for k, v in kwargs.items()
-                                            if k not in DIR_KWARGS and k != "arch"}).values
-        return kernel(grid, *values, stream=stream)
+        return kernel(grid, *spec.values, stream=stream)
 
 
 def jit(fn: Any = None, **triton_kwargs: Any) -> Any:

@@ -9,7 +9,7 @@ else is recorded as no expression, and the caller must pass the value by keyword
 Pure Python (no Triton), in common/ because the compile side (compile/capture.py, which may not import
 the parent side) uses it: it hands in the function's code object and its file's source, and checks
 that the globals an expression relies on are what they look like. The runtime's tmlr_runtime/_heuristics.py
-re-checks the same whitelist at load; once it exists, check_expression here should become an import of it.
+re-checks the same whitelist at load.
 """
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ class ParamFact:
     name: str
     constexpr: bool
     has_default: bool = False
-    default: Any = None  # JSON-able defaults only; others are recorded as their repr in ``default_repr``
-    default_repr: str | None = None
+    default: Any = None  # JSON-able defaults only; None for others
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class AutotuneFact:
 @dataclass(frozen=True)
 class HeuristicFact:
     name: str
-    expr: str | None  # see builder/heuristics.py; None: the caller passes the value
+    expr: str | None  # see common/heuristics.py; None: the caller passes the value
     why: str | None  # why expr is None
     after_config: bool  # applied inside @triton.autotune (sees the config's kwargs)
     is_bool: bool  # expr always gives a bool: both values are built
@@ -60,7 +59,3 @@ class KernelFacts:
     params: tuple[ParamFact, ...]
     autotune: AutotuneFact | None
     heuristics: tuple[HeuristicFact, ...]
-
-    @property
-    def wrapped(self) -> bool:
-        return self.autotune is not None or bool(self.heuristics)

@@ -18,7 +18,6 @@ from tmlr_runtime.abi import POINTEE_TYPES, TENSORDESC, Parameter
 
 from .errors import UnsupportedKernelError
 
-TYPE_NAME = TENSORDESC  # the field vocabulary lives beside it, in tmlr_runtime.abi (DESCRIPTOR_FIELDS)
 _TYPE = re.compile(r"tensordesc<\s*([A-Za-z0-9]+)\s*\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]\s*(?:,\s*(\S.*?))?\s*>")
 
 
@@ -32,7 +31,7 @@ class DescriptorType:
     def text(self) -> str:
         """The type as Triton's JIT writes it: ``tensordesc<fp16[64, 64]>`` (Gluon: ``...[64, 64],Layout(...)>``)."""
         layout = f",{self.layout}" if self.layout else ""
-        return f"{TYPE_NAME}<{self.dtype}[{', '.join(map(str, self.block_shape))}]{layout}>"
+        return f"{TENSORDESC}<{self.dtype}[{', '.join(map(str, self.block_shape))}]{layout}>"
 
 
 def parse_type(text: str | None) -> DescriptorType | None:
@@ -69,4 +68,4 @@ def descriptor_json(p: Parameter, fields: Sequence[str], meta: dict[str, Any] | 
     record: dict[str, Any] = {"dtype": desc.dtype, "block_shape": list(desc.block_shape), "fields": list(fields)}
     if meta is not None:
         record["tensormap"] = tensormap(meta, f"{where}: parameter {p.name}")
-    return {"name": p.name, "kind": "runtime", "type": TYPE_NAME, "divisibility": 1, "descriptor": record}
+    return {"name": p.name, "kind": "runtime", "type": TENSORDESC, "divisibility": 1, "descriptor": record}

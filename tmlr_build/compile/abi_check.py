@@ -12,10 +12,9 @@ from __future__ import annotations
 import struct
 from typing import Any, Sequence
 
-from tmlr_runtime.abi import TYPES
+from tmlr_runtime.abi import TENSORDESC, TYPES
 
 from ..common.errors import CompileError
-from ..common.tensordesc import TYPE_NAME
 
 _EIFMT_SVAL = 4
 _EIATTR_KPARAM_INFO = 0x17
@@ -64,7 +63,7 @@ def expected_sizes(signature: Sequence[dict[str, Any]], hidden_params: Sequence[
     for p in signature:
         if p["kind"] != "runtime":
             continue
-        if p["type"] == TYPE_NAME:
+        if p["type"] == TENSORDESC:
             ndim = len(p["descriptor"]["block_shape"])
             for field in p["descriptor"]["fields"]:
                 per_dim = field.startswith(("shape:", "strides:"))

@@ -2,7 +2,7 @@
 
 The parent never imports Triton, so it asks a worker: import the kernel file (as a compile would) and
 return the kernel's parameters, its autotuner's configs and settings, and its heuristics as
-expressions where they are simple enough (builder/heuristics.py) - a KernelFacts record.
+expressions where they are simple enough (common/heuristics.py) - a KernelFacts record.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ..common import heuristics as heur
-from ..common.errors import SignatureError, UnsupportedKernelError
+from ..common.errors import UnsupportedKernelError
 from ..common.jobs import Job
 from ..common.kernel_facts import AutotuneFact, ConfigFact, HeuristicFact, KernelFacts, ParamFact
 from . import options as opts, python_source, triton_api
@@ -24,12 +24,7 @@ def run(job: Job, workdir: str) -> KernelFacts:
     questions of the file)."""
     api = triton_api.current()
     opts.scrub_environment(True, os.path.join(workdir, "cache"))
-    name = job.source_name
-    if not job.kernel:
-        raise SignatureError(f"{name}: name the kernel as {name}:<kernel_name>")
-    os.chdir(job.import_root)
-    module = python_source.load_module(name, job.module, job.capability)
-    fn = python_source.find_kernel(module, job.kernel, name)
+    module, fn = python_source.load_job_kernel(job)
     params = tuple(_param(p) for p in fn.params)
     autotune, found, inside = None, [], False
     for kind, wrapper in api.wrappers(getattr(module, job.kernel)):
@@ -47,23 +42,23 @@ def _param(p: Any) -> ParamFact:
         json.dumps(p.default)
         return ParamFact(p.name, bool(p.is_constexpr), True, p.default)
     except (TypeError, ValueError):
-        return ParamFact(p.name, bool(p.is_constexpr), True, None, repr(p.default))
+        return ParamFact(p.name, bool(p.is_constexpr), True)
 
 
 def _autotune(api: triton_api.TritonAPI, tuner: Any, label: str) -> AutotuneFact:
     fields = api.autotune_fields(tuner)
-    configs = tuple(_config(api, c, i, label) for i, c in enumerate(fields["configs"]))
+    defaults = opts.cuda_option_defaults()
+    configs = tuple(_config(api, c, i, label, defaults) for i, c in enumerate(fields["configs"]))
     hooks = fields["user_hooks"] or any(c.has_pre_hook for c in configs)
     return AutotuneFact(tuple(fields["key"]), configs, tuple(fields["reset_to_zero"]), tuple(fields["restore_value"]),
                         hooks, tuple(fields["pruning"]), api.dtype_in_key)
 
 
-def _config(api: triton_api.TritonAPI, config: Any, index: int, label: str) -> ConfigFact:
+def _config(api: triton_api.TritonAPI, config: Any, index: int, label: str, defaults: dict[str, Any]) -> ConfigFact:
     f = api.config_fields(config)
     if f["other"].get("ir_override") is not None:
         raise UnsupportedKernelError(f"{label}: autotune config {index} sets ir_override; tmlr-build compiles the "
                                      "kernel's source: drop ir_override, or build that IR file as its own input")
-    defaults = {k: v.default for k, v in _cuda_option_fields().items()}
     other = {k: v for k, v in f["other"].items() if k in defaults and v != defaults[k]}
     try:
         json.dumps(f["kwargs"])
@@ -71,12 +66,6 @@ def _config(api: triton_api.TritonAPI, config: Any, index: int, label: str) -> C
         raise UnsupportedKernelError(f"{label}: autotune config {index} has kwargs {f['kwargs']!r}; only numbers, "
                                      "booleans, strings and None can be recorded as constexprs") from None
     return ConfigFact(f["kwargs"], f["num_warps"], f["num_stages"], f["num_ctas"], f["maxnreg"], other, f["pre_hook"])
-
-
-def _cuda_option_fields() -> dict[str, Any]:
-    from triton.backends.nvidia.compiler import CUDAOptions
-
-    return dict(CUDAOptions.__dataclass_fields__)
 
 
 def _heuristic(name: str, function: Any, after_config: bool) -> HeuristicFact:

@@ -21,9 +21,14 @@ _TTGIR_ATTRS = {"num_warps": "ttg.num-warps", "num_ctas": "ttg.num-ctas", "maxnr
 
 
 def cuda_option_fields() -> tuple[str, ...]:
+    return tuple(cuda_option_defaults())
+
+
+def cuda_option_defaults() -> dict[str, Any]:
+    """Every CUDAOptions field and its dataclass default (``dataclasses.MISSING`` for a default_factory)."""
     from triton.backends.nvidia.compiler import CUDAOptions
 
-    return tuple(CUDAOptions.__dataclass_fields__)
+    return {k: f.default for k, f in CUDAOptions.__dataclass_fields__.items()}
 
 
 def _as_tuples(value: Any) -> Any:

@@ -17,7 +17,8 @@ import traceback
 import types
 from typing import Any
 
-from ..common.errors import InputError, KernelNotFoundError
+from ..common.errors import InputError, KernelNotFoundError, SignatureError
+from ..common.jobs import Job
 from . import build_driver
 
 
@@ -106,6 +107,17 @@ def _unwrap(obj: Any) -> Any:
     while not isinstance(obj, JITFunction) and hasattr(obj, "fn") and seen < 8:
         obj, seen = obj.fn, seen + 1
     return obj if isinstance(obj, JITFunction) else None
+
+
+def load_job_kernel(job: Job) -> tuple[types.ModuleType, Any]:
+    """The module of a Python ``job`` and its @triton.jit kernel, imported from the job's import root
+    (this process stays in that folder, as the compile needs)."""
+    name = job.source_name
+    if not job.kernel:
+        raise SignatureError(f"{name}: name the kernel as {name}:<kernel_name>")
+    os.chdir(job.import_root)
+    module = load_module(name, job.module, job.capability)
+    return module, find_kernel(module, job.kernel, name)
 
 
 def find_kernel(module: types.ModuleType, name: str, source_name: str) -> Any:

@@ -42,11 +42,7 @@ class Start:
 # --- starting points -----------------------------------------------------------------------------
 def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
     name = job.source_name  # what Triton sees as the file name (co_filename): never an absolute path
-    if not job.kernel:
-        raise SignatureError(f"{name}: name the kernel as {name}:<kernel_name>")
-    os.chdir(job.import_root)
-    module = python_source.load_module(name, job.module, job.capability)
-    fn = python_source.find_kernel(module, job.kernel, name)
+    _, fn = python_source.load_job_kernel(job)
     defaults = {p.name: p.default for p in fn.params if p.has_default}
     constexpr_params = {p.name for p in fn.params if p.is_constexpr}
     if job.signature is None:

@@ -62,7 +62,6 @@ class TritonAPI:
     make_ir_takes_target: bool  # 3.5+: ASTSource.make_ir(target, options, ...)
     language: Any  # add_stages' third argument (Language.TRITON, 3.4+), or None where it takes two
     cluster_dims_option: bool  # 3.3-3.5: CUDAOptions.cluster_dims, and make_ttgir records metadata cluster_dims
-    option_fields: tuple[str, ...]  # CUDAOptions fields
     bool_type: str  # what the JIT makes of a Python bool: "i1" (3.3) or "u1"
     dtype_in_key: bool  # see _Release
 
@@ -263,7 +262,7 @@ def current() -> TritonAPI:
         version=version, release=release_of(version), hidden_params=release.hidden_params,
         ptxas_flags=release.ptxas_flags, pointer_descriptor=release.pointer_descriptor,
         make_ir_takes_target=make_ir_params[1:2] == ["target"], language=_language(nvidia),
-        cluster_dims_option="cluster_dims" in fields, option_fields=fields, bool_type=mangle_type(True),
+        cluster_dims_option="cluster_dims" in fields, bool_type=mangle_type(True),
         dtype_in_key=release.dtype_in_key)
 
 
