@@ -10,9 +10,9 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
-from tmlr_runtime import _convert
-from tmlr_runtime._convert import tensor_pointer
-from tmlr_runtime._metadata import Parameter
+from tmlr_runtime.launch import convert as _convert
+from tmlr_runtime.launch.convert import tensor_pointer
+from tmlr_runtime.artifact.metadata import Parameter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -13,7 +13,7 @@ import pytest
 
 import fake_driver
 import tmlr_runtime as tr
-from tmlr_runtime import _driver
+from tmlr_runtime import driver as _driver
 from tmlr_runtime.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -9,7 +9,7 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import fake_launcher, metadata_doc, param
-from tmlr_runtime import _convert
+from tmlr_runtime.launch import convert as _convert
 
 
 class Attr:

@@ -27,13 +27,12 @@ import threading
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
-
-from . import _driver
-from ._convert import DIV16, PTR, TENSORDESC, check_constexpr, code, convert, diagnose_scalar, stream_getter, stream_handle, torch_dtype
-from ._errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
-from ._metadata import Variant
-from ._modules import LoadedFunction
-from .abi import PER_DIM_FIELDS, SCALAR_TYPES, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType
+from .. import driver
+from .convert import DIV16, PTR, TENSORDESC, check_constexpr, code, convert, diagnose_scalar, stream_getter, stream_handle, torch_dtype
+from ..errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
+from ..artifact.metadata import Variant
+from .modules import LoadedFunction
+from ..abi import PER_DIM_FIELDS, SCALAR_TYPES, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType
 
 _MISSING = object()
 _NoTorch = type("NoTorch", (), {})  # stands in for torch.Tensor when torch is not imported: no value has this type
@@ -128,7 +127,7 @@ class Slow:
                 self.kept.append(i)
         self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
         self.layout = Layout.build(tuple([signature[i] for i in self.kept]), variant.hidden_params)
-        self.drv, self.function, self.what = _driver.api(), loaded.function, f"launching {name}"
+        self.drv, self.function, self.what = driver.api(), loaded.function, f"launching {name}"
         self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
         self.scratch = None
         if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
@@ -276,12 +275,12 @@ _POOL_ALIGN = 256  # memory-pool allocations are at least this aligned; larger a
 def scratch_alloc(nbytes: int, align: int, stream: int) -> tuple[int, int]:
     """``(aligned address, raw address)`` of ``nbytes`` of stream-ordered device memory."""
     extra = align - 1 if align > _POOL_ALIGN else 0
-    raw = int(_driver.check(_driver.api().cuMemAllocAsync(nbytes + extra, stream), "cuMemAllocAsync (global scratch)"))
+    raw = int(driver.check(driver.api().cuMemAllocAsync(nbytes + extra, stream), "cuMemAllocAsync (global scratch)"))
     return raw + (-raw % align), raw
 
 
 def scratch_free(raw: int, stream: int) -> None:
-    _driver.check(_driver.api().cuMemFreeAsync(raw, stream), "cuMemFreeAsync (global scratch)")
+    driver.check(driver.api().cuMemFreeAsync(raw, stream), "cuMemFreeAsync (global scratch)")
 
 
 def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> tuple[Any, ...]:
@@ -370,7 +369,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
     else:
         r = slow.launch(grid, args, buf, kp, config, stream)
     if r[0]:
-        _driver.check(r, slow.what)  # raises
+        driver.check(r, slow.what)  # raises
 
 
 def _launch_config(drv: Any, variant: Variant) -> Any:

@@ -20,11 +20,11 @@ import operator
 import struct
 import sys
 from typing import Any, Callable
-
-from . import _driver, _tensordesc
-from ._errors import (ArgumentError, ConstexprMismatchError, PointerArgumentError, ScalarArgumentError, StreamError, TmlrError,
+from .. import driver
+from . import tensordesc
+from ..errors import (ArgumentError, ConstexprMismatchError, PointerArgumentError, ScalarArgumentError, StreamError, TmlrError,
                       short_repr)
-from .abi import TYPES, Parameter, pointee
+from ..abi import TYPES, Parameter, pointee
 
 PTR, DIV16, BOOL, BF16, TMA, CONSTEXPR, ONE, TENSORDESC = range(8)  # per-argument codes
 _DL_TYPES = {t.dlpack: t.name for t in TYPES.values() if t.dlpack}  # DLPack (type code, bits) -> Triton type
@@ -73,7 +73,7 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
     if code == TMA:
         return tma_bytes(p, value)
     if code == TENSORDESC:  # a tuple: the values of the several kernel parameters it becomes
-        return _tensordesc.descriptor_args(p, value, device, checks)
+        return tensordesc.descriptor_args(p, value, device, checks)
     if code == BF16:
         try:
             return bf16_bits(value)
@@ -195,7 +195,7 @@ def _cai_pointer(param: Parameter, cai: Any, device: int, checks: bool) -> int:
 
 def _host_or_device(address: int, device: int) -> int | None:
     """Device ordinal owning ``address`` per the driver, -1 for host memory, None if unknown."""
-    drv = _driver.api()
+    drv = driver.api()
     A = drv.CUpointer_attribute
     err, mem_type = drv.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
     if int(err) != 0:
@@ -281,7 +281,7 @@ def tma_bytes(p: Parameter, value: Any) -> bytes:
     try:
         data = getattr(value, "tensor_map_bytes", None)
         if data is None and getattr(value, "opaque", None) is not None:
-            data = _tensordesc.tensor_map_bytes(value)
+            data = tensordesc.tensor_map_bytes(value)
         elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
             data = value
         elif data is None:

@@ -5,10 +5,11 @@ import functools
 import os
 import threading
 from typing import Any, Callable
-
-from . import _driver, _launcher, _modules
-from ._errors import ArgumentError, SchemaError, short_repr
-from ._metadata import ArtifactMetadata, Variant, read_cubin
+from .. import driver
+from . import plan as launcher
+from . import modules
+from ..errors import ArgumentError, SchemaError, short_repr
+from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[dict[str, tuple[int, int, int]], "Kernel"]] = {}  # (directory, checks) -> (stamps, Kernel)
@@ -40,7 +41,7 @@ class Kernel:
         self.metadata, self.name, self.signature = metadata, metadata.name, metadata.signature
         self.directory = directory
         self.checks = checks
-        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]] = {}
+        self._contexts: dict[int, tuple[Variant, modules.LoadedFunction, tuple[Any, ...]]] = {}
         self._bind_lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
         self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
@@ -72,27 +73,27 @@ class Kernel:
         try:
             meta = ArtifactMetadata.read(directory, stats)
         except SchemaError as e:
-            from . import _family
+            from ..family import dispatch
 
-            if e.json_path == "$.schema_version" and _family.is_family(directory):
-                return _family.KernelFamily.load(directory, checks=checks, tuning=tuning, fallback=fallback)
+            if e.json_path == "$.schema_version" and dispatch.is_family(directory):
+                return dispatch.KernelFamily.load(directory, checks=checks, tuning=tuning, fallback=fallback)
             raise
         kernel = cls(meta, directory, checks=checks, stats=stats)
         with _loaded_lock:
             _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
         return kernel
 
-    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]:
+    def _bind_current(self) -> tuple[Variant, modules.LoadedFunction, tuple[Any, ...]]:
         """What serves the current context; the module is loaded and the launch planned the first time."""
-        handle = _driver.current_context()
+        handle = driver.current_context()
         with self._bind_lock:
             bound = self._contexts.get(handle)
             if bound is None:
-                dev = _driver.device_info(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+                dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant = self.metadata.select_variant(dev.major, dev.minor)
-                loaded = _modules.get_function(handle, dev.ordinal, self.name, variant,
+                loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
                                                lambda: read_cubin(self.directory, variant, self._read_stats))
-                plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
+                plan = launcher.plan(self.name, self.signature, variant, loaded, self.checks)
                 bound = self._contexts[handle] = (variant, loaded, plan)
         self._plan = bound[2]
         return bound
@@ -100,7 +101,7 @@ class Kernel:
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
     # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword
-    __call__ = _launcher.launch
+    __call__ = launcher.launch
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
@@ -113,7 +114,7 @@ class Kernel:
         return self._bind_current()[0]
 
     @property
-    def function(self) -> _modules.LoadedFunction:
+    def function(self) -> modules.LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
         return self._bind_current()[1]
 

@@ -21,18 +21,17 @@ import contextlib
 import functools
 import os
 from typing import Any, Callable
-
-from . import _driver
-from ._choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
-from ._errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
+from .. import driver
+from .choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
+from ..errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
                       TuningError)
-from ._convert import default_stream, same_constexpr, stream_handle
-from ._family_index import Config, FamilyIndex, is_family, read_index
-from ._heuristics import names_used
-from ._kernel import Kernel, _stamp
-from ._metadata import ArtifactMetadata
-from ._tuning import Key, Tuner
-from .abi import Parameter, format_signature, split_top_level
+from ..launch.convert import default_stream, same_constexpr, stream_handle
+from ..artifact.family_index import Config, FamilyIndex, is_family, read_index
+from ..artifact.heuristics import names_used
+from ..launch.kernel import Kernel, _stamp
+from ..artifact.metadata import ArtifactMetadata
+from .tuning import Key, Tuner
+from ..abi import Parameter, format_signature, split_top_level
 
 _MISSING = object()
 _FAST_ENTRIES = 4096
@@ -87,8 +86,8 @@ def _members(index: FamilyIndex, checks: bool) -> list[Member]:
 
 
 def _device_name() -> str:
-    _driver.current_context()
-    return _driver.device_info(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))).name
+    driver.current_context()
+    return driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))).name
 
 
 class KernelFamily:
@@ -134,7 +133,7 @@ class KernelFamily:
         return tuple(i for i in runtime if len({(p.kind, p.type, p.divisibility) for p in (m.meta.signature[i] for m in self.members)}) > 1)
 
     def _fast_key(self) -> Callable[[tuple[Any, ...]], tuple[Any, ...]] | None:
-        """See ``_choose.fast_key``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
+        """See ``choose.fast_key``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
         sig = self.members[0].meta.signature
         raw = [i for i in self._key_pos if i < self.npos] if self.tuner is not None else []
         derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics}
@@ -361,17 +360,17 @@ class KernelFamily:
 
     def _benchmark(self, key: Key, grid: Any, args: tuple[Any, ...], given: dict[str, Any], stream: Any) -> tuple[int, list[float]]:
         """(the fastest config, each config's median ms) for one call, its data left as one launch would leave it."""
-        from . import _bench
+        from ..family import bench
 
         at = self.index.autotune
         if at is None or at.has_pre_hook:
             raise TuningError(f"{self.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
                                      "runs it, or ship a tuning table (`tmlr tune` needs the same), or load with tuning='strict'")
         handle = _stream(stream)
-        _bench.refuse_capture(handle, f"{self.name}: tuning autotune key {key}")
+        bench.refuse_capture(handle, f"{self.name}: tuning autotune key {key}")
         named = {**dict(zip(self.names, args)), **given}
-        preserve = _bench.Preserve([_bench.extent(named, n, dense=True) for n in at.reset_to_zero],
-                                   [_bench.extent(named, n, dense=False) for n in at.restore_value], handle)
+        preserve = bench.Preserve([bench.extent(named, n, dense=True) for n in at.reset_to_zero],
+                                   [bench.extent(named, n, dense=False) for n in at.restore_value], handle)
         times, failure = [], None
         try:
             for c in range(len(self.configs)):
@@ -379,7 +378,7 @@ class KernelFamily:
                     heur = self._heuristics(args, given, c)
                     kernel, base, _ = self._resolve(c, heur, args, given)
                     g = self._grid(grid, base, args, given) if callable(grid) else grid
-                    times.append(_bench.median_ms(lambda: kernel(g, *args, stream=handle), handle, preserve))
+                    times.append(bench.median_ms(lambda: kernel(g, *args, stream=handle), handle, preserve))
                 except (NoCompatibleVariantError, DriverError) as e:
                     times.append(float("inf"))
                     failure = e
@@ -434,4 +433,4 @@ class KernelFamily:
 def _stream(stream: Any) -> int:
     if stream is not None:
         return stream_handle(stream)
-    return default_stream(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+    return default_stream(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
