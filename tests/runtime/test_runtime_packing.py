@@ -101,7 +101,7 @@ def test_pointer_values_int_none_and_cuda_array_interface(monkeypatch):
     class CAI:
         __cuda_array_interface__ = {"data": (0x2000, False), "typestr": "<f4", "shape": (4,), "version": 3}
 
-    monkeypatch.setattr("tmlr_runtime.launch.convert._host_or_device", lambda address, device: 0)
+    monkeypatch.setattr("tmlr_runtime.launch.pointers._host_or_device", lambda address, device: 0)
     launch(1, (0x1000, None, CAI()), {}, 0)
     p = rec.launches[-1]["params"]
     assert struct.unpack("<Q", p[0])[0] == 0x1000

@@ -25,7 +25,8 @@ from .. import driver
 from .choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
 from ..errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
                       TuningError)
-from ..launch.convert import default_stream, same_constexpr, stream_handle
+from ..launch.convert import same_constexpr
+from ..launch.streams import default_stream, stream_handle
 from ..artifact.family_index import Config, FamilyIndex, is_family, read_index
 from ..artifact.heuristics import names_used
 from ..launch.kernel import Kernel, _stamp

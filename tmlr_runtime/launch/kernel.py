@@ -5,9 +5,11 @@ import functools
 import os
 import threading
 from typing import Any, Callable
+
 from .. import driver
-from . import plan as launcher
 from . import modules
+from .execute import launch
+from .plan import LaunchPlan
 from ..errors import ArgumentError, SchemaError, short_repr
 from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
 
@@ -27,7 +29,7 @@ class Kernel:
     2. It takes the current context (device 0's primary context, the one torch uses, when none
        is), picks the variant for that device and refuses what the device cannot run.
     3. It checks the cubin's size and sha256 and loads it (once per context and sha256).
-    4. It plans the launch of that variant (see ``_launcher``).
+    4. It plans the launch of that variant (a :class:`~.plan.LaunchPlan`).
     5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
        arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
        PDL launches). A launch while another context is current repeats steps 2-4 once for it.
@@ -41,11 +43,10 @@ class Kernel:
         self.metadata, self.name, self.signature = metadata, metadata.name, metadata.signature
         self.directory = directory
         self.checks = checks
-        self._contexts: dict[int, tuple[Variant, modules.LoadedFunction, tuple[Any, ...]]] = {}
-        self._bind_lock = threading.Lock()
+        self._contexts: dict[int, LaunchPlan] = {}  # context handle -> its plan
+        self._lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
-        self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
-        self._bind_current()
+        self._plan = self._plan_for_current()  # the plan of the context planned for last, which a launch checks first
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -83,25 +84,24 @@ class Kernel:
             _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
         return kernel
 
-    def _bind_current(self) -> tuple[Variant, modules.LoadedFunction, tuple[Any, ...]]:
-        """What serves the current context; the module is loaded and the launch planned the first time."""
+    def _plan_for_current(self) -> LaunchPlan:
+        """The plan of the current context; the module is loaded and the launch planned the first time."""
         handle = driver.current_context()
-        with self._bind_lock:
-            bound = self._contexts.get(handle)
-            if bound is None:
+        with self._lock:
+            plan = self._contexts.get(handle)
+            if plan is None:
                 dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant = self.metadata.select_variant(dev.major, dev.minor)
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
-                                               lambda: read_cubin(self.directory, variant, self._read_stats))
-                plan = launcher.plan(self.name, self.signature, variant, loaded, self.checks)
-                bound = self._contexts[handle] = (variant, loaded, plan)
-        self._plan = bound[2]
-        return bound
+                                              lambda: read_cubin(self.directory, variant, self._read_stats))
+                plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
+        self._plan = plan
+        return plan
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
     # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword
-    __call__ = launcher.launch
+    __call__ = launch
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
@@ -111,12 +111,12 @@ class Kernel:
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""
-        return self._bind_current()[0]
+        return self._plan_for_current().variant
 
     @property
     def function(self) -> modules.LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
-        return self._bind_current()[1]
+        return self._plan_for_current().loaded
 
     def __repr__(self) -> str:
         archs = ",".join(v.arch for v in self.metadata.variants)

@@ -1,44 +1,80 @@
-"""Launching one variant in one context: a plan made once at load, one short function per call.
+"""The launch plan: what a launch of one variant in one context does, fixed at load as plain data.
 
-1. At load, :func:`plan` gives each positional parameter a code for the work its type needs per
-   call (as Inductor's static launcher does): a pointer, an int assumed divisible by 16, an i1, a
-   bf16, a TMA descriptor, a tensor descriptor, a constexpr or an int specialized to 1. Plain
-   scalars get none: the packing ``struct`` converts and range-checks them. A tensor descriptor
-   (``tensordesc``) fills several slots, those its recorded ``fields`` name (:func:`param_slots`).
-2. The plan fixes the packed layout; each thread that launches gets its argument storage and the
-   ``void**`` into it once (:class:`ArgBuffer`), and a call only rewrites the values
-   (as tinygrad's ops_cuda does).
-3. :func:`launch` (``Kernel.__call__``) reads torch tensors on the launch device and checks ints
-   assumed divisible by 16 inline, sends every other argument with work through :func:`convert`,
-   the one conversion routine, which also makes the typed errors, packs the values with one
-   ``pack_into`` and calls ``cuLaunchKernel``.
-4. What a common call never needs (keywords, other grids, global scratch, ``cuLaunchKernelEx``, a
-   thread's first launch, errors) lives in :class:`Slow`.
+:class:`LaunchPlan` describes the per-call work so that an executor in any language can run it
+(``execute.py`` is the Python one; the fields it alone reads are marked so):
+
+- ``steps``: one :data:`Step` per positional parameter, ``(code, position, offset, size, fmt, dtype,
+  mask)``. ``code`` (the constants below) says what the argument needs; ``position`` is its index among
+  the call's positional arguments; ``offset`` and ``size`` say where its bytes go in the packed buffer
+  (-1 and 0: the cubin does not take it); ``fmt`` is the ``struct`` format of those bytes (a tensor
+  descriptor's fields with the padding between them); ``dtype`` is the torch dtype a tensor must have
+  (None: not checked); ``mask`` holds the low bits that must be zero (15: a pointer assumed 16-byte
+  aligned or an int assumed divisible by 16).
+- ``size``: bytes of the packed buffer, 64-byte aligned; ``fmt`` packs the runtime parameters at
+  offset 0; the hidden trailing pointers (``hidden``: name and offset) stay zero, but for global
+  scratch (``scratch``: bytes per program, alignment, offset), allocated per launch.
+- the launch: ``function``, ``block`` (threads), ``shared`` bytes, ``cluster``, ``max_grid``, and
+  ``use_ex`` for ``cuLaunchKernelEx`` (clusters, cooperative and PDL launches).
+
+Each thread that launches gets its buffer and the ``void**`` into it once (:class:`ArgBuffer`); a
+call only rewrites the values (as tinygrad's ops_cuda does).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import math
-import operator
 import struct
 import sys
 import threading
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Callable
+
 from .. import driver
-from .convert import DIV16, PTR, TENSORDESC, check_constexpr, code, convert, diagnose_scalar, stream_getter, stream_handle, torch_dtype
-from ..errors import ArgumentCountError, ArgumentError, GridError, TmlrError, short_repr
+from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
 from ..artifact.metadata import Variant
 from .modules import LoadedFunction
-from ..abi import PER_DIM_FIELDS, SCALAR_TYPES, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType
+from .bind import Binder
+from .streams import stream_getter
 
-_MISSING = object()
-_NoTorch = type("NoTorch", (), {})  # stands in for torch.Tensor when torch is not imported: no value has this type
+# What a step does with its argument (as Inductor's static launcher gives each argument a code).
+SCALAR = 0  # packed by fmt; the struct converts and range-checks it
+PTR = 1  # a device address: torch tensor, array interface, DLPack, int or None; checked (device, dtype, mask)
+DIV16 = 2  # an int packed by fmt that must be a multiple of 16
+BOOL = 3  # i1: True/False or 0/1
+BF16 = 4  # a float packed as its bfloat16 bits
+TMA = 5  # an nvTmaDesc: 128 bytes of a CUtensorMap
+TENSORDESC = 6  # a host tensor descriptor: the values of the fields fmt lists
+CONSTEXPR = 7  # not passed; must equal the compiled value
+ONE = 8  # an int specialized to 1: not passed; must be 1
+IGNORED = 9  # a constexpr or an int specialized to 1 with checks off: nothing to do
+Step = tuple[int, int, int, int, str, Any, int]
+
+_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, TMA_DESC: TMA, "tensordesc": TENSORDESC}
 _POINTER_TYPE = TritonType("*", "Q", 8, 8, None, None, (), None, None, False, False)  # how any pointer is passed
-_BASE_ALIGN = TYPES[TMA_DESC].align  # a CUtensorMap passed by value needs its slot 64-byte aligned
+BASE_ALIGN = TYPES[TMA_DESC].align  # a CUtensorMap passed by value needs its slot 64-byte aligned
 _struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
+_NoTorch = type("NoTorch", (), {})  # stands in for torch.Tensor when torch is not imported: no value has this type
+
+
+def code(p: Parameter, checks: bool) -> int:
+    """The step code of parameter ``p``."""
+    if p.kind != "runtime":
+        return (CONSTEXPR if p.kind == "constexpr" else ONE) if checks else IGNORED
+    if p.type[0] == "*":  # type: ignore[index]
+        return PTR
+    c = _TYPE_CODES.get(p.type, SCALAR)  # type: ignore[arg-type]
+    if c == SCALAR and checks and p.divisibility == 16 and TYPES[p.type].range is not None:  # type: ignore[index]
+        return DIV16
+    return c
+
+
+def torch_dtype(param: Parameter) -> Any:
+    """The torch dtype a tensor for ``param`` must have; None when torch is not imported or the
+    pointee has no torch equivalent (then dtype is not checked)."""
+    name = TYPES[pointee(param.type)].torch  # type: ignore[arg-type]
+    return getattr(sys.modules.get("torch"), name, None) if name else None
 
 
 @dataclass(frozen=True)
@@ -49,6 +85,7 @@ class Layout:
     names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
     offsets: tuple[int, ...]
     sizes: tuple[int, ...]
+    formats: tuple[str, ...]  # each slot's struct code
     size: int
     head: struct.Struct  # packs the runtime parameters at offset 0; the hidden pointers stay zero
 
@@ -56,17 +93,27 @@ class Layout:
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
         slots = [s for p in runtime_params for s in param_slots(p)]
         types = [_POINTER_TYPE if t[0] == "*" else TYPES[t] for _, t in slots]
-        fmt, offsets, offset = "<", [], 0
+        offsets, offset = [], 0
         for t in types:
-            pad = -offset % t.align
-            fmt += f"{pad}x{t.code}" if pad else t.code
-            offsets.append(offset + pad)
-            offset += pad + t.size
+            offset += -offset % t.align
+            offsets.append(offset)
+            offset += t.size
         offset += -offset % 8  # then the hidden pointers
         offsets += range(offset, offset + 8 * len(hidden_params), 8)
         names = tuple([name for name, _ in slots]) + tuple(hidden_params)
         sizes = tuple([t.size for t in types]) + (8,) * len(hidden_params)
-        return cls(names, tuple(offsets), sizes, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
+        formats = tuple([t.code for t in types]) + ("Q",) * len(hidden_params)
+        fmt = "<" + _padded(offsets[: len(types)], sizes, formats, 0)
+        return cls(names, tuple(offsets), sizes, formats, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
+
+
+def _padded(offsets: Any, sizes: Any, formats: Any, start: int) -> str:
+    """The struct format of slots at ``offsets`` (absolute), packed from ``start``, with pad bytes between."""
+    fmt, at = "", start
+    for offset, size, f in zip(offsets, sizes, formats):
+        fmt += f"{offset - at}x{f}" if offset > at else f
+        at = offset + size
+    return fmt
 
 
 def param_slots(p: Parameter) -> list[tuple[str, str]]:
@@ -82,12 +129,30 @@ def param_slots(p: Parameter) -> list[tuple[str, str]]:
     return slots
 
 
+def steps(signature: tuple[Parameter, ...], npos: int, layout: Layout, checks: bool) -> tuple[Step, ...]:
+    """One step per positional parameter (see the module docstring)."""
+    out, slot = [], 0
+    for i, p in enumerate(signature[:npos]):
+        c = code(p, checks)
+        if p.kind != "runtime":
+            out.append((c, i, -1, 0, "", None, 0))
+            continue
+        n = len(param_slots(p))
+        offset, end = layout.offsets[slot], layout.offsets[slot + n - 1] + layout.sizes[slot + n - 1]
+        fmt = _padded(layout.offsets[slot: slot + n], layout.sizes[slot: slot + n], layout.formats[slot: slot + n], offset)
+        dtype = torch_dtype(p) if c == PTR and checks else None
+        mask = 15 if checks and p.divisibility == 16 and c in (PTR, DIV16) else 0
+        out.append((c, i, offset, end - offset, fmt, dtype, mask))
+        slot += n
+    return tuple(out)
+
+
 class ArgBuffer:
     """One thread's packed-argument storage and the ``void**`` array pointing into it.
 
-    Created once per (variant, thread); a launch only rewrites the values. Both live in
-    ``bytearray``s whose addresses ctypes reads through a ``c_char`` view: a ctypes array type
-    (``c_char * n``) per size would be slow to create on a thread's first launch.
+    Created once per (plan, thread); a launch only rewrites the values. Both live in ``bytearray``s
+    whose addresses ctypes reads through a ``c_char`` view: a ctypes array type (``c_char * n``) per
+    size would be slow to create on a thread's first launch.
     """
 
     __slots__ = ("raw", "view", "pointers", "address", "_views")
@@ -95,11 +160,11 @@ class ArgBuffer:
     def __init__(self, layout: Layout) -> None:
         # Over-allocate so the base can be 64-byte aligned. The views export the buffers, so they
         # cannot be resized (moved) while this lives.
-        self.raw = bytearray(layout.size + _BASE_ALIGN)
+        self.raw = bytearray(layout.size + BASE_ALIGN)
         raw_view = ctypes.c_char.from_buffer(self.raw)
         base = ctypes.addressof(raw_view)
-        shift = -base % _BASE_ALIGN
-        self.view = memoryview(self.raw)[shift : shift + layout.size]
+        shift = -base % BASE_ALIGN
+        self.view = memoryview(self.raw)[shift: shift + layout.size]
         n = len(layout.offsets)
         self.pointers = bytearray(8 * max(n, 1))
         struct.pack_into(f"={n}Q", self.pointers, 0, *[base + shift + o for o in layout.offsets])  # native void*
@@ -108,271 +173,105 @@ class ArgBuffer:
         self._views = (raw_view, pointers_view)
 
 
-class Slow:
-    """What a launch reads only off its common path: keywords, other grids, global scratch,
-    ``cuLaunchKernelEx``, a thread's first launch, errors."""
+def usage(name: str, signature: tuple[Parameter, ...]) -> str:
+    """How to call the kernel, for messages: ``add[grid](x_ptr: *fp32, ..., BLOCK=1024)``."""
+    def one(p: Parameter) -> str:
+        if p.kind == "constexpr":
+            return f"{p.name}={p.value!r}"
+        return f"{p.name}: {p.type}" + (" (must be 1)" if p.kind == "equal_to_1" else "")
+
+    return f"{name}[grid]({', '.join(map(one, signature))})"
+
+
+def positional_count(signature: tuple[Parameter, ...]) -> int:
+    """The parameters a plain call passes by position: up to the last one that is not a constexpr."""
+    npos = len(signature)
+    while npos and signature[npos - 1].kind == "constexpr":
+        npos -= 1
+    return npos
+
+
+class LaunchPlan:
+    """What a launch of ``variant`` as ``loaded`` reads, fixed at load in the context current then
+    (see the module docstring). Fields after ``storage`` serve the Python executor alone."""
+
+    __slots__ = (
+        # the description
+        "name", "signature", "checks", "npos", "steps", "size", "fmt", "hidden", "scratch", "function", "block", "shared",
+        "cluster", "max_grid", "use_ex", "context", "device", "variant", "loaded", "layout", "binder", "constexprs", "storage",
+        # the Python executor's: the positions of its values list (each argument's position + 2, after
+        # pack_into's buffer and offset) of checked pointers (with dtype and mask), unchecked pointers,
+        # the first int to check for divisibility by 16, whether other steps have work, the packing call,
+        # torch.Tensor, the context and stream getters, cuLaunchKernel and the largest int grid it takes
+        "pointers", "unchecked", "div16", "rest", "pack", "tensor", "get_context", "current_stream", "drv", "launch_fn",
+        "max_x",
+        "what",
+    )
 
     def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
-        self.name, self.signature, self.variant, self.checks = name, signature, variant, checks
-        npos = len(signature)
-        while npos and signature[npos - 1].kind == "constexpr":
-            npos -= 1
-        self.npos = npos  # positional parameters: up to the last one that is not a constexpr
-        self.work: list[tuple[int, int, Parameter]] = []  # (position, code, parameter) of each positional one with work
-        self.kept: list[int] = []  # the positions of the runtime parameters, which the cubin takes
-        for i, p in enumerate(signature[:npos]):
-            if (c := code(p, checks)) is not None:
-                self.work.append((i, c, p))
-            if p.kind == "runtime":
-                self.kept.append(i)
-        self.device, self.max_grid, self.cluster = loaded.device.ordinal, loaded.device.max_grid, variant.cluster_dims
-        self.layout = Layout.build(tuple([signature[i] for i in self.kept]), variant.hidden_params)
-        self.drv, self.function, self.what = driver.api(), loaded.function, f"launching {name}"
-        self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
+        self.name, self.signature, self.checks, self.variant, self.loaded = name, signature, checks, variant, loaded
+        self.npos = positional_count(signature)
+        runtime = tuple([p for p in signature[: self.npos] if p.kind == "runtime"])
+        self.layout = layout = Layout.build(runtime, variant.hidden_params)
+        self.steps = steps(signature, self.npos, layout, checks)
+        self.size, self.fmt = layout.size, layout.head.format
+        self.hidden = tuple(zip(variant.hidden_params, layout.offsets[len(layout.offsets) - len(variant.hidden_params):]))
+        self.cluster, self.max_grid = variant.cluster_dims, loaded.device.max_grid
         self.scratch = None
         if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
             self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
-                            self.layout.offsets[self.layout.names.index("global_scratch")])
-        self.alloc, self.free = scratch_alloc, scratch_free
-        # .slot: (buffer, void** address, CUlaunchConfig), one per thread where a launch writes into
-        # them, else one for all
-        self.storage: Any = threading.local() if self.layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
-        if isinstance(self.storage, SimpleNamespace):
+                            dict(self.hidden)["global_scratch"])
+        self.function, self.block, self.shared, self.device = loaded.function, variant.threads_per_block, variant.shared, loaded.device.ordinal
+        self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
+        # .slot: (buffer, void** address, CUlaunchConfig), one per thread where a launch writes into them, else one for all
+        self.storage: Any = threading.local() if layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
+        self.constexprs = {p.name: p.value for p in signature if p.kind == "constexpr"}
+        self.binder = Binder(name, [p.name for p in signature], [p.kind for p in signature], self.npos,
+                             functools.partial(usage, name, signature))
+        self.what = f"launching {name}"
+        self._python_executor(driver.api())
+
+    def _python_executor(self, drv: Any) -> None:
+        """The fields only the Python executor reads, derived from the steps."""
+        moved = [(c, i + 2, dtype, mask) for c, i, _, _, _, dtype, mask in self.steps]  # values[i + 2]: see __slots__
+        self.pointers = tuple([(i, dtype, mask) for c, i, dtype, mask in moved if c == PTR and self.checks])
+        self.unchecked = tuple([i for c, i, _, _ in moved if c == PTR and not self.checks])
+        div16 = [i for c, i, _, _ in moved if c == DIV16]
+        self.div16 = div16[0] if div16 else 0  # the first apart: a loop costs more
+        self.rest = len(div16) > 1 or any(c not in (SCALAR, PTR, DIV16, IGNORED) for c, *_ in moved)
+        kept = [i for c, i, offset, *_ in self.steps if offset >= 0]
+        descriptors = frozenset([i for c, i, *_ in self.steps if c == TENSORDESC])
+        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, descriptors)
+        torch = sys.modules.get("torch")
+        self.tensor = torch.Tensor if torch is not None else _NoTorch
+        get_context = drv.cuCtxGetCurrent
+        self.context = get_context()[1]  # compared by value with the current one at each launch
+        if get_context()[1] != self.context:  # bindings whose handles compare by identity: compare ints
+            get_context, self.context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(self.context)
+        self.get_context = get_context
+        self.current_stream = stream_getter()
+        self.drv, self.launch_fn = drv, drv.cuLaunchKernel  # the bindings of the load, also where a test fakes them
+        self.max_x = 0 if self.scratch or self.use_ex else self.max_grid[0]  # an int grid up to this: cuLaunchKernel here
+        if not isinstance(self.storage, threading.local):
             self.new_slot()
 
-    @functools.cached_property
-    def index(self) -> dict[str, int]:
-        return {p.name: i for i, p in enumerate(self.signature)}
-
-    def usage(self) -> str:
-        def one(p: Parameter) -> str:
-            if p.kind == "constexpr":
-                return f"{p.name}={p.value!r}"
-            return f"{p.name}: {p.type}" + (" (must be 1)" if p.kind == "equal_to_1" else "")
-
-        return f"{self.name}[grid]({', '.join(map(one, self.signature))})"
-
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        """The positional values of a call with keywords, or another count of arguments."""
-        sig, name = self.signature, self.name
-        if len(args) > len(sig):
-            raise ArgumentCountError(f"{name}: takes {self.npos} positional arguments (up to {len(sig)} with constexprs), got {len(args)}; call it as {self.usage()}")
-        values: list[Any] = list(args) + [_MISSING] * (len(sig) - len(args))
-        for key, value in kwargs.items():
-            i = self.index.get(key)
-            if i is None:
-                raise ArgumentCountError(f"{name}: unknown argument {key!r}; call it as {self.usage()}", key)
-            if values[i] is not _MISSING:
-                raise ArgumentCountError(f"{name}: argument {key!r} given twice (by position and by keyword); pass it once", key)
-            values[i] = value
-        missing = [p.name for p, v in zip(sig, values) if v is _MISSING and p.kind != "constexpr"]
-        if missing:
-            raise ArgumentCountError(f"{name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
-                                     f"(got {len(args)} positional); call it as {self.usage()}", missing[0])
-        for i, p in enumerate(sig):
-            if p.kind == "constexpr" and values[i] is _MISSING:
-                values[i] = p.value
-            elif p.kind == "constexpr" and self.checks:
-                check_constexpr(p, values[i])
-        return tuple(values[: self.npos])
-
-    def meta(self, values: tuple[Any, ...]) -> dict[str, Any]:
-        """The dict a callable grid receives: every argument and constexpr by name."""
-        return {**{p.name: p.value for p in self.signature if p.kind == "constexpr"}, **dict(zip(self.index, values))}
-
     def new_slot(self) -> tuple[memoryview, int, Any]:
+        """This thread's ``(buffer, void** address, CUlaunchConfig or None)``, made on its first launch."""
         buf = ArgBuffer(self.layout)
         self.storage.buffer = buf  # its views hold the memory the void** points to
-        self.storage.slot = (buf.view, buf.address, _launch_config(self.drv, self.variant) if self.use_ex else None)
+        self.storage.slot = (buf.view, buf.address, launch_config(self.drv, self.variant) if self.use_ex else None)
         return self.storage.slot
 
-    def error(self, args: tuple[Any, ...], exc: Exception | None) -> Exception:
-        """The typed error naming the argument that made conversion or packing fail (raise ``exc``)."""
-        for i, c, p in self.work:
-            try:
-                convert(c, p, args[i], self.device, self.checks)
-            except TmlrError as err:
-                return err
-        for p, v in zip(self.signature, args):
-            err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_TYPES else None
-            if err is not None:
-                return err
-        return ArgumentError(f"{self.name}: arguments could not be packed ({exc}); call it as {self.usage()}")
 
-    def convert_rest(self, values: list[Any], args: tuple[Any, ...]) -> None:
-        """What a launch converts off its common path, in its ``values`` (position + 2): i1, bf16,
-        TMA descriptors, constexprs and ints specialized to 1 passed by position, and the ints
-        assumed divisible by 16 after the first."""
-        for i, c, p in self.work:
-            if c == DIV16 and values[i + 2] % 16:
-                raise self.error(args, None)
-            if c != PTR and c != DIV16:
-                values[i + 2] = convert(c, p, values[i + 2], self.device, self.checks)
-
-    def grid3(self, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:
-        """``grid`` (an int, 1 to 3 ints, or a callable given :meth:`meta`) as ``(x, y, z)`` programs;
-        raises :class:`GridError` unless they fit the device, the cluster multiplied in."""
-        if callable(grid):
-            try:
-                grid = grid(self.meta(args))
-            except GridError:
-                raise
-            except Exception as e:
-                raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives a dict of the kernel's arguments and constexprs by name") from e
-        if isinstance(grid, (tuple, list)):
-            if not 1 <= len(grid) <= 3:
-                raise GridError(f"grid must have 1 to 3 dimensions, got {len(grid)}: {short_repr(tuple(grid))}; pass (x,), (x, y) or (x, y, z)")
-            dims = [_axis(v, i) for i, v in enumerate(grid)] + [1] * (3 - len(grid))
-        else:
-            dims = [_axis(grid, 0), 1, 1]
-        for i, (v, c, lim) in enumerate(zip(dims, self.cluster, self.max_grid)):
-            if v < 1:
-                raise GridError(f"grid[{i}] is {short_repr(v)}; every grid dimension must be >= 1 - skip the launch when there is no work")
-            if v * c > lim:
-                extra = f" ({short_repr(v)} programs x cluster {c})" if c > 1 else ""
-                raise GridError(f"grid[{i}] = {short_repr(v * c)}{extra} exceeds this device's limit of {lim}; split the work or fold it into another grid axis")
-        return dims[0], dims[1], dims[2]
-
-    def launch(self, grid: Any, args: tuple[Any, ...], buf: Any, kp: int, config: Any, stream: int) -> Any:
-        """A launch on any grid but an int in range, with global scratch (allocated for the grid,
-        freed whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
-        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] * self.cluster[0] <= self.max_grid[0]:
-            gx, gy, gz = grid[0], 1, 1  # (n,): the common form after an int
-        else:
-            gx, gy, gz = self.grid3(grid, args)
-        if self.scratch is not None:
-            per_program, align, offset = self.scratch
-            address, raw = self.alloc(gx * gy * gz * per_program, align, stream)
-        try:
-            if self.scratch is not None:
-                struct.pack_into("<Q", buf, offset, address)
-            if not self.use_ex:
-                v = self.variant
-                return self.drv.cuLaunchKernel(self.function, gx, gy, gz, v.threads_per_block, 1, 1, v.shared, stream, kp, 0)
-            cx, cy, cz = self.cluster
-            config.gridDimX, config.gridDimY, config.gridDimZ, config.hStream = gx * cx, gy * cy, gz * cz, stream
-            return self.drv.cuLaunchKernelEx(config, self.function, kp, 0)
-        finally:
-            if self.scratch is not None:
-                self.free(raw, stream)
-
-
-def _axis(v: Any, i: int) -> int:
-    if not isinstance(v, bool):
-        try:
-            return operator.index(v)
-        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
-            pass
-    raise GridError(f"grid[{i}] must be an int, got {type(v).__name__} {short_repr(v)}; use math.ceil / triton.cdiv-style integer division")
-
-
-# Global scratch (device-side TMA descriptors and the like) is allocated per launch with
-# cuMemAllocAsync on the launch stream and freed with cuMemFreeAsync right after it: stream-ordered,
-# so no synchronisation, correct on several streams, and allocation/free nodes under graph capture.
-_POOL_ALIGN = 256  # memory-pool allocations are at least this aligned; larger alignments over-allocate
-
-
-def scratch_alloc(nbytes: int, align: int, stream: int) -> tuple[int, int]:
-    """``(aligned address, raw address)`` of ``nbytes`` of stream-ordered device memory."""
-    extra = align - 1 if align > _POOL_ALIGN else 0
-    raw = int(driver.check(driver.api().cuMemAllocAsync(nbytes + extra, stream), "cuMemAllocAsync (global scratch)"))
-    return raw + (-raw % align), raw
-
-
-def scratch_free(raw: int, stream: int) -> None:
-    driver.check(driver.api().cuMemFreeAsync(raw, stream), "cuMemFreeAsync (global scratch)")
-
-
-def plan(name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> tuple[Any, ...]:
-    """What a launch of ``variant`` as ``loaded`` reads, fixed at load, in the context current now: a
-    plain tuple, which :func:`launch` unpacks in one step (CPython's fast unpacking is for exact
-    tuples). Where a launch finds an argument is its position + 2 (see :func:`launch`)."""
-    slow = Slow(name, signature, variant, loaded, checks)
-    drv = slow.drv
-    pointers = []  # checks on: (where, torch dtype, 16 if it must be 16-byte aligned else 1)
-    unchecked = []  # checks=False: where the pointers are
-    div16 = []  # where the ints are that must be multiples of 16
-    for i, c, p in slow.work:
-        if c == PTR and checks:
-            pointers.append((i + 2, torch_dtype(p), 16 if p.divisibility == 16 else 1))
-        elif c == PTR or c == DIV16:
-            (unchecked if c == PTR else div16).append(i + 2)
-    kept = slow.kept
-    head = slow.layout.head.pack_into  # the hidden pointers after them stay zero but for global scratch
-    get_context = drv.cuCtxGetCurrent
-    context = get_context()[1]  # compared by value with the current one at each launch
-    if get_context()[1] != context:  # bindings whose handles compare by identity: compare ints
-        get_context, context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(context)
-    torch = sys.modules.get("torch")
-    return (
-        context, get_context, slow.npos, slow.device, stream_getter(), slow.storage, tuple(pointers), tuple(unchecked),
-        div16[0] if div16 else 0,  # the first apart: a loop costs more
-        len(div16) > 1 or len(pointers) + len(unchecked) + len(div16) < len(slow.work),  # Slow.convert_rest has work
-        torch.Tensor if torch is not None else _NoTorch,
-        _packer(head, kept, slow.npos, [i for i, c, _ in slow.work if c == TENSORDESC]),
-        0 if slow.scratch or slow.use_ex else loaded.device.max_grid[0],  # an int grid up to this: cuLaunchKernel here
-        drv.cuLaunchKernel, slow.function, variant.threads_per_block, variant.shared, slow)
-
-
-def _packer(head: Any, kept: list[int], npos: int, descriptors: Any) -> Any:
+def _packer(head: Callable[..., None], kept: list[int], npos: int, descriptors: frozenset[int]) -> Callable[..., None]:
     """``pack(buf, at, *values)``: the runtime parameters' values into the buffer; a tensor descriptor's
     value is the tuple of its fields' values, spliced in (kernels without one keep the plain call)."""
     if descriptors:
-        descriptors = frozenset(descriptors)  # looked up once per runtime parameter per call
         return lambda buf, at, *values: head(buf, at, *[x for i in kept for x in (values[i] if i in descriptors else (values[i],))])
     return head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept]))
 
 
-def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
-    """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
-    (context, get_context, npos, device, current_stream, storage, pointers, unchecked, div16, rest, tensor, pack, max_x,
-     launch_fn, function, block, shared, slow) = kernel._plan
-    if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
-        kernel._bind_current()
-        return launch(kernel, grid, *args, stream=stream, **kwargs)
-    if kwargs or len(args) != npos:
-        args = slow.bind(args, kwargs)
-    if stream is None:
-        stream = current_stream(device)
-    elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
-        stream = stream_handle(stream)
-    try:
-        buf, kp, config = storage.slot
-    except AttributeError:  # this thread's first launch
-        buf, kp, config = slow.new_slot()
-    if npos:
-        try:
-            values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
-            for i, dtype, mask in pointers:
-                a = values[i]
-                if type(a) is tensor and a.get_device() == device and a.dtype is dtype:
-                    values[i] = v = a.data_ptr()
-                    if v % mask:
-                        raise slow.error(args, None)
-                else:
-                    values[i] = convert(PTR, slow.signature[i - 2], a, device, True)
-            if unchecked:  # checks=False (a loop over an empty tuple still makes an iterator)
-                for i in unchecked:
-                    a = values[i]
-                    values[i] = a.data_ptr() if type(a) is tensor else convert(PTR, slow.signature[i - 2], a, device, False)
-            if div16 and values[div16] % 16:
-                raise slow.error(args, None)
-            if rest:
-                slow.convert_rest(values, args)
-            pack(*values)
-        except TmlrError:
-            raise
-        except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct
-            raise slow.error(args, e) from None
-    if type(grid) is int and grid > 0 and grid <= max_x:
-        r = launch_fn(function, grid, 1, 1, block, 1, 1, shared, stream, kp, 0)
-    else:
-        r = slow.launch(grid, args, buf, kp, config, stream)
-    if r[0]:
-        driver.check(r, slow.what)  # raises
-
-
-def _launch_config(drv: Any, variant: Variant) -> Any:
+def launch_config(drv: Any, variant: Variant) -> Any:
     """A ``CUlaunchConfig`` with the variant's block, shared memory and launch attributes (one per
     thread: grid and stream are written per launch)."""
     config = drv.CUlaunchConfig()

@@ -18,7 +18,7 @@ import operator
 import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
-from . import convert
+from .pointers import any_pointer
 from .. import driver
 from ..errors import ArgumentError, TmlrError, short_repr
 from ..abi import TYPES, Descriptor, Parameter, TensorMapMeta
@@ -104,7 +104,7 @@ def _check(p: Parameter, d: Descriptor, shape: tuple[int, ...], strides: tuple[i
 
 def _address(p: Parameter, d: Descriptor, base: Any, strides: tuple[int, ...], device: int, checks: bool) -> int:
     """The base's device address, after the TMA rules (Triton's TensorDescriptor checks them too)."""
-    address = convert.any_pointer(Parameter(f"{p.name}.base", "runtime", "*" + d.dtype), base, device, checks)
+    address = any_pointer(Parameter(f"{p.name}.base", "runtime", "*" + d.dtype), base, device, checks)
     if address % 16:
         raise _fail(p, f"the base address 0x{address:x} is not 16-byte aligned", "pass an aligned tensor (e.g. a .clone() of the slice)")
     size = TYPES[d.dtype].size
