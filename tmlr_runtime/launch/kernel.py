@@ -39,7 +39,8 @@ class Kernel:
         self._contexts: dict[int, LaunchPlan] = {}  # context handle -> its plan
         self._lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
-        self._plan = self._plan_for_current()  # the plan of the context planned for last, which a launch checks first
+        self._fast: tuple[Any, ...] = ()  # .fast of the plan of the context planned for last, which a launch checks first
+        self._plan_for_current()
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -86,7 +87,7 @@ class Kernel:
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
                                               lambda: read_cubin(self.directory, variant, self._read_stats))
                 plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
-        self._plan = plan
+        self._fast = plan.fast
         return plan
 
     # -- launching -------------------------------------------------------------------------------
@@ -99,6 +100,11 @@ class Kernel:
         return functools.partial(self.__call__, grid)
 
     # -- introspection ---------------------------------------------------------------------------
+    @property
+    def plan(self) -> LaunchPlan:
+        """The launch plan of the current context."""
+        return self._plan_for_current()
+
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""
