@@ -111,7 +111,7 @@ def grid3(plan: LaunchPlan, grid: Any, args: tuple[Any, ...]) -> tuple[int, int,
     """``grid`` (an int, 1 to 3 ints, or a callable given the arguments and constexprs by name) as
     ``(x, y, z)`` programs; raises :class:`GridError` unless they fit the device, the cluster multiplied in."""
     if callable(grid):
-        grid = call_grid(grid, {**plan.constexprs, **dict(zip(plan.binder.names, args))},
+        grid = call_grid(grid, {**{p.name: p.value for p in plan.signature if p.kind == "constexpr"}, **dict(zip(plan.binder.names, args))},
                          "a dict of the kernel's arguments and constexprs by name")
     if isinstance(grid, (tuple, list)):
         if not 1 <= len(grid) <= 3:

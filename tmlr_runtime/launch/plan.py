@@ -93,17 +93,17 @@ class Layout:
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
         slots = [s for p in runtime_params for s in param_slots(p)]
         types = [_POINTER_TYPE if t[0] == "*" else TYPES[t] for _, t in slots]
-        offsets, offset = [], 0
+        fmt, offsets, offset = "<", [], 0
         for t in types:
-            offset += -offset % t.align
-            offsets.append(offset)
-            offset += t.size
+            pad = -offset % t.align
+            fmt += f"{pad}x{t.code}" if pad else t.code
+            offsets.append(offset + pad)
+            offset += pad + t.size
         offset += -offset % 8  # then the hidden pointers
         offsets += range(offset, offset + 8 * len(hidden_params), 8)
         names = tuple([name for name, _ in slots]) + tuple(hidden_params)
         sizes = tuple([t.size for t in types]) + (8,) * len(hidden_params)
         formats = tuple([t.code for t in types]) + ("Q",) * len(hidden_params)
-        fmt = "<" + _padded(offsets[: len(types)], sizes, formats, 0)
         return cls(names, tuple(offsets), sizes, formats, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
 
 
@@ -197,14 +197,14 @@ class LaunchPlan:
     __slots__ = (
         # the description
         "name", "signature", "checks", "npos", "steps", "size", "fmt", "hidden", "scratch", "function", "block", "shared",
-        "cluster", "max_grid", "use_ex", "context", "device", "variant", "loaded", "layout", "binder", "constexprs", "storage",
+        "cluster", "max_grid", "use_ex", "context", "device", "variant", "loaded", "layout", "storage",
         # the Python executor's: the positions of its values list (each argument's position + 2, after
         # pack_into's buffer and offset) of checked pointers (with dtype and mask), unchecked pointers,
         # the first int to check for divisibility by 16, whether other steps have work, the packing call,
         # torch.Tensor, the context and stream getters, cuLaunchKernel and the largest int grid it takes
         "pointers", "unchecked", "div16", "rest", "pack", "tensor", "get_context", "current_stream", "drv", "launch_fn",
         "max_x",
-        "what", "fast",
+        "what", "fast", "_binder",
     )
 
     def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
@@ -224,10 +224,7 @@ class LaunchPlan:
         self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
         # .slot: (buffer, void** address, CUlaunchConfig), one per thread where a launch writes into them, else one for all
         self.storage: Any = threading.local() if layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
-        self.constexprs = {p.name: p.value for p in signature if p.kind == "constexpr"}
-        self.binder = Binder(name, [p.name for p in signature], [p.kind for p in signature], self.npos,
-                             functools.partial(usage, name, signature))
-        self.what = f"launching {name}"
+        self.what, self._binder = f"launching {name}", None
         self._python_executor(driver.api())
 
     def _python_executor(self, drv: Any) -> None:
@@ -267,6 +264,14 @@ class LaunchPlan:
                      self.block, self.shared, self)
         if not isinstance(self.storage, threading.local):
             self.new_slot()
+
+    @property
+    def binder(self) -> Binder:
+        """What binds a call with keywords or another count of arguments (made on the first such call)."""
+        if self._binder is None:
+            sig = self.signature
+            self._binder = Binder(self.name, [p.name for p in sig], [p.kind for p in sig], self.npos, functools.partial(usage, self.name, sig))
+        return self._binder
 
     def new_slot(self) -> tuple[memoryview, int, Any]:
         """This thread's ``(buffer, void** address, CUlaunchConfig or None)``, made on its first launch."""
