@@ -224,3 +224,30 @@ def test_every_committed_family_index_is_valid_to_the_reader_and_the_schema():
     for name, doc in families.items():
         jsonschema.validate(doc, schema)
         assert len(read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])
+
+
+def test_a_constexpr_fixed_at_build_is_known_to_heuristics_and_grids(tmp_path, fake):
+    """A heuristic held back (no expression) for a constexpr every variant has one value of: a call that omits
+    it takes that value, as a plain Kernel of the same signature does, and the grid callable sees it."""
+    family = tr.Kernel.load(block_family(tmp_path, [{"name": "BLOCK", "expr": None, "after_config": False}], blocks=(1024,)))
+    x, y, out = tensors(4096)
+    seen = []
+    family(lambda meta: seen.append(meta["BLOCK"]) or (4,), x, y, out, 4096)
+    assert seen == [1024] and fake.launches[-1]["grid"] == (4, 1, 1)
+    assert family.choose(x, y, out, 4096).constexprs["BLOCK"] == 1024
+
+
+def test_a_family_s_first_load_reads_each_file_once(tmp_path, fake, monkeypatch):
+    d = dtype_family(str(tmp_path / "add"))
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(os.path.relpath(path, d)) or real_open(path, *a, **k))
+    family = tr.Kernel.load(d)
+    args = tensors(4096)
+    family(4, *args, 4096)
+    launched = family.choose(*args, 4096)
+    assert tr.Kernel.load(launched.directory) is launched.kernel  # a variant's kernel, loaded by its directory: no read either
+    files = [f for f in opened if not f.startswith("..")]
+    metadata = sorted(f for f in files if f.endswith("metadata.json"))
+    assert metadata == sorted(["metadata.json"] + [os.path.join(os.path.relpath(m.directory, d), "metadata.json") for m in family.members])
+    assert len(files) == len(set(files)) and sum(f.endswith(".cubin") for f in files) == 1  # one variant launched: one cubin
