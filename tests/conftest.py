@@ -22,8 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tmlr_runtime import TmlrError
-from tmlr_runtime import driver  # noqa: E402
+from tmlr_runtime import TmlrError, driver  # noqa: E402
 
 NO_DRIVER_LIBRARY = "no NVIDIA driver library (libcuda) on this machine"
 

@@ -16,8 +16,7 @@ from tmlr_build.common import errors as E
 from tmlr_build.common.arch import Target
 from tmlr_build.common.jobs import Job
 from tmlr_build.common.kernel_facts import KernelFacts
-from tmlr_runtime import ArtifactMetadata
-from tmlr_runtime import Parameter
+from tmlr_runtime import ArtifactMetadata, Parameter
 from tmlr_runtime.abi import format_signature
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "autotune"

@@ -7,7 +7,7 @@ argument with a dtype when the kernel's Triton appends dtypes to the key). Modes
 ``Kernel.load(dir, tuning=..., fallback=...)``:
 
 - ``"tune"`` (default): memory, then the table, then the cache file; an unseen key benchmarks every
-  config (``_bench``) and the choice is kept in memory and merged into the cache file;
+  config (``bench``) and the choice is kept in memory and merged into the cache file;
 - ``"table"``: memory, the table, the cache file; an unseen key takes the fallback, never a benchmark;
 - ``"strict"``: memory and the table only (the user's cache is neither read nor written); an unseen
   key takes the fallback.
