@@ -28,7 +28,7 @@ from ._errors import (ArgumentCountError, ArgumentError, DriverError, GridError,
                       TuningError)
 from ._convert import default_stream, same_constexpr, stream_handle
 from ._family_index import Config, FamilyIndex, is_family, read_index
-from ._heuristics import names_used
+from ._heuristics import HeuristicLimitError, names_used, short_text
 from ._kernel import Kernel, _stamp
 from ._metadata import ArtifactMetadata
 from ._tuning import Key, Tuner
@@ -276,6 +276,9 @@ class KernelFamily:
         except KeyError as e:
             raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} reads args[{e}], which this call does not give; "
                                 f"pass {e.args[0]}=... by keyword", h.name) from None
+        except HeuristicLimitError as e:
+            raise ArgumentError(f"{self.name}: heuristic {h.name} = {short_text(h.expr)} is refused: {e}; check the arguments "
+                                "it reads, or rebuild the family with tmlr-build if its index was edited", h.name) from None
         except Exception as e:
             raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} raised {type(e).__name__}: {e}; check the "
                                 "arguments it reads", h.name) from None
