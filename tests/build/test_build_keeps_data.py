@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from tmlr_build.cli import main, run
 from tmlr_build.common import errors as E
 from tmlr_runtime._family_cli import verify_family
-from tmlr_runtime._tuning import choices, entry, read_entries, write_entries
+from tmlr_runtime._tuning import cache_path, choices, entry, read_entries, write_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT_K = f"{ROOT}/tests/data/autotune/split_k.py:accumulate"
@@ -155,3 +156,18 @@ def test_a_build_that_fails_part_way_says_what_it_wrote_and_what_not(tmp_path: P
     assert f"tmlr-build: wrote {out / 'add'}" in err
     assert "tmlr-build: not written: add_1000 (1 written;" in err
     assert sorted(p.name for p in out.iterdir()) == ["add"]
+
+
+@pytest.mark.skipif(not os.environ.get("TMLR_TEST_OTHER_PYTHON"), reason="TMLR_TEST_OTHER_PYTHON not set")
+def test_a_family_rebuilt_by_another_triton_does_not_reuse_the_table(tmp_path: Path,
+                                                                    capfd: pytest.CaptureFixture[str]) -> None:
+    # the case: same configs and signatures, other cubins - the old index and cache path were the same
+    family = build_family(tmp_path)
+    first = index_sha(family)
+    write_table(family, first)
+    argv = [SPLIT_K, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs", "0", "-o",
+            str(tmp_path), "--arch", "90"]
+    assert main(["--python", os.environ["TMLR_TEST_OTHER_PYTHON"], *argv]) == 0
+    assert index_sha(family) != first and cache_path(index_sha(family)) != cache_path(first)
+    assert "2 of 2 variants have other cubin bytes" in capfd.readouterr().err  # printed by the other interpreter
+    assert (family / f"tuning.stale-{first[:12]}.json").exists() and not (family / "tuning.json").exists()
