@@ -132,12 +132,17 @@ def test_every_entry_is_checked_before_anything_compiles(tmp_path: Path, capsys:
         {"source": ADD, "signature": ADD_SIG},
         {"source": SPLIT_K, "signature": "*fp32:16, *fp32:16, i32", "heuristics": {"LIMIT": [0]},
          "options": {"num_warps": 4}},
-        {"source": SPLIT_K, "signature": "*fp32:16, *fp32:16, i32", "name": "acc2"}]})  # LIMIT has no values
+        {"source": SPLIT_K, "signature": "*fp32:16, *fp32:16, i32", "name": "acc2"},  # LIMIT has no values
+        {"source": ADD, "signature": ADD_SIG, "name": "add_wraps", "options": {"num_wraps": 8}}]})
     out = tmp_path / "out"
     with pytest.raises(E.BuildFailedError) as info:
         run(["--spec", path, "-o", str(out), "-q"])
-    assert [type(e) for e in info.value.errors] == [E.OptionError, E.SpecError]  # both entries, the first did not stop
-    assert info.value.report.not_written == ["accumulate", "acc2", "add"]
+    # every entry is checked, the first refusal did not stop the others
+    assert [str(e).split(":")[0] for e in info.value.errors] == ["vector_add.py", "accumulate", "accumulate"]
+    assert "cannot set Triton option(s) num_wraps" in str(info.value.errors[0])
+    assert "heuristic LIMIT" in str(info.value.errors[2])
+    assert [type(e) for e in info.value.errors] == [E.OptionError, E.OptionError, E.SpecError]
+    assert info.value.report.not_written == ["accumulate", "acc2", "add", "add_wraps"]
     assert list(out.iterdir()) == []
     assert main(["--spec", path, "-o", str(out)]) == 2
     err = capsys.readouterr().err

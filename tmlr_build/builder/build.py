@@ -20,6 +20,7 @@ from .variants import FamilyPlan
 from .workers import Task, run_jobs, run_tasks
 
 CAPTURE_JOB = "tmlr_build.compile.capture:run"
+OPTIONS_JOB = "tmlr_build.compile.options:check_requests"
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,16 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
     asked = [(i, req, targets) for i, req, targets in chosen if variants.may_be_wrapped(req)]
     tasks = [Task(CAPTURE_JOB, (make_jobs(req, targets[:1], None, False, True)[0],), f"{req.source}:{req.kernel}")
              for _, req, targets in asked]
-    facts = run_tasks(tasks, config.max_workers) if tasks else []
+    with_options = [(i, req) for i, req, _ in chosen if req.options]
+    if with_options:  # option names are Triton's: a worker checks them, beside the wrapper reads
+        where = [(os.path.basename(req.source) + (f":{req.kernel}" if req.kernel else ""), req.options)
+                 for _, req in with_options]
+        tasks.append(Task(OPTIONS_JOB, (where,), "compile options"))
+    outcomes = run_tasks(tasks, config.max_workers) if tasks else []
+    facts = outcomes[:len(asked)]
+    if with_options:
+        checked = outcomes[-1]
+        errors += [checked] if isinstance(checked, BuildError) else [e for e in checked if e is not None]
     plans: dict[int, FamilyPlan] = {}
     for (i, req, targets), fact in zip(asked, facts):
         try:
