@@ -21,6 +21,10 @@ from .workers import Task, run_jobs, run_tasks
 
 CAPTURE_JOB = "tmlr_build.compile.capture:run"
 OPTIONS_JOB = "tmlr_build.compile.options:check_requests"
+# CUDAOptions fields of every Triton release tmlr-build supports (3.3-3.9), which the command line's flags set:
+# only other names need a worker (which imports Triton) to check them before compiling
+_OPTIONS_OF_EVERY_TRITON = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                                      "launch_cooperative_grid", "debug"})
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,7 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
     asked = [(i, req, targets) for i, req, targets in chosen if variants.may_be_wrapped(req)]
     tasks = [Task(CAPTURE_JOB, (make_jobs(req, targets[:1], None, False, True)[0],), f"{req.source}:{req.kernel}")
              for _, req, targets in asked]
-    with_options = [(i, req) for i, req, _ in chosen if req.options]
+    with_options = [(i, req) for i, req, _ in chosen if set(req.options) - _OPTIONS_OF_EVERY_TRITON]
     if with_options:  # option names are Triton's: a worker checks them, beside the wrapper reads
         where = [(os.path.basename(req.source) + (f":{req.kernel}" if req.kernel else ""), req.options)
                  for _, req in with_options]
