@@ -821,7 +821,10 @@ def render_doc() -> str:
         "For `add[grid](x_ptr: *fp32:16, y_ptr: *fp32:16, out_ptr: *fp32:16, n: i32:16, one: i32 = 1, BLOCK=1024)`.\n"
         "Nothing reaches the GPU when a call is refused, and the next correct call works.\n",
         head + "\n".join(_row(c) for c in CALLS) + "\n",
-        "## Other calls (`Kernel.load`, `make_tensor_map`)\n",
+        "## Other calls (`Kernel.load`, `make_tensor_map`, a family's heuristics)\n",
+        "A family index is data: its `@triton.heuristics` expressions are bounded (at most 1000 characters, 40 levels,\n"
+        "integers of at most 64 bits, a power or shift refused before it computes a larger one), so a corrupt or\n"
+        "hostile index is refused at load or at the call instead of hanging the process (docs/variants.md).\n",
         head + "\n".join(_row(c) for c in API) + "\n",
         "## Building (`tmlr-build`)\n",
         head + "\n".join(_row(c) for c in BUILD) + "\n",

@@ -2,7 +2,7 @@
 
     {
       "arch": [80, 90],                       # default archs (--arch overrides)
-      "options": {"num_warps": 4},            # default options for every kernel
+      "options": {"num_warps": 4},            # default options for every kernel (an autotune config's win)
       "kernels": [
         {"source": "kernels/add.py", "kernel": "add", "signature": "*fp32:16, *fp32:16, *fp32:16, i32",
          "constexprs": {"BLOCK": 1024}, "options": {"num_warps": 4}, "arch": [90], "name": "add_1024"}
