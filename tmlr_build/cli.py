@@ -166,7 +166,9 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
 
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
-        requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]}}) for r in spec_requests]
+        requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]},
+                                      "default_options": r.default_options - set(given["options"])})
+                     for r in spec_requests]
     for text in args.sources:
         requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args),
                                       metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
@@ -273,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors = e.errors if isinstance(e, BuildFailedError) else [e]
         for err in errors:
             print(f"tmlr-build: error: {err}", file=sys.stderr)
+        _print_partial(getattr(e, "report", None))
         return 2 if all(isinstance(err, UsageError) for err in errors) else 1
     except KeyboardInterrupt:
         print("tmlr-build: interrupted", file=sys.stderr)
@@ -284,6 +287,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
         for what in report.skipped_for_triton:
             print(f"tmlr-build: skipped {what}", file=sys.stderr)
+        for note in report.notes:
+            print(f"tmlr-build: {note}", file=sys.stderr)
         for warning in report.warnings:
             print(f"tmlr-build: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _print_partial(report: BuildReport | None) -> None:
+    """After a failure: what the build wrote and what it did not (nothing is ever half written)."""
+    if report is None:
+        return
+    for line in [*_summary(report), *report.notes, *(f"warning: {w}" for w in report.warnings)]:
+        print(f"tmlr-build: {line}", file=sys.stderr)
+    if report.not_written:
+        what = "nothing was written" if not report.written else f"{len(report.written)} written"
+        print(f"tmlr-build: not written: {', '.join(report.not_written)} ({what}; each artifact already in -o is "
+              "unchanged)", file=sys.stderr)

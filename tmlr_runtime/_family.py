@@ -28,7 +28,7 @@ from ._errors import (ArgumentCountError, ArgumentError, DriverError, GridError,
                       TuningError)
 from ._convert import default_stream, same_constexpr, stream_handle
 from ._family_index import Config, FamilyIndex, is_family, read_index
-from ._heuristics import names_used
+from ._heuristics import HeuristicLimitError, names_used, short_text
 from ._kernel import Kernel, _stamp
 from ._metadata import ArtifactMetadata
 from ._tuning import Key, Tuner
@@ -78,6 +78,9 @@ def _members(index: FamilyIndex, checks: bool) -> list[Member]:
         if split_top_level(text) != split_top_level(v.signature):
             raise IntegrityError(f"{directory}: its signature {text!r} differs from the family index's {v.signature!r}; "
                                  "the family directory was changed after the build - rebuild it with tmlr-build", directory)
+        if v.cubin_sha256 is not None and {m.arch: m.cubin_sha256 for m in meta.variants} != v.cubin_sha256:
+            raise IntegrityError(f"{directory}: its cubins differ from those the family index records (a tuning table or cache "
+                                 "keyed by the index would be applied to other bytes); rebuild the family with tmlr-build", directory)
         kinds = [("constexpr" if p.kind == "constexpr" else "runtime") for p in meta.signature]
         if [p.name for p in meta.signature] != names or kinds != [k for _, k in index.params]:
             raise IntegrityError(f"{directory}: its parameters ({', '.join(p.name for p in meta.signature)}) differ from the "
@@ -273,6 +276,9 @@ class KernelFamily:
         except KeyError as e:
             raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} reads args[{e}], which this call does not give; "
                                 f"pass {e.args[0]}=... by keyword", h.name) from None
+        except HeuristicLimitError as e:
+            raise ArgumentError(f"{self.name}: heuristic {h.name} = {short_text(h.expr)} is refused: {e}; check the arguments "
+                                "it reads, or rebuild the family with tmlr-build if its index was edited", h.name) from None
         except Exception as e:
             raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} raised {type(e).__name__}: {e}; check the "
                                 "arguments it reads", h.name) from None

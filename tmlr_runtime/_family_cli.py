@@ -85,7 +85,8 @@ def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult
     stale = [e for e in entries if e["index_sha256"] != sha256]
     return [(f"{TABLE_FILE} reads", True, f"{len(entries)} entries"), _jsonschema(path, TUNING_SCHEMA_PATH, f"{TABLE_FILE} validates with jsonschema"),
             (f"{TABLE_FILE} is for this index", not stale,
-             "" if not stale else f"{len(stale)} entries name another index sha256 (the family was rebuilt): run `tmlr tune` again")]
+             "" if not stale else f"{len(stale)} of {len(entries)} entries are stale: they name another index sha256 (the "
+             "family was rebuilt with other configs, variants or cubin bytes) and are ignored; run `tmlr tune` again")]
 
 
 def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]:
@@ -102,11 +103,17 @@ def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]
                                   _jsonschema(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
     for v in index.variants:
         results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_artifact(os.path.join(index.directory, v.dir), False)]
+    check = "sub-artifacts match the index (signatures, cubin sha256)"
     try:
         _family._members(index, True)
-        results.append(("sub-artifact signatures match the index", True, ""))
+        results.append((check, True, ""))
     except TmlrError as e:
-        return results + [("sub-artifact signatures match the index", False, str(e))]
+        return results + [(check, False, str(e))]
+    unrecorded = sum(v.cubin_sha256 is None for v in index.variants)
+    if unrecorded:
+        results.append(("index records each variant's cubin sha256", None,
+                        f"{unrecorded} variants without: a tuning table keyed by this index cannot tell a rebuild with other "
+                        "cubins; rebuild with tmlr-build (a table whose cubins are unchanged is re-stamped)"))
     if index.autotune:
         results += _table_checks(index.directory, index.sha256, len(index.autotune.configs))
     if with_device:

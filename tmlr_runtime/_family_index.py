@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from ._metadata import METADATA_FILE, read_file
 FAMILY_SCHEMA_PATH = Path(__file__).with_name("schema") / "family.schema.json"
 FAMILY_VERSION = 3
 _PARAM_KINDS = ("runtime", "constexpr")
+_ARCH = re.compile(r"sm_[0-9]+a?")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,9 @@ class FamilyVariant:
     dir: str  # relative to the family directory: "v/c0-3fa2b19c0d11"
     config: int | None
     signature: str  # the sub-artifact's full signature text
+    # arch -> sha256 of its cubin (None in an index written before the field): the index's own sha256, which
+    # keys tuning tables and caches, changes whenever a variant's bytes do
+    cubin_sha256: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,17 @@ def _variant(v: Any, path: str, configs: int) -> FamilyVariant:
     config = v.get("config") if isinstance(v, dict) else None
     if config is not None and (not isinstance(config, int) or isinstance(config, bool) or not 0 <= config < configs):
         raise _Bad(f"{path}.config", f"{short_repr(config)} is not an index into autotune.configs (0..{configs - 1}) or null")
-    return FamilyVariant(rel, config, _get(v, "signature", path, str, "a signature text"))
+    return FamilyVariant(rel, config, _get(v, "signature", path, str, "a signature text"), _digests(v, f"{path}.cubin_sha256"))
+
+
+def _digests(v: dict[str, Any], path: str) -> dict[str, str] | None:
+    digests = v.get("cubin_sha256")
+    if digests is None:
+        return None
+    if not isinstance(digests, dict) or not digests or not all(
+            isinstance(k, str) and _ARCH.fullmatch(k) and isinstance(d, str) and _SHA256.fullmatch(d) for k, d in digests.items()):
+        raise _Bad(path, f"{short_repr(digests)} is not an object of arch -> sha256 (lowercase hex), e.g. {{\"sm_90a\": \"3fa2...\"}}")
+    return dict(digests)
 
 
 def _document(doc: Any, directory: str, sha256: str) -> FamilyIndex:

@@ -533,6 +533,36 @@ API = [
 ]
 
 
+def family_with_heuristic(w: World, expr: str) -> Path:
+    """A family of the add kernel whose BLOCK comes from the heuristic ``expr`` (a hostile or corrupt index)."""
+    import family_sample
+
+    d = w.root / "family"
+    family_sample.make_family(str(d), [(None, family_sample.signature(block=1024))],
+                              heuristics=[{"name": "BLOCK", "expr": expr, "after_config": False}])
+    return d
+
+
+def call_family(w: World, expr: str) -> None:
+    family = tr.Kernel.load(family_with_heuristic(w, expr))
+    family(1, w.tensor(), w.tensor(), w.tensor(), N)
+
+
+# A family index is data: its heuristic expressions are bounded (issue 19) - 4096 ** 4096 or 1 << 10**10 would
+# otherwise run for minutes or take all memory in the process that loads it.
+API += [
+    Api("heuristic-power-of-call-values", "a family heuristic args['n'] ** args['n'] (n = 4096)",
+        lambda w: call_family(w, "args['n'] ** args['n']"), tr.ArgumentError, "rebuild the family with tmlr-build",
+        gpu="fake"),
+    Api("heuristic-huge-shift", "a family heuristic 1 << 10**10", lambda w: call_family(w, "1 << 10**10"),
+        tr.ArgumentError, "rebuild the family with tmlr-build", gpu="fake"),
+    Api("heuristic-constant-over-64-bits", "a family heuristic with the constant 2**70 written out",
+        lambda w: call_family(w, f"args['n'] + {2 ** 70}"), tr.SchemaError, "rebuild it with tmlr-build", gpu="fake"),
+    Api("heuristic-too-long", "a family heuristic of 5,000 characters",
+        lambda w: call_family(w, "args['n']" + " + 1" * 1250), tr.SchemaError, "rebuild it with tmlr-build", gpu="fake"),
+]
+
+
 @pytest.mark.parametrize("case,kind", worlds(API))
 def test_bad_api_call(case: Api, kind: str, tmp_path: Path) -> None:
     with open_world(kind, tmp_path) as w:
@@ -585,6 +615,11 @@ def make_build_inputs(d: Path) -> Path:
         shutil.copy(SOFTMAX / f, d / "release" / f)
     meta = json.loads((SOFTMAX / "softmax.json").read_text())
     (d / "release" / "softmax.json").write_text(json.dumps(dict(meta, triton_version="3.9.0")))
+    split_k = {"source": str(KERNLIB.parent / "autotune" / "split_k.py"), "kernel": "accumulate",
+               "signature": "*fp32:16, *fp32:16, i32", "heuristics": {"LIMIT": [0]}}
+    (d / "contradict.json").write_text(json.dumps({"kernels": [  # a good entry first: it is not compiled either
+        {"source": f"{EXAMPLES}/kernels/vector_add.py", "kernel": "add", "signature": ADD_SIG, "arch": [90]},
+        dict(split_k, options={"num_warps": 4}, arch=[90])]}))
     (d / "flat").mkdir()  # package modules copied out of their package: relative imports cannot work
     for f in ("plain.py", "common.py"):
         shutil.copy(KERNLIB / "ops" / f, d / "flat" / f)
@@ -696,6 +731,9 @@ BUILD = [
           E.InputKindError, "pass the .ttgir file Triton wrote"),
     Build("ttir-saved-as-ttgir", "TTIR in a .ttgir file", lambda i, o: [f"{i}/kind/softmax.ttgir", "-o", o, "--arch", "90"],
           E.InputKindError, "rename it to softmax.ttir", also=("holds TTIR (a tt.func but no ttg.* layouts",)),
+    Build("option-contradicts-autotune-config", "a spec entry's num_warps 4 against a config's 8 (nothing is compiled)",
+          lambda i, o: ["--spec", f"{i}/contradict.json", "-o", o], E.OptionError, "drop the option (or pick configs)",
+          also=("contradicts autotune config 1's num_warps=8",)),
     Build("ptx-saved-as-llir", "PTX in a .llir file", lambda i, o: [f"{i}/kind/softmax.llir", "-o", o, "--arch", "90"],
           E.InputKindError, "rename it to softmax.ptx"),
 ]
@@ -783,7 +821,10 @@ def render_doc() -> str:
         "For `add[grid](x_ptr: *fp32:16, y_ptr: *fp32:16, out_ptr: *fp32:16, n: i32:16, one: i32 = 1, BLOCK=1024)`.\n"
         "Nothing reaches the GPU when a call is refused, and the next correct call works.\n",
         head + "\n".join(_row(c) for c in CALLS) + "\n",
-        "## Other calls (`Kernel.load`, `make_tensor_map`)\n",
+        "## Other calls (`Kernel.load`, `make_tensor_map`, a family's heuristics)\n",
+        "A family index is data: its `@triton.heuristics` expressions are bounded (at most 1000 characters, 40 levels,\n"
+        "integers of at most 64 bits, a power or shift refused before it computes a larger one), so a corrupt or\n"
+        "hostile index is refused at load or at the call instead of hanging the process (docs/variants.md).\n",
         head + "\n".join(_row(c) for c in API) + "\n",
         "## Building (`tmlr-build`)\n",
         head + "\n".join(_row(c) for c in BUILD) + "\n",

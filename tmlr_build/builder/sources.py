@@ -29,6 +29,9 @@ class KernelRequest:
     constexprs: dict[str, Any] = field(default_factory=dict)
     arg_names: tuple[str, ...] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # the keys of ``options`` that are a spec's top-level defaults (the entry does not set them): an autotune
+    # config's num_warps/num_stages/... wins over these, as Triton's config wins over a launch default
+    default_options: frozenset[str] = frozenset()
     metadata_path: str | None = None
     archs: tuple[Target, ...] | None = None  # the archs this kernel may be built for (None: any)
     triton: str | None = None  # the Triton releases it may be built with (">=3.4"; None: any)

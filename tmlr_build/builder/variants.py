@@ -236,7 +236,8 @@ def _variant(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, 
     options = dict(req.options)
     if config is not None:
         for key, value in config.compile_options().items():
-            if key in options and options[key] != value:
+            # a spec's top-level default yields to the config, as Triton's config wins over a launch default
+            if key in options and options[key] != value and key not in req.default_options:
                 raise OptionError(f"{req.kernel}: option {key}={options[key]!r} contradicts autotune config {index}'s "
                                   f"{key}={value!r}; each config sets its own - drop the option (or pick configs)")
             options[key] = value

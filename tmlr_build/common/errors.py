@@ -95,9 +95,10 @@ class ArtifactWriteError(BuildError):
 
 
 class BuildFailedError(BuildError):
-    """Several kernels failed to build; ``errors`` holds each failure (the others were written).
+    """Several kernels failed to build; ``errors`` holds each failure.
 
-    A single failure is raised as itself, so callers can catch the specific class.
+    A single failure is raised as itself, so callers can catch the specific class. Either carries
+    ``report`` (a BuildReport: ``written`` and ``not_written``) when raised by ``build``.
     """
 
     def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:
