@@ -183,6 +183,31 @@ def test_triton_frontend_error_names_the_source_line(tmp_path: Path) -> None:
            E.CompileError, "undefined_thing")
 
 
+def test_a_scalar_typed_as_a_pointer_gives_tritons_reason_first_and_names_the_signature(tmp_path: Path) -> None:
+    message = _fails([ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, *i32, 1024", "-o", str(tmp_path), "--arch", "80"],
+                     E.CompileError, "Check the --signature first", "pointer type for a scalar")
+    first, rest = message.split("\n", 1)
+    assert "invalid operands of type pointer<int32>" in first and "mask = offs < n" in rest
+    assert message.index("invalid operands") < message.index("^")  # the reason, then the excerpt and its caret
+
+
+def test_cubin_content_is_checked_before_any_flag_and_a_real_cubin_defaults_to_its_own_arch(tmp_path: Path) -> None:
+    (tmp_path / "rand.cubin").write_bytes(os.urandom(4000))
+    for extra in ([], ["--arch", "90"], ["--metadata", str(tmp_path / "none.json")]):
+        _fails([str(tmp_path / "rand.cubin"), "-o", str(tmp_path / "o"), *extra], E.InputKindError, "not a cubin",
+               "pass the .cubin Triton wrote")
+    (tmp_path / "k.ptx.cubin").write_text(".version 8.4\n.target sm_90a\n")
+    _fails([str(tmp_path / "k.ptx.cubin"), "-o", str(tmp_path / "o")], E.InputKindError, "rename it to k.ptx.ptx")
+    shutil.copy(EXAMPLES / "artifacts" / "add" / "add.sm_90a.cubin", tmp_path / "k.cubin")
+    _fails([str(tmp_path / "k.cubin"), "-o", str(tmp_path / "o")], E.MissingMetadataError, "keep k.json beside it")
+    meta = {"name": "add", "num_warps": 4, "num_ctas": 1, "cluster_dims": [1, 1, 1], "shared": 0, "tmem_size": 0,
+            "global_scratch_size": 0, "global_scratch_align": 1}  # no "target": the cubin's ELF header says sm_90a
+    (tmp_path / "k.json").write_text(json.dumps(meta))
+    run([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o"), "-q"])
+    variants = json.loads((tmp_path / "o" / "add" / "metadata.json").read_text())["variants"]
+    assert [v["target"]["arch"] for v in variants] == ["sm_90a"]
+
+
 def test_missing_and_unknown_inputs(tmp_path: Path) -> None:
     _fails([str(tmp_path / "nope.ttir"), "-o", str(tmp_path)], E.InputError, "no such file")
     (tmp_path / "k.cu").write_text("")
