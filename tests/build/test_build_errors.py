@@ -185,7 +185,7 @@ def test_triton_frontend_error_names_the_source_line(tmp_path: Path) -> None:
 
 def test_a_scalar_typed_as_a_pointer_gives_tritons_reason_first_and_names_the_signature(tmp_path: Path) -> None:
     message = _fails([ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, *i32, 1024", "-o", str(tmp_path), "--arch", "80"],
-                     E.CompileError, "Check the --signature first", "pointer type for a scalar")
+                     E.CompileError, "Fix the kernel or its --signature", "pointer type for a scalar")
     first, rest = message.split("\n", 1)
     assert "invalid operands of type pointer<int32>" in first and "mask = offs < n" in rest
     assert message.index("invalid operands") < message.index("^")  # the reason, then the excerpt and its caret
@@ -253,6 +253,8 @@ def test_several_failures_are_all_reported(tmp_path: Path) -> None:
     ([ADD, "--signature", ADD_SIG, "-o", "{tmp}", "--arch", "70"], 2, "--arch 70 is not supported"),
     ([f"{EXAMPLES}/kernels/vector_add.py:nope", "-o", "{tmp}", "--arch", "80"], 1, "no @triton.jit kernel"),
     (["-o", "{tmp}"], 2, "nothing to build"),
+    ([ADD, "-o", "{tmp}", "--arch", "80"], 2, "--signature is missing"),  # a usage error, as a missing --arch is
+    ([ADD, "--signature", ADD_SIG, "-o", "{tmp}"], 2, "pass --arch"),
 ])
 def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    argv: list[str], status: int, needle: str) -> None:
@@ -260,6 +262,35 @@ def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert err.startswith("tmlr-build: error: ") and needle in err
     assert "Traceback" not in err
+
+
+def test_a_bare_run_shows_the_usage_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tmlr-build [-h] -o OUT") and "tmlr-build: error: nothing to build" in err
+
+
+def test_version_names_the_triton_and_each_ptxas_a_build_would_use(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"tmlr-build {tmlr_build.__version__}"
+    assert lines[1].startswith(f"Triton {check_triton_version()} (")
+    ptxas = [line for line in lines if line.startswith("ptxas ")]
+    assert ptxas and "for --arch" in ptxas[0]
+    assert sorted(int(a) for line in ptxas for a in line.rsplit("for --arch ", 1)[1].rstrip(")").split(",")) \
+        == [80, 86, 89, 90, 100]
+
+
+def test_json_reports_what_was_written_or_each_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "-q", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is True and doc["exit_status"] == 0 and doc["written"] == [str(tmp_path / "add")]
+    assert doc["warnings"] == [] and doc["stopped_after"] is None
+    assert main([f"{EXAMPLES}/kernels/vector_add.py:nope", "-o", str(tmp_path), "--arch", "80", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["ok"], doc["exit_status"], doc["errors"][0]["type"]) == (False, 1, "KernelNotFoundError")
 
 
 def test_all_errors_are_tmlr_errors() -> None:

@@ -123,7 +123,9 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
             errors.append(e)
             chosen[:] = [c for c in chosen if c[0] != i]
             continue
-        if found is not None:
+        if found is None:
+            report.warnings += filter(None, [variants.unused_configs_warning(req, fact)])
+        else:
             plans[i] = found
             report.warnings += found.warnings
             if config.progress:

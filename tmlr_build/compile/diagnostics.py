@@ -79,6 +79,6 @@ def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
         where += "\n" + "\n".join(notes.splitlines()[-40:])
     fix = "Fix the kernel or the options"
     if ext.startswith("python"):  # the types the frontend checks against are the ones --signature gave
-        fix = ("Check the --signature first (a type that does not fit how the kernel uses the parameter, such as a "
-               "pointer type for a scalar, fails here), then the kernel and the options")
+        fix = ("Fix the kernel or its --signature (a type or constexpr value there that does not fit how the kernel uses "
+               "the parameter, such as a pointer type for a scalar, fails here) or the options")
     return where + f"\n{fix}; --stop-after and --keep-ir write the IR up to the failing stage"
