@@ -96,3 +96,15 @@ def test_a_driver_error_with_matching_versions_adds_no_version_advice(monkeypatc
 
     err = _failing_init(Matching(_driver.api(), fake_driver.H200), monkeypatch)
     assert "cu12" not in str(err) and "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in str(err)
+
+
+def test_a_cuinit_that_passes_under_an_older_driver_warns_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda-bindings 13 may init on a CUDA 12 driver and fail at a later call that the driver lacks."""
+    class Passing(_OldDriver):
+        def cuInit(self, flags: int) -> tuple[int]:
+            return (0,)
+
+    monkeypatch.setattr(_driver, "_api", Passing(_driver.api(), fake_driver.H200))
+    monkeypatch.setattr(_driver, "_initialised", False)
+    with pytest.warns(RuntimeWarning, match=r"supports CUDA 12\.4: install the cuda-python of the driver's CUDA major"):
+        _driver.init()

@@ -22,6 +22,7 @@ from .common.arch import parse_arch_list, supported_capabilities
 from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
 from .common.jobs import IR_STAGES
 from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
+from .common.triton_check import check_triton_version
 from .version import __version__
 
 
@@ -112,6 +113,7 @@ def version_text() -> str:
     """tmlr-build's version, then the Triton and each ptxas (with the archs it serves) a build would use."""
     lines = [f"tmlr-build {__version__}"]
     try:
+        check_triton_version()  # missing or unsupported: the install hint, without importing Triton
         from .compile import triton_api
         from .compile.ptxas import ptxas_version
 

@@ -8,6 +8,7 @@ before the first :func:`init`.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +69,7 @@ def error(code: int, what: str, cls: type[DriverError] = DriverError) -> DriverE
     except ValueError:
         name = f"CUresult {code}"
     meaning = _MEANINGS.get(name, "see the CUDA driver API documentation for this code")
-    note = version_mismatch() if name in _OLD_DRIVER_RESULTS or what == "cuInit" else ""
+    note = _mismatch_note() if name in _OLD_DRIVER_RESULTS or what == "cuInit" else ""
     return cls(f"{name}: {meaning} (in {what}){note}", name)
 
 
@@ -85,11 +86,17 @@ def version_mismatch() -> str:
     if not supported or built // 1000 <= supported // 1000:
         return ""
     major = supported // 1000
-    fix = ("install the cuda-python of the driver's CUDA major, pip install 'cuda-python>=12.3,<13' (from a tmlr "
-           "checkout: pip install -e '.[cu12]'), or update the NVIDIA driver") if major == 12 else \
-        "update the NVIDIA driver (tmlr_runtime needs a CUDA 12 or 13 driver)"
-    return (f"; cuda-python here is built for CUDA {built // 1000}.{built % 1000 // 10}, but this NVIDIA driver supports "
+    fix = "update the NVIDIA driver (tmlr_runtime needs a CUDA 12 or 13 driver)"
+    if major == 12:
+        fix = ("install the cuda-python of the driver's CUDA major, pip install 'cuda-python>=12.3,<13' (from a tmlr "
+               "checkout: pip install -e '.[cu12]'), or update the NVIDIA driver")
+    return (f"cuda-python here is built for CUDA {built // 1000}.{built % 1000 // 10}, but this NVIDIA driver supports "
             f"CUDA {major}.{supported % 1000 // 10}: {fix}")
+
+
+def _mismatch_note() -> str:
+    note = version_mismatch()
+    return f"; {note}" if note else ""
 
 
 def check(result: Any, what: str) -> Any:
@@ -111,10 +118,13 @@ def init() -> Any:
             result = drv.cuInit(0)
         except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
             raise CudaUnavailableError(f"the NVIDIA driver library (libcuda) could not be loaded: {e}; tmlr_runtime "
-                                       f"needs a machine with an NVIDIA GPU and driver{version_mismatch()}") from None
+                                       f"needs a machine with an NVIDIA GPU and driver{_mismatch_note()}") from None
         code = int(result[0] if isinstance(result, tuple) else result)
         if code:
             raise error(code, "cuInit", CudaUnavailableError)
+        note = version_mismatch()
+        if note:  # cuInit passed, but a later call may need a function this driver lacks: say the fix now
+            warnings.warn(f"tmlr_runtime: {note}", RuntimeWarning, stacklevel=2)
         _initialised = True
     return drv
 

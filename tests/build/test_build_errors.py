@@ -283,6 +283,13 @@ def test_version_names_the_triton_and_each_ptxas_a_build_would_use(capsys: pytes
         == [80, 86, 89, 90, 100]
 
 
+def test_version_without_triton_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmlr_build.cli import version_text
+
+    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: None)
+    assert version_text().splitlines()[1].startswith("Triton: Triton is not installed; tmlr-build needs it: pip install")
+
+
 def test_json_reports_what_was_written_or_each_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "-q", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
