@@ -110,24 +110,19 @@ class _VersionAction(argparse.Action):
 
 
 def version_text() -> str:
-    """tmlr-build's version, then the Triton and each ptxas (with the archs it serves) a build would use."""
+    """tmlr-build's version, then the Triton and each ptxas (with the archs it serves) a build would use,
+    as a compile worker finds them."""
+    from .builder.workers import Task, run_tasks
+
     lines = [f"tmlr-build {__version__}"]
     try:
-        check_triton_version()  # missing or unsupported: the install hint, without importing Triton
-        from .compile import triton_api
-        from .compile.ptxas import ptxas_version
-
-        api = triton_api.current()
-        lines.append(f"Triton {api.version} ({os.path.dirname(sys.modules['triton'].__file__ or '')})")
-        served: dict[str, list[int]] = {}
-        for cap in supported_capabilities():
-            served.setdefault(api.ptxas_path(cap), []).append(cap)
-        for path, caps in served.items():
-            lines.append(f"ptxas {ptxas_version(caps[0])} ({path}; for --arch {','.join(map(str, caps))})")
+        check_triton_version()  # missing or unsupported: the install hint, without starting a worker
+        found = run_tasks([Task("tmlr_build.compile.toolchain:describe", (), "tmlr-build --version")], 1)[0]
+        if isinstance(found, BuildError):
+            raise found
+        lines += found
     except BuildError as e:
         lines.append(f"Triton: {e}")
-    except Exception as e:  # a broken Triton install: --version still answers
-        lines.append(f"Triton/ptxas: not usable here ({type(e).__name__}: {e})")
     return "\n".join(lines)
 
 
