@@ -520,6 +520,8 @@ API = [
     Api("load-none", "Kernel.load(None)", lambda w: tr.Kernel.load(None), tr.ArgumentError,
         "pass the directory tmlr-build wrote"),
     Api("load-int", "Kernel.load(3)", lambda w: tr.Kernel.load(3), tr.ArgumentError, "pass the directory tmlr-build wrote"),
+    Api("load-output-folder", "Kernel.load of the folder tmlr-build -o wrote (examples/autotune/artifacts)",
+        lambda w: tr.Kernel.load(EXAMPLES / "autotune" / "artifacts"), tr.ArtifactError, "load one of them"),
     Api("tensor-map-block-shape-int", "make_tensor_map(t, block_shape=64)",
         lambda w: tr.make_tensor_map(w.tensor(), block_shape=64), tr.ArgumentError, "pass block_shape as a tuple of positive ints"),
     Api("tensor-map-block-shape-str", "make_tensor_map(t, block_shape=('a',))",
