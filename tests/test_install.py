@@ -108,3 +108,13 @@ def test_a_cuinit_that_passes_under_an_older_driver_warns_with_the_fix(monkeypat
     monkeypatch.setattr(_driver, "_initialised", False)
     with pytest.warns(RuntimeWarning, match=r"supports CUDA 12\.4: install the cuda-python of the driver's CUDA major"):
         _driver.init()
+
+
+def test_without_cuda_python_the_error_names_the_extra_per_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("cuda", "cuda.bindings", "cuda.bindings.driver", "cuda.cuda"):
+        monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
+    monkeypatch.setattr(_driver, "_api", None)
+    with pytest.raises(CudaUnavailableError) as info:
+        _driver.api()
+    assert "pip install 'cuda-python>=12.3,<13' for a CUDA 12 driver" in str(info.value)
+    assert "'.[cu12]' or '.[cu13]'" in str(info.value)

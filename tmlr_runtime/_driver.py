@@ -57,8 +57,9 @@ def api() -> Any:
             try:
                 from cuda import cuda as _api  # cuda-python < 12.6
             except ImportError as e:
-                raise CudaUnavailableError("cuda-python is not installed; `pip install cuda-python` (12.x for CUDA 12 "
-                                           "drivers, 13.x for CUDA 13)") from e
+                raise CudaUnavailableError("cuda-python is not installed; pip install 'cuda-python>=12.3,<13' for a CUDA "
+                                           "12 driver, 'cuda-python>=13,<14' for CUDA 13 (nvidia-smi shows which; from a "
+                                           "tmlr checkout: pip install -e '.[cu12]' or '.[cu13]')") from e
     return _api
 
 
