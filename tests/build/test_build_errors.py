@@ -198,7 +198,8 @@ def test_cubin_content_is_checked_before_any_flag_and_a_real_cubin_defaults_to_i
                "pass the .cubin Triton wrote")
     (tmp_path / "k.ptx.cubin").write_text(".version 8.4\n.target sm_90a\n")
     _fails([str(tmp_path / "k.ptx.cubin"), "-o", str(tmp_path / "o")], E.InputKindError, "rename it to k.ptx.ptx")
-    shutil.copy(EXAMPLES / "artifacts" / "add" / "add.sm_90a.cubin", tmp_path / "k.cubin")
+    run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "ref"), "--arch", "90", "-q"])  # the installed Triton's
+    shutil.copy(tmp_path / "ref" / "add" / "add.sm_90a.cubin", tmp_path / "k.cubin")
     _fails([str(tmp_path / "k.cubin"), "-o", str(tmp_path / "o")], E.MissingMetadataError, "keep k.json beside it")
     meta = {"name": "add", "num_warps": 4, "num_ctas": 1, "cluster_dims": [1, 1, 1], "shared": 0, "tmem_size": 0,
             "global_scratch_size": 0, "global_scratch_align": 1}  # no "target": the cubin's ELF header says sm_90a
