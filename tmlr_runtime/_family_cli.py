@@ -16,7 +16,7 @@ import sys
 from typing import Any, Iterable
 
 from ._errors import ArgumentError, CudaUnavailableError, TmlrError
-from ._family_index import FAMILY_SCHEMA_PATH, read_index
+from ._family_index import FAMILY_SCHEMA_PATH, is_family, read_index
 from ._tuning import TABLE_FILE, TUNING_SCHEMA_PATH, cache_path, entry, read_entries, write_entries
 
 CheckResult = tuple[str, "bool | None", str]
@@ -36,8 +36,23 @@ def inspect_family(directory: str) -> dict[str, Any]:
             "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
         "variants": [{"dir": v.dir, "config": v.config, "signature": v.signature} for v in index.variants],
-        "table": table, "cache_file": cache_path(index.sha256) if at else None,
+        "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": _variant_problems(index),
     }
+
+
+def _variant_problems(index: Any) -> list[str]:
+    """The cubins of the variants that do not match their recorded size and sha256."""
+    from ._metadata import ArtifactMetadata
+    from .cli import cubin_problems
+
+    problems = []
+    for v in index.variants:
+        directory = os.path.join(index.directory, v.dir)
+        try:
+            problems += cubin_problems(directory, ArtifactMetadata.read(directory))
+        except TmlrError as e:
+            problems.append(str(e))
+    return problems
 
 
 def print_inspect_family(info: dict[str, Any]) -> None:
@@ -136,12 +151,20 @@ def _device_check(index: Any) -> CheckResult:
     return check, True, f"{len(family.members)} variants on {family.tuner.device if family.tuner else 'this device'}"
 
 
-def _cases(spec: str) -> Iterable[Any]:
+def _cases_file(spec: str) -> tuple[str, str]:
+    """``FILE.py:func`` -> (path, func), refused before anything is loaded when the file is not there."""
     path, sep, func = spec.rpartition(":")
     if not sep or not path.endswith(".py") or not func.isidentifier():
         raise ArgumentError(f"--cases {spec!r}: write it as FILE.py:function", "cases")
+    if not os.path.isfile(path):
+        raise ArgumentError(f"--cases {spec!r}: {path} is not a Python file (check the path)", "cases")
+    return path, func
+
+
+def _cases(spec: str) -> Iterable[Any]:
+    path, func = _cases_file(spec)
     module_spec = importlib.util.spec_from_file_location("tmlr_tune_cases", path)
-    if module_spec is None or not os.path.isfile(path):
+    if module_spec is None:
         raise ArgumentError(f"--cases {spec!r}: {path} is not a Python file", "cases")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)  # type: ignore[union-attr]
@@ -151,10 +174,26 @@ def _cases(spec: str) -> Iterable[Any]:
     return fn()
 
 
+def _check_tunable(directory: str) -> None:
+    """Refuse, before any driver call, a directory that is no family: there is nothing to tune."""
+    from ._kernel import artifacts_in, output_folder_error
+
+    if is_family(directory):
+        return
+    found = artifacts_in(directory)
+    if found:
+        raise output_folder_error(directory, found, f"tune a family among them, e.g. tmlr tune {found[0]} --cases ...")
+    if os.path.isfile(os.path.join(directory, "metadata.json")):
+        raise ArgumentError(f"{directory}: not a family: nothing to tune (a plain artifact has one set of options); "
+                            "tmlr tune takes the family tmlr-build writes for an @triton.autotune kernel", "directory")
+
+
 def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
     """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
     from ._family import KernelFamily
 
+    _cases_file(cases)
+    _check_tunable(directory)
     family = KernelFamily.load(directory, tuning="strict")
     if family.tuner is None:
         raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")

@@ -7,11 +7,30 @@ import threading
 from typing import Any, Callable
 
 from . import _driver, _launcher, _modules
-from ._errors import ArgumentError, SchemaError, short_repr
-from ._metadata import ArtifactMetadata, Variant, read_cubin
+from ._errors import ArgumentError, ArtifactError, SchemaError, short_repr
+from ._metadata import METADATA_FILE, ArtifactMetadata, Variant, read_cubin
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[dict[str, tuple[int, int, int]], "Kernel"]] = {}  # (directory, checks) -> (stamps, Kernel)
+
+
+def artifacts_in(directory: str) -> list[str]:
+    """The artifact folders right under ``directory`` when it holds no metadata.json itself: what
+    ``tmlr-build -o DIR`` writes (one folder per kernel), sorted; [] otherwise."""
+    if os.path.exists(os.path.join(directory, METADATA_FILE)):
+        return []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [os.path.join(directory, name) for name in names if os.path.isfile(os.path.join(directory, name, METADATA_FILE))]
+
+
+def output_folder_error(directory: str, found: list[str], what: str) -> ArtifactError:
+    """The error for an output folder of tmlr-build given where one artifact is needed."""
+    shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
+    return ArtifactError(f"{directory}: the folder tmlr-build -o writes, holding {len(found)} artifact(s): {shown}; not one "
+                         f"artifact: {what}", directory)
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:
@@ -76,6 +95,12 @@ class Kernel:
 
             if e.json_path == "$.schema_version" and _family.is_family(directory):
                 return _family.KernelFamily.load(directory, checks=checks, tuning=tuning, fallback=fallback)
+            raise
+        except ArtifactError:
+            given = os.fsdecode(os.fspath(path))
+            found = artifacts_in(given)
+            if found:
+                raise output_folder_error(given, found, f"load one of them, e.g. Kernel.load({found[0]!r})") from None
             raise
         kernel = cls(meta, directory, checks=checks, stats=stats)
         with _loaded_lock:

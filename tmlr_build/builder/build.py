@@ -187,7 +187,9 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
             report.not_written.append(_label(req))
             chosen[:] = [c for c in chosen if c[0] != i]
             continue
-        if found is not None:
+        if found is None:
+            report.warnings += filter(None, [variants.unused_configs_warning(req, fact)])
+        else:
             plans[i] = found
             report.warnings += found.warnings
             if config.progress:

@@ -54,8 +54,9 @@ class KernelNotFoundError(InputError):
     """The named kernel is not a @triton.jit function of the Python file."""
 
 
-class SignatureError(InputError):
-    """The kernel signature is malformed, of the wrong length, or cannot be recovered."""
+class SignatureError(InputError, UsageError):
+    """The kernel signature is missing, malformed, of the wrong length, or cannot be recovered: what
+    --signature (or a spec's "signature") must give, so a usage error (exit status 2)."""
 
 
 class MissingMetadataError(InputError):
