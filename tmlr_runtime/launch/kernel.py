@@ -8,8 +8,8 @@ from typing import Any, Callable
 
 from .. import driver
 from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
-from ..artifact.read import read
-from ..errors import ArgumentError, short_repr
+from ..artifact.read import artifacts_in, output_folder_error, read
+from ..errors import ArgumentError, ArtifactError, short_repr
 from . import modules
 from .execute import launch
 from .plan import LaunchPlan
@@ -63,7 +63,14 @@ class Kernel:
         if hit is not None:
             return hit
         stats: dict[str, Any] = {}
-        found = read(directory, stats)
+        try:
+            found = read(directory, stats)
+        except ArtifactError:
+            given = os.fsdecode(os.fspath(path))
+            inside = artifacts_in(given)
+            if inside:
+                raise output_folder_error(given, inside, f"load one of them, e.g. Kernel.load({inside[0]!r})") from None
+            raise
         if found.kind == "family":
             # The family machinery is imported when a family is met, so a service of single kernels never
             # imports it; it makes its variants' kernels with this class (it imports nothing of launch/kernel).
