@@ -23,7 +23,6 @@ import os
 from typing import Any, Callable
 
 from .. import driver
-from ..abi import Parameter
 from ..artifact.family_index import Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
 from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
