@@ -37,7 +37,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
         buf, kp, config = storage.slot
     except AttributeError:  # this thread's first launch
         buf, kp, config = plan.new_slot()
-    if args:
+    if npos:
         try:
             values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
             for i, dtype, mask in pointers:
@@ -61,7 +61,7 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
             raise
         except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct, so may any __index__
             raise error(plan, args, e) from None
-    if type(grid) is int and 0 < grid <= max_x:
+    if type(grid) is int and grid > 0 and grid <= max_x:  # not chained: a chained comparison costs more
         r = launch_fn(function, grid, 1, 1, block, 1, 1, shared, stream, kp, 0)
     else:
         r = launch_general(plan, grid, args, buf, kp, config, stream)
