@@ -16,7 +16,8 @@ from tmlr_build.common import errors as E
 from tmlr_build.common.arch import Target
 from tmlr_build.common.jobs import Job
 from tmlr_build.common.kernel_facts import KernelFacts
-from tmlr_runtime import ArtifactMetadata, Parameter
+from tmlr_runtime import ArtifactMetadata
+from tmlr_runtime.artifact.metadata import read_parameter
 from tmlr_runtime.abi import format_signature
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "autotune"
@@ -81,7 +82,7 @@ def test_a_family_holds_one_ordinary_artifact_per_variant(tmp_path: Path, capsys
         sub = json.loads((family / v["dir"] / "metadata.json").read_text())
         meta = ArtifactMetadata.from_dict(sub)
         assert sub["schema_version"] == 1 and meta.name == "matmul" and v["config"] == 0
-        assert format_signature(Parameter.from_json(p) for p in sub["signature"]) == v["signature"]
+        assert format_signature(read_parameter(p) for p in sub["signature"]) == v["signature"]
         assert sub["variants"][0]["launch"]["num_warps"] == 4
         assert sub["variants"][0]["provenance"]["options"]["num_stages"] == 3
     # a variant is exactly what a single build of its signature writes

@@ -176,6 +176,12 @@ def _parameter(p: Any) -> Parameter:
                                "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": d.get("descriptor")})
 
 
+def read_parameter(doc: Any, path: str | None = None) -> Parameter:
+    """One ``signature`` entry (as ``Parameter.to_json`` writes it) checked by metadata.json's rules; ``path``
+    names its file in a :class:`SchemaError`."""
+    return check(_parameter, doc, path, f"not a tmlr signature entry (schema v{SCHEMA_VERSION}) - rebuild it with tmlr-build")
+
+
 def _variant(value: Any) -> Variant:
     d = _VARIANT(value)
     t, c, launch, scratch = d["target"], d["cubin"], d["launch"], d["scratch"]
