@@ -97,6 +97,10 @@ def custom_op(name: str, launch: Callable[..., Any] | None = None, /, *, mutates
     ``torch.library.opcheck`` checks it). The op's schema comes from ``launch``'s type annotations
     unless ``schema`` is given. Outputs must be new tensors, never an input or a view of one.
     """
+    if not hasattr(torch.library, "custom_op"):
+        raise TorchOpError(f"torch_ops needs torch >= 2.4 (torch.library.custom_op); this is torch {torch.__version__}: "
+                           "upgrade torch", name)
+
     def register(fn: Callable[..., Any]) -> Any:
         try:
             op = torch.library.custom_op(name, fn, mutates_args=mutates_args, schema=schema, device_types=device_types)

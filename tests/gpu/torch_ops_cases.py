@@ -74,6 +74,7 @@ def inputs(n: int = 100_000, dtype: torch.dtype = torch.float32) -> tuple[torch.
 def check_layer(f: Callable[..., torch.Tensor], calls: int = 5) -> None:
     for _ in range(calls):  # new values each call: a replay that did not run the kernels would fail here
         x, y = inputs()
+        torch.compiler.cudagraph_mark_step_begin()  # a new step for CUDA-graph trees (a no-op elsewhere)
         got = f(x, y).clone()
         torch.cuda.synchronize()
         if not torch.equal(got, layer_ref(x, y)):

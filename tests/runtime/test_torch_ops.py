@@ -245,3 +245,9 @@ def test_the_torch_compile_example_model_traces_with_fullgraph_on_meta_tensors(m
             out = torch.compile(m, fullgraph=True, backend="aot_eager")(ids)
     assert out.shape == (model.TOKENS, model.D) and out.dtype == torch.float16 and out.device.type == "meta"
     assert fake.launches == []
+
+
+def test_a_torch_without_custom_op_is_refused_with_the_version_to_install(monkeypatch):
+    monkeypatch.delattr(torch.library, "custom_op")
+    with pytest.raises(torch_ops.TorchOpError, match=r"torch >= 2\.4"):
+        torch_ops.custom_op(op_name("old_torch"), mutates_args=())
