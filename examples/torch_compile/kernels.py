@@ -10,31 +10,34 @@ import triton.language as tl
 
 
 @triton.jit
+def _normalized(x, w_ptr, cols, mask, n_cols, eps):
+    # x / sqrt(mean(x^2) + eps) * w for one row held in fp32 (masked columns are 0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    return x * tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps) * w
+
+
+@triton.jit
 def rms_norm(x_ptr, w_ptr, out_ptr, x_stride, out_stride, n_cols, eps, BLOCK: tl.constexpr):
-    # out = x / sqrt(mean(x^2) + eps) * w, row by row
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    inv = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-    tl.store(out_ptr + row * out_stride + cols, (x * inv * w).to(out_ptr.dtype.element_ty), mask=mask)
+    y = _normalized(x, w_ptr, cols, mask, n_cols, eps)
+    tl.store(out_ptr + row * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def fused_add_rms_norm(x_ptr, residual_ptr, w_ptr, x_stride, residual_stride, n_cols, eps, BLOCK: tl.constexpr):
-    # in place: residual = x + residual, then x = rms_norm(residual) * w
+    # in place: residual = x + residual (rounded to its dtype), then x = rms_norm(residual) * w
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    r = tl.load(residual_ptr + row * residual_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    r = (x + r).to(residual_ptr.dtype.element_ty)
-    tl.store(residual_ptr + row * residual_stride + cols, r, mask=mask)
-    r = r.to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    inv = tl.rsqrt(tl.sum(r * r, axis=0) / n_cols + eps)
-    tl.store(x_ptr + row * x_stride + cols, (r * inv * w).to(x_ptr.dtype.element_ty), mask=mask)
+    x_row, r_row = x_ptr + row * x_stride + cols, residual_ptr + row * residual_stride + cols
+    r = tl.load(x_row, mask=mask, other=0.0).to(tl.float32) + tl.load(r_row, mask=mask, other=0.0).to(tl.float32)
+    r = r.to(residual_ptr.dtype.element_ty)
+    tl.store(r_row, r, mask=mask)
+    y = _normalized(r.to(tl.float32), w_ptr, cols, mask, n_cols, eps)
+    tl.store(x_row, y.to(x_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
