@@ -1,6 +1,6 @@
 """A transformer MLP stack whose norms and activation are tmlr kernels, compiled with torch.compile, Triton blocked.
 
-    python examples/torch_compile/run_block.py          (an sm_90 GPU; prints PASS/FAIL, then a table)
+    python examples/torch_compile/run_block.py [--json FILE]    (an sm_90 GPU; prints PASS/FAIL, then a table)
 
 The model: an embedding, then per layer an up projection, SiLU-and-mul, a down projection and the
 residual add + RMSNorm, as a vLLM-style decoder MLP does (4 layers, d=1024, hidden=2048, 256 tokens,
@@ -16,6 +16,8 @@ profiler, eager variants) and microseconds per forward (median of 5 samples of 5
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import statistics
 import sys
@@ -59,40 +61,54 @@ def step(model: Callable[[torch.Tensor], torch.Tensor], ids: torch.Tensor) -> Ca
     return run
 
 
-def main() -> int:
+def variants() -> tuple[dict[str, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor]:
+    """Every way the example runs the module, by name, and the token ids it runs on."""
     torch.manual_seed(0)
     ref = MLPStack(use_tmlr=False).to("cuda", torch.float16).requires_grad_(False)
     tm = MLPStack(use_tmlr=True).to("cuda", torch.float16).requires_grad_(False)
     tm.load_state_dict(ref.state_dict())
     ids = torch.randint(0, VOCAB, (TOKENS,), device="cuda")
-    variants = {
+    return {
         "torch eager": ref,
         "torch compile(fullgraph, cudagraphs)": torch.compile(ref, fullgraph=True, backend="cudagraphs"),
         "tmlr eager": tm,
         "tmlr compile(fullgraph, aot_eager)": torch.compile(tm, fullgraph=True, backend="aot_eager"),
         "tmlr compile(fullgraph, cudagraphs)": torch.compile(tm, fullgraph=True, backend="cudagraphs"),
-    }
+    }, ids
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", help="also write the check and the table to this file")
+    args = parser.parse_args()
+    models, ids = variants()
     with torch.no_grad():
-        expected = ref(ids).float()
+        expected = models["torch eager"](ids).float()
         tolerance = 2e-2 * expected.abs().max().item()
-        worst = 0.0
-        for name, model in variants.items():
+        errors = {}
+        for name, model in models.items():
             for _ in range(3):  # warm-up, recording, replay for the CUDA-graph variants
                 got = step(model, ids)().float()
-            err = (got - expected).abs().max().item()
-            if not err <= tolerance:
-                print(f"FAIL torch_compile block: {name} differs from torch eager by {err:.3g} (tolerance {tolerance:.3g})")
+            errors[name] = (got - expected).abs().max().item()
+            if not errors[name] <= tolerance:
+                print(f"FAIL torch_compile block: {name} differs from torch eager by {errors[name]:.3g} (tolerance {tolerance:.3g})")
                 return 1
-            worst = max(worst, err)
         print(f"PASS torch_compile block (triton {'blocked' if sys.modules.get('triton') is None else 'imported'}): "
               f"tmlr eager, compile(fullgraph) aot_eager and cudagraphs match torch eager "
-              f"(max error {worst:.3g}, tolerance {tolerance:.3g})")
+              f"(max error {max(errors.values()):.3g}, tolerance {tolerance:.3g})")
         print(f"{'variant':40} {'kernels/forward':>16}   us/forward: median (min-max) of 5 x 50")
-        for name, model in variants.items():
+        rows = {}
+        for name, model in models.items():
             run = step(model, ids)
-            kernels = str(kernels_per_forward(run)) if "cudagraphs" not in name else "1 graph"
+            kernels = kernels_per_forward(run) if "cudagraphs" not in name else None
             us = microseconds(run)
-            print(f"{name:40} {kernels:>16}   {statistics.median(us):8.1f} ({min(us):.1f}-{max(us):.1f})")
+            rows[name] = {"kernels_per_forward": kernels, "us_per_forward": us, "median_us": statistics.median(us),
+                          "max_error": errors[name]}
+            print(f"{name:40} {'1 graph' if kernels is None else kernels:>16}   {statistics.median(us):8.1f} ({min(us):.1f}-{max(us):.1f})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": "python examples/torch_compile/run_block.py", "device": torch.cuda.get_device_name(),
+                       "torch": torch.__version__, "tolerance": tolerance, "variants": rows}, f, indent=1)
     return 0
 
 
