@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 from typing import Any, Callable, Iterable
 
 import torch
@@ -114,9 +113,22 @@ def custom_op(name: str, launch: Callable[..., Any] | None = None, /, *, mutates
     return register if launch is None else register(launch)
 
 
-# FakeTensor.data_ptr() only warns (and gives 0) on the torch releases we support: a kernel launched
-# directly on FakeTensors would run on address 0. Raising instead stops it before the driver sees it.
-_FAKE_DATA_PTR = "Accessing the data pointer of FakeTensor"
+class _NoAddresses(torch.overrides.TorchFunctionMode):
+    """Refuses ``Tensor.data_ptr()`` in the fake run: a FakeTensor's gives 0 (with a warning once per
+    process), so a kernel launched on FakeTensors would run on address 0. tmlr's launcher reads
+    addresses before it launches, so refusing the read stops the launch before the driver sees it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        if func is torch.Tensor.data_ptr:
+            raise TorchOpError(f"{self.name}: the launch function read a tensor's address (data_ptr) while torch ran it on "
+                               "FakeTensors to derive the op's fake implementation; there it may read shapes, dtypes and "
+                               "strides but no addresses: call each tmlr kernel through torch_ops.wrap(tr.Kernel.load(...)), "
+                               "which skips the launch, and no data_ptr(); or pass fake= to custom_op", self.name)
+        return func(*args, **(kwargs or {}))
 
 
 def _derived_fake(name: str, launch: Callable[..., Any]) -> Callable[..., Any]:
@@ -125,13 +137,15 @@ def _derived_fake(name: str, launch: Callable[..., Any]) -> Callable[..., Any]:
         before = getattr(_state, "faking", False)
         _state.faking = True
         try:
-            with warnings.catch_warnings():  # not thread-safe; torch derives fakes while compiling, in one thread
-                warnings.filterwarnings("error", message=_FAKE_DATA_PTR)
+            with _NoAddresses(name):
                 return launch(*args, **kwargs)
-        except TmlrError as e:
-            raise TorchOpError(f"{name}: the launch function called a tmlr kernel that was not wrapped while torch "
-                               f"ran it on FakeTensors ({type(e).__name__}: {e}); wrap each kernel it calls with "
-                               "torch_ops.wrap(tr.Kernel.load(...)), or pass fake= to custom_op", name) from e
+        except TorchOpError:
+            raise
+        except TmlrError as e:  # an unwrapped kernel: its launcher reports the refused address as its own error
+            raise TorchOpError(f"{name}: the launch function launched a tmlr kernel on the FakeTensors torch passes it to "
+                               f"derive the op's fake implementation ({type(e).__name__}: {e}); call each kernel through "
+                               "torch_ops.wrap(tr.Kernel.load(...)), which skips the launch there, or pass fake= to "
+                               "custom_op", name) from e
         finally:
             _state.faking = before
 
