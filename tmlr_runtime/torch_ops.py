@@ -65,6 +65,8 @@ class OpKernel:
         return functools.partial(self.__call__, grid)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "kernel":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
         return getattr(self.kernel, name)
 
     def __repr__(self) -> str:
