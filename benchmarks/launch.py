@@ -20,6 +20,10 @@ launch
 add_1m
   A 1M-element fp32 add (examples/artifacts/add): tmlr, ``torch.add(x, y, out=out)`` and a bare
   cuda-python ``cuLaunchKernel`` with a prebuilt parameter array.
+graph
+  CUDA graphs of ``--graph`` calls (default 200) of tmlr, lean and Triton's JIT per workload, each
+  captured by ``torch.cuda.graph`` as users capture; GPU µs per kernel of a replay, timed with CUDA
+  events, replays interleaved round by round.
 dispatch
   A family call (tests/family_sample.py ``dtype_family``: 8 variants of ``add``) against the variant
   it picks, called directly; the added µs per call, round by round.
@@ -206,6 +210,32 @@ def add_correct(systems: dict[str, Run], out: Any, expected: Any, sync: Callable
     return ok
 
 
+def graph_samples(torch: Any, systems: dict[str, Run], n: int, rounds: int, errors: dict[str, str]) -> dict[str, list[float]]:
+    """GPU µs per kernel of a replayed CUDA graph of ``n`` calls of each system, captured by torch."""
+    graphs = {}
+    for name, run in systems.items():
+        g = torch.cuda.CUDAGraph()
+        if guarded(errors, f"{name} (graph)", lambda g=g, run=run: _capture(torch, g, run, n)) is not None:
+            graphs[name] = g
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    out: dict[str, list[float]] = {name: [] for name in graphs}
+    for r in range(-1, rounds):
+        for name in harness.order(list(graphs), r):
+            e0.record()
+            graphs[name].replay()
+            e1.record()
+            e1.synchronize()
+            if r >= 0:
+                out[name].append(e0.elapsed_time(e1) * 1e3 / n)
+    return out
+
+
+def _capture(torch: Any, g: Any, run: Run, n: int) -> bool:
+    with torch.cuda.graph(g):
+        run(n)
+    return True
+
+
 def launch_question(a: argparse.Namespace, env: dict[str, Any]) -> dict[str, Any]:
     torch, tr, drv, floor, device = env["torch"], env["tr"], env["drv"], env["floor"], env["device"]
     stream = torch.cuda.current_stream().cuda_stream
@@ -217,27 +247,35 @@ def launch_question(a: argparse.Namespace, env: dict[str, Any]) -> dict[str, Any
     errors: dict[str, str] = {}
     facts: dict[str, Any] = {}
     for name, args in workloads.items():
-        k = tr.Kernel.load(os.path.join(a.artifacts, name))
-        kf = tr.Kernel.load(os.path.join(a.artifacts, name), checks=False)
-        c = Cubin(k)
-        makers: dict[str, Callable[[], Run]] = {
-            "tmlr": lambda: harness.repeated(functools.partial(k, 1, *args)),
-            "tmlr_nocheck": lambda: harness.repeated(functools.partial(kf, 1, *args)),
-            "lean": lambda: harness.repeated(functools.partial(lean(drv, torch, c, name, 1, device), *args)),
-        }
-        if floor is not None:
-            makers["c_floor"] = lambda: c_floor(floor, c, args, 1, device, stream)
-        if not a.no_cuda_core:
-            makers["cuda_core"] = lambda: harness.repeated(cuda_core(c, args, 1, device))
-        if triton_mod is not None:
-            jit, ce = getattr(triton_mod, name), CONSTEXPRS[name]
-            makers["triton"] = lambda: harness.repeated(lambda: jit[(1,)](*args, **ce))
         errs: dict[str, str] = {}
-        systems = {s: f for s, make in makers.items() if (f := guarded(errs, s, make)) is not None}
-        pairs = [(t, ref) for t in ("tmlr", "tmlr_nocheck") for ref in REFERENCES]
-        measurements.update(measure(systems, a, torch.cuda.synchronize, errs, name, pairs))
-        if name == "add4":
-            facts["add4_correct"] = add_correct({s: f for s, f in systems.items() if s not in errs}, out, x + y, torch.cuda.synchronize)
+        try:
+            k = tr.Kernel.load(os.path.join(a.artifacts, name))
+            kf = tr.Kernel.load(os.path.join(a.artifacts, name), checks=False)
+            c = Cubin(k)
+            makers: dict[str, Callable[[], Run]] = {
+                "tmlr": lambda: harness.repeated(functools.partial(k, 1, *args)),
+                "tmlr_nocheck": lambda: harness.repeated(functools.partial(kf, 1, *args)),
+                "lean": lambda: harness.repeated(functools.partial(lean(drv, torch, c, name, 1, device), *args)),
+            }
+            if floor is not None:
+                makers["c_floor"] = lambda: c_floor(floor, c, args, 1, device, stream)
+            if not a.no_cuda_core:
+                makers["cuda_core"] = lambda: harness.repeated(cuda_core(c, args, 1, device))
+            if triton_mod is not None:
+                jit, ce = getattr(triton_mod, name), CONSTEXPRS[name]
+                makers["triton"] = lambda: harness.repeated(lambda: jit[(1,)](*args, **ce))
+            systems = {s: f for s, make in makers.items() if (f := guarded(errs, s, make)) is not None}
+            pairs = [(t, ref) for t in ("tmlr", "tmlr_nocheck") for ref in REFERENCES]
+            measurements.update(measure(systems, a, torch.cuda.synchronize, errs, name, pairs))
+            if a.graph:
+                live = {s: systems[s] for s in ("tmlr", "lean", "triton") if s in systems and s not in errs}
+                g = graph_samples(torch, live, a.graph, a.graph_rounds, errs)
+                env["graph"].update({f"{name}/{s}": harness.stats(v, "us") for s, v in g.items()})
+                env["graph"].update({f"{name}/tmlr÷{ref}": harness.ratio(g["tmlr"], g[ref]) for ref in ("lean", "triton") if "tmlr" in g and ref in g})
+            if name == "add4":
+                facts["add4_correct"] = add_correct({s: f for s, f in systems.items() if s not in errs}, out, x + y, torch.cuda.synchronize)
+        except Exception as e:  # noqa: BLE001 - a workload that cannot load is reported, the next one runs
+            errs["(workload)"] = harness.error_text(e)
         errors.update({f"{name}/{s}": e for s, e in errs.items()})
     settings = {"rounds": a.rounds, "burst": a.burst, "grid": 1, "artifacts": os.path.relpath(a.artifacts, ROOT)}
     return harness.question(measurements, settings=settings, facts=facts, errors=errors)
@@ -288,24 +326,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst", type=int, default=200, help="calls per sample (short enough that the launch queue never fills)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--artifacts", default=ARTIFACTS, help="where the nop, nop_args and add4 artifacts are (default: %(default)s)")
+    ap.add_argument("--graph", type=int, default=200, metavar="N", help="calls captured per CUDA graph (0: no graph question)")
+    ap.add_argument("--graph-rounds", type=int, default=10, help="replays of each graph, one sample each")
     ap.add_argument("--no-triton", action="store_true")
     ap.add_argument("--no-cuda-core", action="store_true")
     ap.add_argument("--no-c", action="store_true", help="leave out the C floor")
     a = ap.parse_args(argv)
-    if a.rounds < harness.MIN_SAMPLES:
-        ap.error(f"--rounds must be at least {harness.MIN_SAMPLES}")
+    if min(a.rounds, a.graph_rounds) < harness.MIN_SAMPLES:
+        ap.error(f"--rounds and --graph-rounds must be at least {harness.MIN_SAMPLES}")
     import torch
     from cuda.bindings import driver as drv
 
     import tmlr_runtime as tr
 
     torch.empty(1, device="cuda")  # the primary context, current on this thread
-    env: dict[str, Any] = {"torch": torch, "tr": tr, "drv": drv, "device": torch.cuda.current_device(), "errors": {}}
+    env: dict[str, Any] = {"torch": torch, "tr": tr, "drv": drv, "device": torch.cuda.current_device(), "errors": {},
+                           "graph": {}}
     path = getattr(tr, "launch_path", None)
     facts = {"TMLR_PURE_PYTHON": os.environ.get("TMLR_PURE_PYTHON"), "launch_path": path() if callable(path) else path}
     with tempfile.TemporaryDirectory(prefix="tmlr-launch-") as tmp:
         env["floor"] = None if a.no_c else guarded(env["errors"], "c_floor (build)", lambda: build_floor(tmp))
-        questions = {"launch": launch_question(a, env), "add_1m": add_question(a, env), "dispatch": dispatch_question(a, env, tmp)}
+        asked = {"launch": lambda: launch_question(a, env), "add_1m": lambda: add_question(a, env),
+                 "dispatch": lambda: dispatch_question(a, env, tmp)}
+        questions = {q: r for q, ask in asked.items() if (r := guarded(env["errors"], q, ask)) is not None}
+    if a.graph:
+        questions["graph"] = harness.question(env["graph"], settings={"calls_per_graph": a.graph, "replays": a.graph_rounds,
+                                                                      "capture": "torch.cuda.graph", "unit": "GPU us per kernel"})
     for q in questions.values():
         q["facts"].update(facts)
         q["errors"].update(env["errors"])
