@@ -139,12 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             m.update({f"spec/{k}": harness.stats(v, "s") for k, v in seconds(systems, a.rounds, errors).items()})
     facts["loadavg_after"] = os.getloadavg()
     facts["compiles_in_spec"] = len(cases)
-    doc = harness.document({"build": harness.question(m, settings={"rounds": a.rounds, "kernels": a.kernels, "jobs": a.jobs},
-                                                      facts=facts, errors=errors)})
-    if a.json:
-        harness.write(doc, a.json)
-    print(harness.markdown(doc))
-    return 0
+    settings = {"rounds": a.rounds, "kernels": a.kernels, "jobs": a.jobs}
+    return harness.finish({"build": harness.question(m, settings=settings, facts=facts, errors=errors)}, a.json)
 
 
 if __name__ == "__main__":

@@ -100,14 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.redirect_stdout(sys.stderr):
                 prof.runcall(lambda: [systems[f"{w}/tmlr"](a.burst) for w in ("nop", "nop_args", "add4")])
                 pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(15)
-    doc = harness.document({
+    return harness.finish({
         "cpu_load": harness.question({k: harness.stats(v, "us") for k, v in loads.items()}, settings={"copies": a.copies}),
         "cpu_call": harness.question({k: harness.stats(v, "us") for k, v in calls.items()},
-                                     settings={"rounds": a.rounds, "burst": a.burst}, errors=errors)})
-    if a.json:
-        harness.write(doc, a.json)
-    print(harness.markdown(doc))
-    return 0
+                                     settings={"rounds": a.rounds, "burst": a.burst}, errors=errors)}, a.json)
 
 
 if __name__ == "__main__":

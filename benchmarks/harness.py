@@ -141,6 +141,15 @@ def document(questions: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "questions": questions}
 
 
+def finish(questions: dict[str, dict[str, Any]], path: str | None) -> int:
+    """A script's end: the document of its questions written to ``path`` (when given) and printed as tables."""
+    doc = document(questions)
+    if path:
+        write(doc, path)
+    print(markdown(doc))
+    return 0
+
+
 def write(doc: dict[str, Any], path: str) -> None:
     """Write atomically, so a crash later leaves the last complete file."""
     tmp = f"{path}.tmp"
@@ -191,10 +200,9 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += ["", f"## {q}", "", f"`{body['command']}`", "", "| measurement | unit | median [min–max] | n |", "|---|---|---|---|"]
         for key, s in body["measurements"].items():
             lines.append(f"| {key} | {s['unit']} | {s['median']:.4g} [{s['min']:.4g}–{s['max']:.4g}] | {s['n']} |")
-        for k, v in body["facts"].items():
-            lines.append(f"\n- {k}: `{json.dumps(v, default=str)}`")
-        for k, v in body["errors"].items():
-            lines.append(f"\n- **error** {k}: {v}")
+        notes = [f"- {k}: `{json.dumps(v, default=str)}`" for k, v in body["facts"].items()]
+        notes += [f"- **error** {k}: {v}" for k, v in body["errors"].items()]
+        lines += [""] + notes if notes else []
     thin = [p for p in problems(doc) if "sample" in p]
     if thin:
         lines[2:2] = ["", "**WARNING: " + "; ".join(thin) + "**"]

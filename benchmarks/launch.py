@@ -355,11 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     for q in questions.values():
         q["facts"].update(facts)
         q["errors"].update(env["errors"])
-    doc = harness.document(questions)
-    if a.json:
-        harness.write(doc, a.json)
-    print(harness.markdown(doc))
-    return 0
+    return harness.finish(questions, a.json)
 
 
 if __name__ == "__main__":

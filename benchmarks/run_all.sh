@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU benchmarks in one command (docs/performance-suite.md says what a GPU run needs):
 #   OUT=DIR bash benchmarks/run_all.sh [launch.py options, e.g. --rounds 10]
-# Runs benchmarks/launch.py (launch cost, the 1M-element add, family dispatch) and
-# benchmarks/start_load.py (process start, Kernel.load), each in its own process, about 3-4 minutes
-# on an H200. Writes three files to OUT (default benchmarks/out, git-ignored): results.json (every
-# question, one schema: benchmarks/harness.py), results.md (its tables) and run.log (the console).
+# Runs benchmarks/launch.py (launch cost, the 1M-element add, CUDA graphs, family dispatch),
+# benchmarks/gpu_time.py (GPU time under tmlr and under Triton's launcher) and benchmarks/start_load.py
+# (process start, Kernel.load), each in its own process: about 4 minutes on an H200. Writes three
+# files to OUT (default benchmarks/out, git-ignored): results.json (every question, one schema:
+# benchmarks/harness.py), results.md (its tables) and run.log (the console).
 # TMLR_PURE_PYTHON and the other environment pass through; results.json records it.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,7 +18,8 @@ trap 'rm -rf "$parts"' EXIT
 run() {
   local rc=0
   "$py" benchmarks/launch.py --json "$parts/1-launch.json" "$@" || rc=1
-  "$py" benchmarks/start_load.py --json "$parts/2-start-load.json" || rc=1
+  "$py" benchmarks/gpu_time.py --json "$parts/2-gpu-time.json" || rc=1
+  "$py" benchmarks/start_load.py --json "$parts/3-start-load.json" || rc=1
   if ls "$parts"/*.json >/dev/null 2>&1; then
     "$py" benchmarks/harness.py merge "$parts"/*.json --out "$out/results.json" &&
       "$py" benchmarks/harness.py markdown "$out/results.json" >"$out/results.md" &&

@@ -180,11 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.rounds < harness.MIN_SAMPLES:
         ap.error(f"--rounds must be at least {harness.MIN_SAMPLES}")
     with tempfile.TemporaryDirectory(prefix="tmlr-start-") as tmp:
-        doc = harness.document({"start": start_question(a, tmp), "load": load_question(a)})
-    if a.json:
-        harness.write(doc, a.json)
-    print(harness.markdown(doc))
-    return 0
+        questions = {"start": start_question(a, tmp), "load": load_question(a)}
+    return harness.finish(questions, a.json)
 
 
 if __name__ == "__main__":
