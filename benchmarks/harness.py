@@ -153,8 +153,8 @@ def finish(questions: dict[str, dict[str, Any]], path: str | None) -> int:
 def write(doc: dict[str, Any], path: str) -> None:
     """Write atomically, so a crash later leaves the last complete file."""
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1, default=str)
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, default=str, ensure_ascii=False)
         f.write("\n")
     os.replace(tmp, path)
 
@@ -190,6 +190,10 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _num(x: float) -> str:
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """Every measurement as ``median [min–max] (n)``, one table per question."""
     m = doc["machine"]
@@ -199,7 +203,7 @@ def markdown(doc: dict[str, Any]) -> str:
     for q, body in doc["questions"].items():
         lines += ["", f"## {q}", "", f"`{body['command']}`", "", "| measurement | unit | median [min–max] | n |", "|---|---|---|---|"]
         for key, s in body["measurements"].items():
-            lines.append(f"| {key} | {s['unit']} | {s['median']:.4g} [{s['min']:.4g}–{s['max']:.4g}] | {s['n']} |")
+            lines.append(f"| {key} | {s['unit']} | {_num(s['median'])} [{_num(s['min'])}–{_num(s['max'])}] | {s['n']} |")
         notes = [f"- {k}: `{json.dumps(v, default=str)}`" for k, v in body["facts"].items()]
         notes += [f"- **error** {k}: {v}" for k, v in body["errors"].items()]
         lines += [""] + notes if notes else []
@@ -217,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     docs = []
     for path in a.files:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             docs.append(json.load(f))
     if a.action == "check":
         bad = [f"{p}: {why}" for p, d in zip(a.files, docs) for why in problems(d)]

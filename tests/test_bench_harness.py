@@ -103,7 +103,7 @@ def test_check_refuses_other_documents_and_merge_joins_questions(tmp_path: Any) 
         paths.append(str(tmp_path / f"{name}.json"))
     merged = tmp_path / "merged.json"
     assert harness.main(["merge", *paths, "--out", str(merged)]) == 0
-    assert list(json.loads(merged.read_text())["questions"]) == ["launch", "load"]
+    assert list(json.loads(merged.read_text(encoding="utf-8"))["questions"]) == ["launch", "load"]
     assert harness.main(["check", str(merged)]) == 0
 
 
@@ -120,7 +120,7 @@ def test_cpu_profile_writes_a_valid_results_file(tmp_path: Any) -> None:
     p = subprocess.run([sys.executable, os.path.join(BENCH, "cpu_profile.py"), "--rounds", "3", "--burst", "5", "--copies", "3",
                         "--json", str(out)], capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
     assert p.returncode == 0, p.stderr
-    doc = json.loads(out.read_text())
+    doc = json.loads(out.read_text(encoding="utf-8"))
     assert harness.problems(doc) == []
     assert set(doc["questions"]["cpu_call"]["measurements"]) == {f"{w}/{s}" for w in ("nop", "nop_args", "add4") for s in ("tmlr", "tmlr_nocheck")}
 
