@@ -3,9 +3,10 @@
     python benchmarks/launch.py [--rounds N] [--burst N] [--json OUT.json] [--artifacts DIR]
                                 [--no-triton] [--no-cuda-core] [--no-c]
 
-Three questions, each measured in interleaved rounds (benchmarks/harness.py): per round every
-system makes ``--burst`` calls after a device synchronize outside the timing, so the time is the
-host's; ratios are taken round by round.
+Each question is measured in interleaved rounds (benchmarks/harness.py): per round every system
+makes ``--burst`` calls after a device synchronize outside the timing, so the time is the host's;
+ratios are taken round by round. The Python systems are called from a plain ``for`` loop (its few
+tens of ns per call are in their figures); the C floor runs its burst in C.
 
 launch
   Workloads ``nop``, ``nop_args`` (5 pointers, 9 ints, 5 constexprs) and ``add4`` (1024 floats),
