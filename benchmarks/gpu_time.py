@@ -119,7 +119,7 @@ def bench(torch: Any, tr: Any, name: str, a: argparse.Namespace, new_triton: boo
         raise RuntimeError(f"failed while timed: {failed}")
     m = {f"{name}/{s}": harness.stats(v, "us") for s, v in samples.items()}
     m[f"{name}/tmlr÷triton"] = harness.ratio(samples["tmlr"], samples["triton"])
-    facts["iters"] = iters
+    facts.update(iters=iters, artifact_triton=k.variant.provenance.get("triton_version"))
     return m, facts
 
 
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001 - one kernel's failure is reported, the next one runs
             errors[name] = harness.error_text(e)
         torch.cuda.empty_cache()
-    settings = {"rounds": a.rounds, "target_ms": a.target_ms, "artifacts": os.path.relpath(a.artifacts, ROOT)}
+    settings = {"rounds": a.rounds, "target_ms": a.target_ms, "artifacts": harness.project_path(a.artifacts)}
     return harness.finish({"gpu_time": harness.question(measurements, settings=settings, facts=facts, errors=errors)}, a.json)
 
 

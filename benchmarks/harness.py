@@ -60,6 +60,13 @@ def order(names: list[str], round_no: int) -> list[str]:
     return names[k:] + names[:k]
 
 
+def project_path(path: str) -> str:
+    """``path`` relative to the project for a results file; a path outside it is not named (it means
+    nothing on another machine)."""
+    full = os.path.abspath(path)
+    return os.path.relpath(full, ROOT) if full.startswith(ROOT + os.sep) else "(outside the project)"
+
+
 def error_text(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
     return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]

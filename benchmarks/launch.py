@@ -253,6 +253,7 @@ def launch_question(a: argparse.Namespace, env: dict[str, Any]) -> dict[str, Any
             k = tr.Kernel.load(os.path.join(a.artifacts, name))
             kf = tr.Kernel.load(os.path.join(a.artifacts, name), checks=False)
             c = Cubin(k)
+            facts.setdefault("artifact_triton", k.variant.provenance.get("triton_version"))
             makers: dict[str, Callable[[], Run]] = {
                 "tmlr": lambda: harness.repeated(functools.partial(k, 1, *args)),
                 "tmlr_nocheck": lambda: harness.repeated(functools.partial(kf, 1, *args)),
@@ -278,7 +279,7 @@ def launch_question(a: argparse.Namespace, env: dict[str, Any]) -> dict[str, Any
         except Exception as e:  # noqa: BLE001 - a workload that cannot load is reported, the next one runs
             errs["(workload)"] = harness.error_text(e)
         errors.update({f"{name}/{s}": e for s, e in errs.items()})
-    settings = {"rounds": a.rounds, "burst": a.burst, "grid": 1, "artifacts": os.path.relpath(a.artifacts, ROOT)}
+    settings = {"rounds": a.rounds, "burst": a.burst, "grid": 1, "artifacts": harness.project_path(a.artifacts)}
     return harness.question(measurements, settings=settings, facts=facts, errors=errors)
 
 

@@ -67,6 +67,11 @@ def test_interleave_drops_a_failing_system_and_keeps_its_error() -> None:
     assert errors == {"broken": "ValueError: no such device"}
 
 
+def test_a_results_file_names_project_paths_only() -> None:
+    assert harness.project_path(os.path.join(ROOT, "examples", "artifacts")) == os.path.join("examples", "artifacts")
+    assert harness.project_path("/tmp/elsewhere/artifacts") == "(outside the project)"
+
+
 def sample_doc() -> dict[str, Any]:
     q = harness.question({"nop/tmlr": harness.stats([5.0, 6.0, 7.0], "us")}, settings={"rounds": 3}, facts={"TMLR_PURE_PYTHON": None})
     return harness.document({"launch": q})
