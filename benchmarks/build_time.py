@@ -1,47 +1,40 @@
-"""tmlr-build against triton.compile alone (Triton 3.3.1, no GPU needed).
+"""tmlr-build against triton.compile, each a fresh process (CPU only; Triton 3.3's ASTSource form).
 
-    python benchmarks/build_time.py [--json OUT.json] [--reps N] [--kernels add4,matmul,tma_scale] [--jobs 1,16]
+    python benchmarks/build_time.py [--rounds N] [--kernels add4,matmul,tma_scale] [--jobs 1,2] [--json OUT.json]
 
-* per kernel (sm_90a): wall time of a fresh process running ``tmlr-build`` on one kernel of
-  ``examples/kernels.json`` (``-j 1``) against a fresh process running ``triton.compile`` of the same
-  source, signature and options with an empty ``TRITON_CACHE_DIR`` (so it compiles); interleaved,
-  ``--reps`` of each (at least 3), every run kept; the ratio is taken per rep (the two runs of a
-  rep are back to back). Both include interpreter start and ``import triton``; the
-  triton.compile process also reports the compile call alone.
-* whole spec: ``tmlr-build --spec examples/kernels.json -j N`` (every kernel for sm_80 and sm_90a)
-  for each N of ``--jobs``, against one process compiling the same list serially with
-  ``triton.compile``; ``--reps`` rounds, interleaved.
-* ``--baseline DIR``: another checkout's tmlr-build (e.g. ``git worktree add /tmp/base main``) is
-  timed in the same rounds, after this one's, so that a change is compared with what it changes
-  under the same load (``vs_baseline``: this tree / the baseline, per round).
-
-The JSON records the machine's load average before and after: on a shared machine the spread of
-the samples is part of the result. ``render.py --also cpu=FILE`` shows it beside a suite run.
+Per kernel of examples/kernels.json (sm_90a): a ``tmlr-build -j 1`` process on that one kernel
+against a process running ``triton.compile`` of the same source, signature and options into an
+empty ``TRITON_CACHE_DIR``; interleaved rounds (benchmarks/harness.py), one run of each per round,
+the ratio taken per round. Whole spec: ``tmlr-build --spec examples/kernels.json -j N`` (every
+kernel for sm_80 and sm_90a) for each N of ``--jobs``, against one process compiling the same list
+serially with ``triton.compile``. The facts record the load average before and after: on a
+shared machine the spread is part of the result.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import platform
 import shutil
+import subprocess
 import sys
 import tempfile
-import time
+from typing import Any, Callable
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import EXAMPLES, MIN_SAMPLES, ROOT, python_env, ratio_stats, require_triton, run_command, stats, triton_version, write_json  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [ROOT, HERE]
+import harness  # noqa: E402
 
+EXAMPLES = os.path.join(ROOT, "examples")
 SPEC = os.path.join(EXAMPLES, "kernels.json")
 
-# triton.compile of a list of (source, kernel, signature, options, capability), no tmlr code.
+# triton.compile of a list of (source, kernel, signature, options, capability), no tmlr code (Triton 3.3).
 REFERENCE = r"""
-import ast, importlib.util, json, sys, time
-t0 = time.perf_counter()
+import ast, importlib.util, json, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-t_import = time.perf_counter() - t0
 
 def parse(fn, text):
     sig, consts, attrs = {}, {}, {}
@@ -59,151 +52,95 @@ def parse(fn, text):
             sig[name], consts[(i,)] = "constexpr", ast.literal_eval(e)
     return ASTSource(fn, sig, consts, attrs)
 
-times = []
 for case in json.loads(sys.argv[1]):
     spec = importlib.util.spec_from_file_location(case["stem"], case["file"])
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    fn = getattr(mod, case["kernel"])
-    t = time.perf_counter()
-    k = triton.compile(parse(fn, case["signature"]), target=GPUTarget("cuda", case["cap"], 32), options=case["options"])
+    k = triton.compile(parse(getattr(mod, case["kernel"]), case["signature"]), target=GPUTarget("cuda", case["cap"], 32),
+                       options=case["options"])
     assert len(k.asm["cubin"]) > 0
-    times.append(time.perf_counter() - t)
-print(json.dumps({"import_s": t_import, "compile_s": times}))
 """
 
 
-def spec_cases() -> list[dict[str, object]]:
-    """Every (kernel, capability) of examples/kernels.json."""
+def spec_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The spec's kernel entries (sources made absolute) and every (kernel, capability) to compile."""
     with open(SPEC) as f:
         doc = json.load(f)
-    cases = []
+    entries, cases = [], []
     for k in doc["kernels"]:
         src = os.path.join(EXAMPLES, k["source"])
-        opts = dict(doc.get("options", {}), **k.get("options", {}))
+        entries.append(dict(k, source=src))
         for cap in k.get("arch", doc["arch"]):
-            cases.append({"name": k.get("name", k["kernel"]), "kernel": k["kernel"], "file": src,
+            cases.append({"name": k.get("name", k["kernel"]), "kernel": k["kernel"], "file": src, "cap": cap,
                           "stem": os.path.splitext(os.path.basename(src))[0], "signature": k.get("signature", ""),
-                          "options": opts, "cap": cap, "entry": k})
-    return cases
+                          "options": dict(doc.get("options", {}), **k.get("options", {})), "entry": entries[-1]})
+    return entries, cases
 
 
-def run_tmlr_build(entries: list[dict[str, object]], archs: list[int], jobs: int, tmp: str,
-                   root: str | None = None) -> float:
-    """Wall seconds of one tmlr-build process on a spec holding ``entries`` (``root``: another checkout's)."""
-    spec = os.path.join(tmp, "spec.json")
-    kernels = [dict(e, source=os.path.join(EXAMPLES, str(e["source"]))) for e in entries]
+def run(cmd: list[str], tmp: str, **env: str) -> None:
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p), **env))
+    if p.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(cmd[1]) if cmd[1] != '-c' else 'triton.compile'} exit {p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}")
+
+
+def tmlr_build(entries: list[dict[str, Any]], archs: list[int], jobs: int, tmp: str) -> Callable[[int], None]:
+    spec = os.path.join(tempfile.mkdtemp(dir=tmp), "spec.json")
     with open(spec, "w") as f:
-        json.dump({"arch": archs, "kernels": kernels}, f)
-    out = tempfile.mkdtemp(dir=tmp)
-    # cwd: ``python -m`` imports from the current directory before PYTHONPATH
-    env = python_env(PYTHONPATH=root) if root else python_env()
-    rc, o, err, secs = run_command([sys.executable, "-m", "tmlr_build", "--spec", spec, "-o", out, "-q", "-j", str(jobs)],
-                                   env=env, timeout=300, cwd=root or ROOT)
-    shutil.rmtree(out, ignore_errors=True)
-    if rc != 0:
-        raise RuntimeError(f"tmlr-build exit {rc}: {(err or o).strip()[-400:]}")
-    return secs
+        json.dump({"arch": archs, "kernels": entries}, f)
+
+    def go(n: int) -> None:
+        for _ in range(n):
+            out = tempfile.mkdtemp(dir=tmp)
+            run([sys.executable, "-m", "tmlr_build", "--spec", spec, "-o", out, "-q", "-j", str(jobs)], tmp)
+            shutil.rmtree(out, ignore_errors=True)
+    return go
 
 
-def run_triton_compile(cases: list[dict[str, object]], tmp: str) -> tuple[float, dict[str, object]]:
-    """Wall seconds of one process compiling ``cases`` with triton.compile into an empty cache."""
-    cache = tempfile.mkdtemp(dir=tmp)
-    plain = [{k: v for k, v in c.items() if k != "entry"} for c in cases]
-    rc, out, err, secs = run_command([sys.executable, "-c", REFERENCE, json.dumps(plain)],
-                                     env=python_env(TRITON_CACHE_DIR=cache), timeout=300)
-    shutil.rmtree(cache, ignore_errors=True)
-    if rc != 0:
-        raise RuntimeError(f"triton.compile exit {rc}: {(err or out).strip()[-400:]}")
-    return secs, json.loads(out.strip().splitlines()[-1])
+def triton_compile(cases: list[dict[str, Any]], tmp: str) -> Callable[[int], None]:
+    plain = json.dumps([{k: v for k, v in c.items() if k != "entry"} for c in cases])
+
+    def go(n: int) -> None:
+        for _ in range(n):
+            cache = tempfile.mkdtemp(dir=tmp)
+            run([sys.executable, "-c", REFERENCE, plain], tmp, TRITON_CACHE_DIR=cache)
+            shutil.rmtree(cache, ignore_errors=True)
+    return go
 
 
-def per_kernel(case: dict[str, object], reps: int, tmp: str, baseline: str | None) -> dict[str, object]:
-    """One kernel (sm_90a): ``reps`` rounds of tmlr-build (and the baseline's, first every other round),
-    then triton.compile."""
-    ours, base, theirs, inner = [], [], [], []
-    for i in range(reps):
-        for root in ([None, baseline] if i % 2 == 0 else [baseline, None]) if baseline else [None]:
-            (base if root else ours).append(run_tmlr_build([case["entry"]], [90], 1, tmp, root=root))  # type: ignore[list-item]
-        secs, rep = run_triton_compile([case], tmp)
-        theirs.append(secs)
-        inner.append(rep["compile_s"][0])
-    row = {"tmlr_build_s": stats(ours), "triton_compile_process_s": stats(theirs),
-           "triton_compile_call_s": stats(inner), "ratio": ratio_stats(ours, theirs)}
-    if baseline:
-        row.update(baseline_tmlr_build_s=stats(base), baseline_ratio=ratio_stats(base, theirs),
-                   vs_baseline=ratio_stats(ours, base))
-    return row
+def seconds(systems: dict[str, Callable[[int], None]], rounds: int, errors: dict[str, str]) -> dict[str, list[float]]:
+    return {k: [x / 1e6 for x in v] for k, v in harness.interleave(systems, rounds, 1, errors=errors, warmup=1).items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json")
-    ap.add_argument("--reps", type=int, default=3, help=f"runs of each (at least {MIN_SAMPLES})")
+    ap.add_argument("--rounds", type=int, default=5, help=f"runs of each (at least {harness.MIN_SAMPLES})")
     ap.add_argument("--kernels", default="add4,matmul,tma_scale", help="names from examples/kernels.json (sm_90a)")
-    ap.add_argument("--jobs", default=f"1,{os.cpu_count() or 1}", help="tmlr-build -j values for the whole spec")
-    ap.add_argument("--no-spec", action="store_true", help="skip the whole-spec build")
-    ap.add_argument("--baseline", metavar="DIR", help="another checkout whose tmlr-build is timed in the same rounds "
-                                                      "(per kernel only)")
-    args = ap.parse_args(argv)
-    if args.reps < MIN_SAMPLES:
-        ap.error(f"--reps must be at least {MIN_SAMPLES}: every figure rests on {MIN_SAMPLES} samples or more")
-    require_triton("3.3")
-    tmp = tempfile.mkdtemp(prefix="tmlr-build-time-")
-    doc: dict[str, object] = {"section": "build", "command": "python benchmarks/build_time.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-                              "date": time.strftime("%Y-%m-%d %H:%M:%S"), "host": platform.node(), "python": platform.python_version(),
-                              "triton": triton_version(), "cpus": os.cpu_count(), "loadavg_before": os.getloadavg(),
-                              "reps": args.reps, "baseline": args.baseline and os.path.abspath(args.baseline),
-                              "per_kernel": {}, "spec": {}, "errors": {}}
-    errors: dict[str, str] = doc["errors"]  # type: ignore[assignment]
-    try:
-        cases = {c["name"]: c for c in spec_cases() if c["cap"] == 90}
-        for name in args.kernels.split(","):
-            try:
-                row = doc["per_kernel"][name] = per_kernel(cases[name], args.reps, tmp, args.baseline)  # type: ignore[index]
-                r = row["ratio"]
-                print(f"{name:12s} tmlr-build {row['tmlr_build_s']['median']:.3f} s  triton.compile process "
-                      f"{row['triton_compile_process_s']['median']:.3f} s (compile call {row['triton_compile_call_s']['median']:.3f} s)  "
-                      f"ratio {r['median']:.3f} [{r['min']:.3f}–{r['max']:.3f}] (medians [min–max] of {args.reps})")
-                if args.baseline:
-                    b = row["vs_baseline"]
-                    print(f"{'':12s} baseline tmlr-build {row['baseline_tmlr_build_s']['median']:.3f} s, ratio "
-                          f"{row['baseline_ratio']['median']:.3f}; this tree / baseline {b['median']:.3f} [{b['min']:.3f}–{b['max']:.3f}]")
-            except Exception as e:  # noqa: BLE001
-                errors[name] = f"{type(e).__name__}: {e}"[:500]
-                print(f"{name:12s} ERROR {errors[name]}")
-            if args.json:
-                write_json(args.json, doc)
-        if not args.no_spec:
-            with open(SPEC) as f:
-                entries = json.load(f)["kernels"]
-            all_cases = spec_cases()
-            spec_doc: dict[str, object] = {"kernels": len(entries), "compiles": len(all_cases)}
-            doc["spec"] = spec_doc
-            runs: dict[str, list[float]] = {}
-            for _ in range(args.reps):
-                for j in [int(x) for x in args.jobs.split(",") if x]:
-                    try:
-                        runs.setdefault(f"tmlr_build_j{j}_s", []).append(run_tmlr_build(entries, [80, 90], j, tmp))
-                    except Exception as e:  # noqa: BLE001
-                        errors[f"spec_j{j}"] = f"{type(e).__name__}: {e}"[:500]
-                try:
-                    secs, rep = run_triton_compile(all_cases, tmp)
-                    runs.setdefault("triton_compile_serial_s", []).append(secs)
-                    runs.setdefault("triton_compile_calls_s", []).append(sum(rep["compile_s"]))  # type: ignore[arg-type]
-                except Exception as e:  # noqa: BLE001
-                    errors["spec_triton"] = f"{type(e).__name__}: {e}"[:500]
-            for key, v in runs.items():
-                spec_doc[key] = stats(v)
-                print(f"spec ({len(all_cases)} compiles): {key} {spec_doc[key]['median']:.2f} s [{min(v):.2f}–{max(v):.2f}]")  # type: ignore[index]
-            for key in [k for k in errors if k.startswith("spec")]:
-                print(f"spec: {key}: ERROR {errors[key]}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    doc["loadavg_after"] = os.getloadavg()
-    if args.json:
-        write_json(args.json, doc)
-    return 0
+    ap.add_argument("--jobs", default=f"1,{os.cpu_count() or 1}", help="tmlr-build -j values for the whole spec ('' skips it)")
+    ap.add_argument("--json", help="write the results here")
+    a = ap.parse_args(argv)
+    if a.rounds < harness.MIN_SAMPLES:
+        ap.error(f"--rounds must be at least {harness.MIN_SAMPLES}")
+    entries, cases = spec_cases()
+    m: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    facts: dict[str, Any] = {"loadavg_before": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="tmlr-build-time-") as tmp:
+        for name in [k for k in a.kernels.split(",") if k]:
+            case = next(c for c in cases if c["name"] == name and c["cap"] == 90)
+            s = seconds({"tmlr_build": tmlr_build([case["entry"]], [90], 1, tmp), "triton_compile": triton_compile([case], tmp)}, a.rounds, errors)
+            m.update({f"{name}/{k}": harness.stats(v, "s") for k, v in s.items()})
+            if len(s) == 2:
+                m[f"{name}/tmlr_build÷triton_compile"] = harness.ratio(s["tmlr_build"], s["triton_compile"])
+        jobs = [int(j) for j in a.jobs.split(",") if j]
+        if jobs:
+            systems = {f"tmlr_build_j{j}": tmlr_build(entries, [80, 90], j, tmp) for j in jobs}
+            systems["triton_compile_serial"] = triton_compile(cases, tmp)
+            m.update({f"spec/{k}": harness.stats(v, "s") for k, v in seconds(systems, a.rounds, errors).items()})
+    facts["loadavg_after"] = os.getloadavg()
+    facts["compiles_in_spec"] = len(cases)
+    settings = {"rounds": a.rounds, "kernels": a.kernels, "jobs": a.jobs}
+    return harness.finish({"build": harness.question(m, settings=settings, facts=facts, errors=errors)}, a.json)
 
 
 if __name__ == "__main__":

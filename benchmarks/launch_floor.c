@@ -1,219 +1,114 @@
-/* The floor of host launch cost: a C loop of cuLaunchKernel on a cubin, and CUDA-graph replay.
+/* The floor of host launch cost: cuLaunchKernel called from C, as a shared library that
+ * benchmarks/launch.py loads with ctypes, so the C floor is measured in the same process and the
+ * same interleaved rounds as the Python launchers (one ctypes call runs a whole burst).
  *
- *   launch_floor CUBIN ENTRY BLOCK_X SHARED PARAMS [BURST ROUNDS GRAPH_N GRAPH_ROUNDS]
- *
- * PARAMS lists the kernel's parameters in order, comma-separated: "p" a device buffer (4 KiB,
- * zeroed), "0" a NULL pointer (Triton's hidden global_scratch), "i:V" a 32-bit int V; "-" when
- * there are none. Grid is one block.
- *
- * Launch: BURST launches on the legacy default stream, then cuCtxSynchronize; ROUNDS bursts, each
- * giving one sample of host microseconds per launch. Graph: GRAPH_N launches captured on a stream
- * into one graph; each of GRAPH_ROUNDS replays timed with events gives one sample of GPU
- * microseconds per kernel (replay time / GRAPH_N). One JSON object on stdout with every sample
- * (the suite takes medians and spreads).
+ *   int floor_open(const char *cubin, const char *entry, unsigned block, unsigned shared,
+ *                  int device, int nparams, const unsigned long long *values)
+ *       loads CUBIN into DEVICE's primary context (the one torch and tmlr use) and keeps ENTRY
+ *       with its parameters: each value sits in an 8-byte slot (a device pointer, or a 32-bit int
+ *       in the slot's low bytes); returns a handle >= 0, or -1 with floor_error() set.
+ *   int floor_burst(int handle, unsigned grid, unsigned long long stream, int count)
+ *       COUNT launches of grid (GRID,1,1) on STREAM; returns the first error's CUresult, or 0.
+ *   const char *floor_error(void)
  *
  * libcuda is opened with dlopen ($TMLR_LIBCUDA, else libcuda.so.1), so a C compiler is all it takes:
- *   nvcc -O2 -o launch_floor benchmarks/launch_floor.c -ldl      (or: cc -O2 ... -ldl)
+ *   cc -O2 -shared -fPIC -o launch_floor.so benchmarks/launch_floor.c -ldl   (or nvcc -shared -Xcompiler -fPIC)
  */
 #include <dlfcn.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 typedef int CUresult;
 typedef void *Handle;
-typedef unsigned long long CUdeviceptr;
+
+#define MAX_KERNELS 16
+#define MAX_PARAMS 64
 
 static CUresult (*cuInit)(unsigned);
 static CUresult (*cuDeviceGet)(int *, int);
 static CUresult (*cuDevicePrimaryCtxRetain)(Handle *, int);
 static CUresult (*cuCtxSetCurrent)(Handle);
-static CUresult (*cuCtxSynchronize)(void);
 static CUresult (*cuModuleLoad)(Handle *, const char *);
 static CUresult (*cuModuleGetFunction)(Handle *, Handle, const char *);
 static CUresult (*cuFuncSetAttribute)(Handle, int, int);
-static CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-static CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
 static CUresult (*cuLaunchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                   Handle, void **, void **);
-static CUresult (*cuStreamCreate)(Handle *, unsigned);
-static CUresult (*cuStreamBeginCapture)(Handle, int);
-static CUresult (*cuStreamEndCapture)(Handle, Handle *);
-static CUresult (*cuGraphInstantiateWithFlags)(Handle *, Handle, unsigned long long);
-static CUresult (*cuGraphLaunch)(Handle, Handle);
-static CUresult (*cuStreamSynchronize)(Handle);
-static CUresult (*cuEventCreate)(Handle *, unsigned);
-static CUresult (*cuEventRecord)(Handle, Handle);
-static CUresult (*cuEventSynchronize)(Handle);
-static CUresult (*cuEventElapsedTime)(float *, Handle, Handle);
-static CUresult (*cuGetErrorName)(CUresult, const char **);
 
-static void fail(const char *what, const char *detail) {
-    printf("{\"error\": \"%s: %s\"}\n", what, detail);
-    exit(1);
+struct kernel {
+    Handle fn;
+    unsigned block, shared;
+    unsigned long long slots[MAX_PARAMS];
+    void *params[MAX_PARAMS];
+    void **kparams;
+};
+
+static struct kernel kernels[MAX_KERNELS];
+static int n_kernels;
+static char error_text[256];
+
+const char *floor_error(void) { return error_text; }
+
+static int fail(const char *what, int code) {
+    snprintf(error_text, sizeof error_text, "%s (CUresult %d)", what, code);
+    return -1;
 }
 
-static void check(CUresult r, const char *what) {
-    if (r != 0) {
-        const char *name = "unknown";
-        if (cuGetErrorName) cuGetErrorName(r, &name);
-        fail(what, name);
-    }
-}
-
-static void *sym(void *lib, const char *a, const char *b) {
-    void *p = dlsym(lib, a);
-    if (!p && b) p = dlsym(lib, b);
-    if (!p) fail("missing driver symbol", a);
-    return p;
-}
-
-static void load_driver(void) {
+static int load_driver(void) {
+    if (cuLaunchKernel) return 0;
     const char *path = getenv("TMLR_LIBCUDA");
     void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW);
-    if (!lib) fail("dlopen libcuda", dlerror());
-    *(void **)&cuGetErrorName = dlsym(lib, "cuGetErrorName");
-    *(void **)&cuInit = sym(lib, "cuInit", NULL);
-    *(void **)&cuDeviceGet = sym(lib, "cuDeviceGet", NULL);
-    *(void **)&cuDevicePrimaryCtxRetain = sym(lib, "cuDevicePrimaryCtxRetain", NULL);
-    *(void **)&cuCtxSetCurrent = sym(lib, "cuCtxSetCurrent", NULL);
-    *(void **)&cuCtxSynchronize = sym(lib, "cuCtxSynchronize", NULL);
-    *(void **)&cuModuleLoad = sym(lib, "cuModuleLoad", NULL);
-    *(void **)&cuModuleGetFunction = sym(lib, "cuModuleGetFunction", NULL);
-    *(void **)&cuFuncSetAttribute = sym(lib, "cuFuncSetAttribute", NULL);
-    *(void **)&cuMemAlloc = sym(lib, "cuMemAlloc_v2", NULL);
-    *(void **)&cuMemsetD8 = sym(lib, "cuMemsetD8_v2", NULL);
-    *(void **)&cuLaunchKernel = sym(lib, "cuLaunchKernel", NULL);
-    *(void **)&cuStreamCreate = sym(lib, "cuStreamCreate", NULL);
-    *(void **)&cuStreamBeginCapture = sym(lib, "cuStreamBeginCapture_v2", NULL);
-    *(void **)&cuStreamEndCapture = sym(lib, "cuStreamEndCapture", NULL);
-    *(void **)&cuGraphInstantiateWithFlags = sym(lib, "cuGraphInstantiateWithFlags", NULL);
-    *(void **)&cuGraphLaunch = sym(lib, "cuGraphLaunch", NULL);
-    *(void **)&cuStreamSynchronize = sym(lib, "cuStreamSynchronize", NULL);
-    *(void **)&cuEventCreate = sym(lib, "cuEventCreate", NULL);
-    *(void **)&cuEventRecord = sym(lib, "cuEventRecord", NULL);
-    *(void **)&cuEventSynchronize = sym(lib, "cuEventSynchronize", NULL);
-    *(void **)&cuEventElapsedTime = sym(lib, "cuEventElapsedTime", "cuEventElapsedTime_v2");
-}
-
-static double now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
-
-static void print_samples(const char *key, const double *v, int n) {
-    printf("\"%s\": [", key);
-    for (int i = 0; i < n; i++) printf(i ? ", %.4f" : "%.4f", v[i]);
-    printf("]");
-}
-
-#define MAX_PARAMS 64
-
-int main(int argc, char **argv) {
-    if (argc < 6) {
-        fprintf(stderr, "usage: %s CUBIN ENTRY BLOCK_X SHARED PARAMS [BURST ROUNDS GRAPH_N GRAPH_ROUNDS]\n", argv[0]);
-        return 2;
+    if (!lib) {
+        snprintf(error_text, sizeof error_text, "dlopen libcuda: %s", dlerror());
+        return -1;
     }
-    const char *cubin = argv[1], *entry = argv[2], *spec = argv[5];
-    unsigned block = (unsigned)atoi(argv[3]), shared = (unsigned)atoi(argv[4]);
-    int burst = argc > 6 ? atoi(argv[6]) : 200, rounds = argc > 7 ? atoi(argv[7]) : 30;
-    int graph_n = argc > 8 ? atoi(argv[8]) : 200, graph_rounds = argc > 9 ? atoi(argv[9]) : 20;
-    if (burst < 1 || rounds < 1 || graph_rounds < 1 || graph_n < 0) fail("bad arguments", "counts must be positive");
-
-    /* parse the parameter list before touching the driver */
-    char kinds[MAX_PARAMS];
-    int ints[MAX_PARAMS];
-    int n = 0;
-    if (strcmp(spec, "-") != 0) {
-        char *copy = strdup(spec), *save = NULL;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            if (n == MAX_PARAMS) fail("bad PARAMS", "too many parameters");
-            if (strcmp(tok, "p") == 0 || strcmp(tok, "0") == 0) {
-                kinds[n] = tok[0];
-            } else if (strncmp(tok, "i:", 2) == 0) {
-                kinds[n] = 'i';
-                ints[n] = atoi(tok + 2);
-            } else {
-                fail("bad PARAMS token", tok);
-            }
-            n++;
-        }
-        free(copy);
+    *(void **)&cuInit = dlsym(lib, "cuInit");
+    *(void **)&cuDeviceGet = dlsym(lib, "cuDeviceGet");
+    *(void **)&cuDevicePrimaryCtxRetain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+    *(void **)&cuCtxSetCurrent = dlsym(lib, "cuCtxSetCurrent");
+    *(void **)&cuModuleLoad = dlsym(lib, "cuModuleLoad");
+    *(void **)&cuModuleGetFunction = dlsym(lib, "cuModuleGetFunction");
+    *(void **)&cuFuncSetAttribute = dlsym(lib, "cuFuncSetAttribute");
+    *(void **)&cuLaunchKernel = dlsym(lib, "cuLaunchKernel");
+    if (!cuInit || !cuDeviceGet || !cuDevicePrimaryCtxRetain || !cuCtxSetCurrent || !cuModuleLoad ||
+        !cuModuleGetFunction || !cuFuncSetAttribute || !cuLaunchKernel) {
+        cuLaunchKernel = NULL;
+        return fail("a driver symbol is missing", 0);
     }
-
-    load_driver();
-    check(cuInit(0), "cuInit");
-    int dev;
-    Handle ctx, mod, fn, stream, graph, exec, e0, e1;
-    check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-    check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-    check(cuModuleLoad(&mod, cubin), "cuModuleLoad");
-    check(cuModuleGetFunction(&fn, mod, entry), "cuModuleGetFunction");
-    if (shared > 48 * 1024) check(cuFuncSetAttribute(fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)shared), "cuFuncSetAttribute");
-
-    CUdeviceptr ptrs[MAX_PARAMS];
-    void *params[MAX_PARAMS + 1];
-    for (int i = 0; i < n; i++) {
-        if (kinds[i] == 'p') {
-            check(cuMemAlloc(&ptrs[i], 4096), "cuMemAlloc");
-            check(cuMemsetD8(ptrs[i], 0, 4096), "cuMemsetD8");
-            params[i] = &ptrs[i];
-        } else if (kinds[i] == '0') {
-            ptrs[i] = 0;
-            params[i] = &ptrs[i];
-        } else {
-            params[i] = &ints[i];
-        }
-    }
-    void **kparams = n ? params : NULL;
-
-    /* launch loop */
-    for (int i = 0; i < 50; i++) check(cuLaunchKernel(fn, 1, 1, 1, block, 1, 1, shared, NULL, kparams, NULL), "cuLaunchKernel");
-    check(cuCtxSynchronize(), "cuCtxSynchronize");
-    double *launch_us = malloc(sizeof(double) * rounds), *graph_us = malloc(sizeof(double) * graph_rounds);
-    for (int r = 0; r < rounds; r++) {
-        check(cuCtxSynchronize(), "cuCtxSynchronize");
-        double t0 = now_us();
-        CUresult err = 0;
-        for (int i = 0; i < burst; i++) err |= cuLaunchKernel(fn, 1, 1, 1, block, 1, 1, shared, NULL, kparams, NULL);
-        launch_us[r] = (now_us() - t0) / burst;
-        check(err, "cuLaunchKernel (burst)");
-    }
-    check(cuCtxSynchronize(), "cuCtxSynchronize after the launch loop");
-
-    /* graph of graph_n launches, replayed */
-    if (graph_n > 0) {
-        check(cuStreamCreate(&stream, 1 /* NON_BLOCKING */), "cuStreamCreate");
-        check(cuStreamBeginCapture(stream, 0 /* GLOBAL */), "cuStreamBeginCapture");
-        for (int i = 0; i < graph_n; i++)
-            check(cuLaunchKernel(fn, 1, 1, 1, block, 1, 1, shared, stream, kparams, NULL), "cuLaunchKernel (capture)");
-        check(cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
-        check(cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
-        check(cuEventCreate(&e0, 0), "cuEventCreate");
-        check(cuEventCreate(&e1, 0), "cuEventCreate");
-        check(cuGraphLaunch(exec, stream), "cuGraphLaunch");
-        check(cuStreamSynchronize(stream), "cuStreamSynchronize");
-        for (int r = 0; r < graph_rounds; r++) {
-            float ms = 0;
-            check(cuEventRecord(e0, stream), "cuEventRecord");
-            check(cuGraphLaunch(exec, stream), "cuGraphLaunch");
-            check(cuEventRecord(e1, stream), "cuEventRecord");
-            check(cuEventSynchronize(e1), "cuEventSynchronize");
-            check(cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
-            graph_us[r] = ms * 1000.0 / graph_n;
-        }
-    }
-    printf("{\"entry\": \"%s\", \"params\": %d, \"burst\": %d, \"rounds\": %d, \"graph_n\": %d, \"graph_rounds\": %d, ",
-           entry, n, burst, rounds, graph_n, graph_n > 0 ? graph_rounds : 0);
-    print_samples("launch_us", launch_us, rounds);
-    printf(", ");
-    print_samples("graph_us_per_kernel", graph_us, graph_n > 0 ? graph_rounds : 0);
-    printf("}\n");
-    free(launch_us);
-    free(graph_us);
     return 0;
+}
+
+int floor_open(const char *cubin, const char *entry, unsigned block, unsigned shared, int device, int nparams,
+               const unsigned long long *values) {
+    if (n_kernels == MAX_KERNELS || nparams < 0 || nparams > MAX_PARAMS) return fail("too many kernels or parameters", 0);
+    if (load_driver() != 0) return -1;
+    int dev, r;
+    Handle ctx, mod;
+    struct kernel *k = &kernels[n_kernels];
+    if ((r = cuInit(0)) != 0) return fail("cuInit", r);
+    if ((r = cuDeviceGet(&dev, device)) != 0) return fail("cuDeviceGet", r);
+    if ((r = cuDevicePrimaryCtxRetain(&ctx, dev)) != 0) return fail("cuDevicePrimaryCtxRetain", r);
+    if ((r = cuCtxSetCurrent(ctx)) != 0) return fail("cuCtxSetCurrent", r);
+    if ((r = cuModuleLoad(&mod, cubin)) != 0) return fail("cuModuleLoad", r);
+    if ((r = cuModuleGetFunction(&k->fn, mod, entry)) != 0) return fail("cuModuleGetFunction", r);
+    if (shared > 48 * 1024 && (r = cuFuncSetAttribute(k->fn, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)shared)) != 0)
+        return fail("cuFuncSetAttribute", r);
+    for (int i = 0; i < nparams; i++) {
+        k->slots[i] = values[i];
+        k->params[i] = &k->slots[i];
+    }
+    k->kparams = nparams ? k->params : NULL;
+    k->block = block;
+    k->shared = shared;
+    return n_kernels++;
+}
+
+int floor_burst(int handle, unsigned grid, unsigned long long stream, int count) {
+    if (handle < 0 || handle >= n_kernels) return -1;
+    struct kernel *k = &kernels[handle];
+    CUresult err = 0;
+    for (int i = 0; i < count; i++) {
+        CUresult r = cuLaunchKernel(k->fn, grid, 1, 1, k->block, 1, 1, k->shared, (Handle)stream, k->kparams, NULL);
+        if (r != 0 && err == 0) err = r;
+    }
+    return err;
 }

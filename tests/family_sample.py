@@ -75,7 +75,7 @@ def make_family(directory: str, variants: list[tuple[int | None, list[dict[str, 
 
 def dtype_family(directory: str) -> str:
     """8 variants: {fp32, fp16} x n {plain, divisible by 16} x 2 configs (BLOCK 1024 at 4 and 8 warps),
-    autotuned on n, aligned pointers: the family benchmarks/dispatch_overhead.py measures."""
+    autotuned on n, aligned pointers: the family whose dispatch cost benchmarks/launch.py measures."""
     at = autotune(["n"], [{"kwargs": {"BLOCK": 1024}, "num_warps": 4}, {"kwargs": {"BLOCK": 1024}, "num_warps": 8}])
     variants = [(c, signature(t, True, n, 1024)) for c in (0, 1) for t in ("fp32", "fp16") for n in ("", "16")]
     return make_family(directory, variants, at)
