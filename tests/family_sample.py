@@ -14,7 +14,8 @@ import os
 import shutil
 from typing import Any
 
-from tmlr_runtime.abi import Parameter, format_signature
+from tmlr_runtime.abi import format_signature
+from tmlr_runtime.artifact.metadata import read_parameter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADD = os.path.join(ROOT, "examples", "artifacts", "add")
@@ -33,7 +34,7 @@ def signature(dtype: str = "fp32", aligned: bool = True, n: str = "", block: Any
 
 def write_variant(family: str, config: int | None, sig: list[dict[str, Any]], num_warps: int = 4) -> dict[str, Any]:
     """Write one ``v/<vid>/`` sub-artifact; returns its index entry."""
-    text = format_signature(Parameter.from_json(p) for p in sig)
+    text = format_signature(read_parameter(p) for p in sig)
     vid = f"c{config if config is not None else 0}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
     out = os.path.join(family, "v", vid)
     os.makedirs(out)

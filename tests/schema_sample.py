@@ -18,7 +18,7 @@ import jsonschema
 
 import tmlr_runtime as tr
 from tmlr_runtime import abi
-from tmlr_runtime._metadata import METADATA_FILE as METADATA
+from tmlr_runtime.artifact.metadata import METADATA_FILE as METADATA
 
 ROOT = Path(__file__).resolve().parents[1]
 JSONSCHEMA = jsonschema.Draft202012Validator(json.loads(tr.SCHEMA_PATH.read_text()))

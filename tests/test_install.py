@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tmlr_build.common.triton_check import DEFAULT, TESTED
-from tmlr_runtime import _driver
-from tmlr_runtime._errors import CudaUnavailableError, DriverError
+from tmlr_runtime import driver
+from tmlr_runtime.errors import CudaUnavailableError, DriverError
 
 import fake_driver  # tests/ is on sys.path (rootdir conftest)
 
@@ -68,15 +68,15 @@ class _OldDriver(fake_driver.FakeDriver):
 
 
 def _failing_init(fake: fake_driver.FakeDriver, monkeypatch: pytest.MonkeyPatch) -> DriverError:
-    monkeypatch.setattr(_driver, "_api", fake)
-    monkeypatch.setattr(_driver, "_initialised", False)
+    monkeypatch.setattr(driver.PROCESS, "api", fake)
+    monkeypatch.setattr(driver.PROCESS, "initialised", False)
     with pytest.raises(DriverError) as info:
-        _driver.init()
+        driver.init()
     return info.value
 
 
 def test_cuda_python_13_under_a_cuda_12_driver_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    err = _failing_init(_OldDriver(_driver.api(), fake_driver.H200), monkeypatch)
+    err = _failing_init(_OldDriver(driver.api(), fake_driver.H200), monkeypatch)
     assert isinstance(err, CudaUnavailableError) and err.code == "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
     text = str(err)
     assert "built for CUDA 13.4" in text and "supports CUDA 12.4" in text
@@ -84,8 +84,8 @@ def test_cuda_python_13_under_a_cuda_12_driver_names_the_fix(monkeypatch: pytest
 
 
 def test_a_later_call_needing_a_newer_driver_names_the_fix_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_driver, "_api", _OldDriver(_driver.api(), fake_driver.H200))
-    err = _driver.error(36, "cuLaunchKernelEx")
+    monkeypatch.setattr(driver.PROCESS, "api", _OldDriver(driver.api(), fake_driver.H200))
+    err = driver.error(36, "cuLaunchKernelEx")
     assert err.code == "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER" and ".[cu12]" in str(err)
 
 
@@ -94,7 +94,7 @@ def test_a_driver_error_with_matching_versions_adds_no_version_advice(monkeypatc
         def cuDriverGetVersion(self) -> tuple[int, int]:
             return 0, 13040
 
-    err = _failing_init(Matching(_driver.api(), fake_driver.H200), monkeypatch)
+    err = _failing_init(Matching(driver.api(), fake_driver.H200), monkeypatch)
     assert "cu12" not in str(err) and "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" in str(err)
 
 
@@ -104,17 +104,17 @@ def test_a_cuinit_that_passes_under_an_older_driver_warns_with_the_fix(monkeypat
         def cuInit(self, flags: int) -> tuple[int]:
             return (0,)
 
-    monkeypatch.setattr(_driver, "_api", Passing(_driver.api(), fake_driver.H200))
-    monkeypatch.setattr(_driver, "_initialised", False)
+    monkeypatch.setattr(driver.PROCESS, "api", Passing(driver.api(), fake_driver.H200))
+    monkeypatch.setattr(driver.PROCESS, "initialised", False)
     with pytest.warns(RuntimeWarning, match=r"supports CUDA 12\.4: install the cuda-python of the driver's CUDA major"):
-        _driver.init()
+        driver.init()
 
 
 def test_without_cuda_python_the_error_names_the_extra_per_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("cuda", "cuda.bindings", "cuda.bindings.driver", "cuda.cuda"):
         monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
-    monkeypatch.setattr(_driver, "_api", None)
+    monkeypatch.setattr(driver.PROCESS, "api", None)
     with pytest.raises(CudaUnavailableError) as info:
-        _driver.api()
+        driver.api()
     assert "pip install 'cuda-python>=12.3,<13' for a CUDA 12 driver" in str(info.value)
     assert "'.[cu12]' or '.[cu13]'" in str(info.value)

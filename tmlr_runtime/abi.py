@@ -4,7 +4,6 @@
 and its text form (:func:`format_signature`, :func:`split_top_level`), and the compile :class:`Target`.
 """
 from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -109,14 +108,6 @@ class Descriptor:
             doc["tensormap"] = self.tensormap.to_json()
         return doc
 
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "Descriptor":
-        """The record of a ``descriptor`` object (not validated)."""
-        tm = doc.get("tensormap")
-        meta = None if tm is None else TensorMapMeta(int(tm["elem_type"]), int(tm["elem_size"]), int(tm["swizzle"]),
-                                                     bool(tm["fp4_padded"]), tuple(int(b) for b in tm["block_size"]))
-        return cls(doc["dtype"], tuple(int(b) for b in doc["block_shape"]), tuple(doc["fields"]), meta)
-
 
 def pointee(type_: str) -> str | None:
     """``"*fp16"`` and ``"*kfp16"`` (a constant pointer) -> ``"fp16"``; None for any other text."""
@@ -146,15 +137,6 @@ class Parameter:
         """The parameter's entry in metadata.json's ``signature``."""
         doc = {key: getattr(self, key) for key in _JSON_KEYS[self.kind]}
         return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "Parameter":
-        """The record of a ``signature`` entry :meth:`to_json` wrote (not validated)."""
-        kind = doc["kind"]
-        value = 1 if kind == "equal_to_1" else doc.get("value")
-        desc = doc.get("descriptor")
-        return cls(doc["name"], kind, doc.get("type"), doc.get("divisibility", 1), value,
-                   None if desc is None else Descriptor.from_json(desc))
 
 
 def format_entry(p: Parameter) -> str:

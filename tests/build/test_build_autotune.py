@@ -16,11 +16,12 @@ from tmlr_build.common import errors as E
 from tmlr_build.common.arch import Target
 from tmlr_build.common.jobs import Job
 from tmlr_build.common.kernel_facts import KernelFacts
-from tmlr_runtime import ArtifactMetadata, Parameter
+from tmlr_runtime import ArtifactMetadata
+from tmlr_runtime.artifact.metadata import read_parameter
 from tmlr_runtime.abi import format_signature
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "autotune"
-from tmlr_runtime._family_index import FAMILY_SCHEMA_PATH  # noqa: E402
+from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH  # noqa: E402
 
 SHAPE = json.loads(Path(FAMILY_SCHEMA_PATH).read_text())  # the contract: the runtime's family schema
 MATMUL = f"{DATA}/tuned_matmul.py:matmul"
@@ -81,7 +82,7 @@ def test_a_family_holds_one_ordinary_artifact_per_variant(tmp_path: Path, capsys
         sub = json.loads((family / v["dir"] / "metadata.json").read_text())
         meta = ArtifactMetadata.from_dict(sub)
         assert sub["schema_version"] == 1 and meta.name == "matmul" and v["config"] == 0
-        assert format_signature(Parameter.from_json(p) for p in sub["signature"]) == v["signature"]
+        assert format_signature(read_parameter(p) for p in sub["signature"]) == v["signature"]
         assert sub["variants"][0]["launch"]["num_warps"] == 4
         assert sub["variants"][0]["provenance"]["options"]["num_stages"] == 3
     # a variant is exactly what a single build of its signature writes
@@ -133,7 +134,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "autotune"
 
 @pytest.mark.skipif(not __import__("triton").__version__.startswith("3.3."), reason="the committed example is Triton 3.3.1's output")
 def test_committed_example_family_is_what_the_spec_builds_and_its_table_verifies(tmp_path: Path) -> None:
-    from tmlr_runtime._family_cli import verify_family
+    from tmlr_runtime.cli.family import verify_family
 
     import shutil
 

@@ -12,8 +12,8 @@ import pytest
 
 from tmlr_build.cli import main, run
 from tmlr_build.common import errors as E
-from tmlr_runtime._family_cli import verify_family
-from tmlr_runtime._tuning import cache_path, choices, entry, read_entries, write_entries
+from tmlr_runtime.cli.family import verify_family
+from tmlr_runtime.family.tuning import cache_path, choices, entry, read_entries, write_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT_K = f"{ROOT}/tests/data/autotune/split_k.py:accumulate"

@@ -14,6 +14,7 @@ from tmlr_build.common.mlir_text import module_attributes, read_function
 from tmlr_build.common.signature import (SigEntry, bind_python_signature, check_against_ir,
                                          parse_constexpr_assignments, parse_signature)
 from tmlr_runtime.abi import Parameter as Param, format_signature as describe
+from tmlr_runtime.artifact.metadata import read_parameter
 
 
 def test_aot_syntax() -> None:
@@ -39,7 +40,7 @@ def test_describe_round_trips() -> None:
     text = "*fp16:16, i32, i64:1, 128, 'x'"
     params = [e.named(f"a{i}") for i, e in enumerate(parse_signature(text))]
     assert describe(params) == text
-    assert [Param.from_json(p.to_json()) for p in params] == params
+    assert [read_parameter(p.to_json()) for p in params] == params
 
 
 def test_binding_with_constexprs_by_name_and_defaults() -> None:

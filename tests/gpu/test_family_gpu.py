@@ -15,11 +15,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
-from skip_reasons import NEEDS_SM90  # noqa: E402
 from tmlr_runtime.cli import main  # noqa: E402
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
-                                                  reason=f"{NEEDS_SM90} (sm_90a cubins)")]
+pytestmark = [pytest.mark.gpu, pytest.mark.needs_sm(9, 0)]  # sm_90a cubins
 
 FAMILY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts", "add_family")
 

@@ -9,6 +9,7 @@ import struct
 import pytest
 
 from tmlr_runtime import SCHEMA_PATH, abi
+from tmlr_runtime.artifact.metadata import read_parameter
 from tmlr_runtime.abi import TYPES, Parameter, Target, format_signature, split_top_level
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -66,7 +67,7 @@ def test_signature_text_and_json() -> None:
               Parameter("one", "equal_to_1", "i64", value=1), Parameter("B", "constexpr", value=1024),
               Parameter("ACT", "constexpr", value="relu, fast")]
     assert format_signature(params) == "*fp32:16, i32, i64:1, 1024, 'relu, fast'"
-    assert [Parameter.from_json(p.to_json()) for p in params] == params
+    assert [read_parameter(p.to_json()) for p in params] == params
     assert split_top_level(format_signature(params)) == ["*fp32:16", "i32", "i64:1", "1024", "'relu, fast'"]
 
 

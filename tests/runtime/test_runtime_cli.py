@@ -13,7 +13,7 @@ import pytest
 
 import fake_driver
 import tmlr_runtime as tr
-from tmlr_runtime import _driver
+from tmlr_runtime import driver
 from tmlr_runtime.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,7 +68,7 @@ def test_verify_reports_what_jsonschema_finds(tmp_path, monkeypatch, capsys):
     meta["variants"][0]["launch"]["num_warps"] = 64
     (bad / "metadata.json").write_text(json.dumps(meta))
     accepted = tr.ArtifactMetadata.read(ADD)  # the reader is given the unchanged document's records
-    monkeypatch.setattr(tr.ArtifactMetadata, "read", classmethod(lambda cls, directory, stats=None: accepted))
+    monkeypatch.setattr("tmlr_runtime.cli.read", lambda directory, stats=None: accepted)
     assert main(["verify", "--no-device", str(bad)]) == 1
     out = capsys.readouterr().out
     assert "FAIL     metadata.json validates with jsonschema  - $.variants[0].launch.num_warps: 64 is greater than the maximum of 32" in out
@@ -98,7 +98,7 @@ def no_gpu(monkeypatch):
     def init():
         raise tr.CudaUnavailableError("the NVIDIA driver library (libcuda) could not be loaded: (test)")
 
-    monkeypatch.setattr(_driver, "init", init)
+    monkeypatch.setattr(driver, "init", init)
     with fake_driver.fresh_caches():
         yield
 
@@ -202,7 +202,7 @@ def test_inspect_of_a_damaged_artifact_says_so_and_exits_1(tmp_path, capsys, fam
 
 
 def test_tune_refuses_a_missing_cases_file_a_plain_artifact_and_a_folder_before_the_driver(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(_driver, "init", lambda: pytest.fail("tune touched the driver"))
+    monkeypatch.setattr(driver, "init", lambda: pytest.fail("tune touched the driver"))
     cases = os.path.join(ROOT, "examples", "autotune", "tune_cases.py") + ":cases"
     for argv, message in (
             ([AUTOTUNE, "--cases", "nothere.py:cases"], "nothere.py is not a Python file (check the path)"),

@@ -11,9 +11,10 @@ import torch
 import tmlr_runtime as tr
 from family_sample import autotune, dtype_family, make_family, signature
 from fake_driver import fake_cuda_tensor_type, installed
-from tmlr_runtime import _family_index
-from tmlr_runtime._choose import int_entry, pointer_entry
-from tmlr_runtime._heuristics import check_expression, next_power_of_2
+from tmlr_runtime.artifact import family_index
+from tmlr_runtime.artifact.read import read_index
+from tmlr_runtime.family.choose import int_entry, pointer_entry
+from tmlr_runtime.artifact.heuristics import check_expression, next_power_of_2
 
 T = fake_cuda_tensor_type(0)
 
@@ -194,16 +195,16 @@ def test_a_bad_index_is_refused_by_the_reader_and_the_schema(tmp_path, change, j
     with open(os.path.join(d, "metadata.json"), "w") as f:
         json.dump(doc, f)
     with pytest.raises(tr.SchemaError) as e:
-        _family_index.read_index(d)
+        read_index(d)
     assert e.value.json_path == json_path
-    schema = json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text())
+    schema = json.loads(family_index.FAMILY_SCHEMA_PATH.read_text())
     assert bool(list(jsonschema.Draft202012Validator(schema).iter_errors(doc))) == schema_too
 
 
 def test_the_schema_accepts_a_good_index(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
     _, doc = index_doc(tmp_path)
-    jsonschema.validate(doc, json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text()))
+    jsonschema.validate(doc, json.loads(family_index.FAMILY_SCHEMA_PATH.read_text()))
 
 
 def test_a_sub_artifact_that_differs_from_the_index_is_an_integrity_error(tmp_path, fake):
@@ -217,8 +218,8 @@ def test_a_sub_artifact_that_differs_from_the_index_is_an_integrity_error(tmp_pa
 
 def test_the_index_records_the_cubin_bytes_so_tables_and_caches_follow_them(tmp_path, fake):
     # issue 19: a family rebuilt with other cubins (another Triton) must not reuse the old tuning choices
-    from tmlr_runtime._family_cli import verify_family
-    from tmlr_runtime._tuning import cache_path, entry, write_entries
+    from tmlr_runtime.cli.family import verify_family
+    from tmlr_runtime.family.tuning import cache_path, entry, write_entries
 
     d, doc = index_doc(tmp_path)
     digests = []
@@ -235,7 +236,7 @@ def test_the_index_records_the_cubin_bytes_so_tables_and_caches_follow_them(tmp_
     doc["variants"][0]["cubin_sha256"] = {"sm_90a": "0" * 64}  # as a rebuild with other cubin bytes records them
     with open(os.path.join(d, "metadata.json"), "w") as f:
         json.dump(doc, f)
-    other = _family_index.read_index(d)
+    other = read_index(d)
     assert other.sha256 != first and cache_path(other.sha256) != cache_path(first)
     with pytest.raises(tr.IntegrityError, match="cubins differ from those the family index records"):
         tr.Kernel.load(d)  # the index no longer matches the bytes under v/
@@ -244,8 +245,8 @@ def test_the_index_records_the_cubin_bytes_so_tables_and_caches_follow_them(tmp_
 
 
 def test_a_stale_table_is_flagged_by_verify(tmp_path, fake):
-    from tmlr_runtime._family_cli import verify_family
-    from tmlr_runtime._tuning import entry, write_entries
+    from tmlr_runtime.cli.family import verify_family
+    from tmlr_runtime.family.tuning import entry, write_entries
 
     d = dtype_family(str(tmp_path / "add"))
     write_entries(os.path.join(d, "tuning.json"), "add", [entry("NVIDIA H200", "f" * 64, [4096, "fp32", "fp32", "fp32"], 1)], 2)
@@ -261,7 +262,7 @@ HOSTILE = [("args['n'] ** args['m']", {"n": 7, "m": 10 ** 7}), ("1 << 10**10", {
 
 @pytest.mark.parametrize("text,args", HOSTILE)
 def test_a_hostile_heuristic_is_refused_before_it_computes_a_huge_number(text, args):
-    from tmlr_runtime._heuristics import Heuristic, HeuristicLimitError
+    from tmlr_runtime.artifact.heuristics import Heuristic, HeuristicLimitError
 
     h = Heuristic.make("X", text, False)  # inside the whitelist: the bound is on what it computes
     with pytest.raises(HeuristicLimitError, match="64 bits"):
@@ -278,7 +279,7 @@ def test_a_heuristic_too_long_deep_or_wide_is_refused_at_load(text):
                                   "abs(int(args['x'])) << 1 | 1", "args['x'] is not None", "args['n'] or 5", "0 < args['n'] <= 8 < 9",
                                   "args['n'] % 16 == 0 and args['n'] & 15", "2 ** 63 - 1 + args['b']", "args['f'] * 2.5 > 1"])
 def test_a_heuristic_gives_what_python_gives(text):
-    from tmlr_runtime._heuristics import FUNCTIONS, Heuristic
+    from tmlr_runtime.artifact.heuristics import FUNCTIONS, Heuristic
 
     for args in ({"K": 64, "BLOCK_K": 32, "n": 1000, "M": 129, "X": 0, "a": 3, "b": 1, "c": 2, "x": 5.5, "f": 0.25},
                  {"K": 7, "BLOCK_K": 4, "n": 0, "M": 1, "X": True, "a": -1, "b": 0, "c": -7, "x": None, "f": 1e10}):
@@ -295,7 +296,34 @@ def test_every_committed_family_index_is_valid_to_the_reader_and_the_schema():
 
     families = committed_documents(families=True)
     assert families, "tests/gpu/artifacts/add_family is committed"
-    schema = json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text())
+    schema = json.loads(family_index.FAMILY_SCHEMA_PATH.read_text())
     for name, doc in families.items():
         jsonschema.validate(doc, schema)
-        assert len(_family_index.read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])
+        assert len(read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])
+
+
+def test_a_constexpr_fixed_at_build_is_known_to_heuristics_and_grids(tmp_path, fake):
+    """A heuristic held back (no expression) for a constexpr every variant has one value of: a call that omits
+    it takes that value, as a plain Kernel of the same signature does, and the grid callable sees it."""
+    family = tr.Kernel.load(block_family(tmp_path, [{"name": "BLOCK", "expr": None, "after_config": False}], blocks=(1024,)))
+    x, y, out = tensors(4096)
+    seen = []
+    family(lambda meta: seen.append(meta["BLOCK"]) or (4,), x, y, out, 4096)
+    assert seen == [1024] and fake.launches[-1]["grid"] == (4, 1, 1)
+    assert family.choose(x, y, out, 4096).constexprs["BLOCK"] == 1024
+
+
+def test_a_family_s_first_load_reads_each_file_once(tmp_path, fake, monkeypatch):
+    d = dtype_family(str(tmp_path / "add"))
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(os.path.relpath(path, d)) or real_open(path, *a, **k))
+    family = tr.Kernel.load(d)
+    args = tensors(4096)
+    family(4, *args, 4096)
+    launched = family.choose(*args, 4096)
+    assert tr.Kernel.load(launched.directory) is launched.kernel  # a variant's kernel, loaded by its directory: no read either
+    files = [f for f in opened if not f.startswith("..")]
+    metadata = sorted(f for f in files if f.endswith("metadata.json"))
+    assert metadata == sorted(["metadata.json"] + [os.path.join(os.path.relpath(m.directory, d), "metadata.json") for m in family.members])
+    assert len(files) == len(set(files)) and sum(f.endswith(".cubin") for f in files) == 1  # one variant launched: one cubin

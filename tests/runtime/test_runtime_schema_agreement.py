@@ -1,4 +1,4 @@
-"""The metadata reader (tmlr_runtime._metadata) and ``jsonschema`` with schema/metadata.schema.json accept
+"""The metadata reader (tmlr_runtime.artifact.metadata) and ``jsonschema`` with schema/metadata.schema.json accept
 and reject the same documents, over a sample with many valid ones (tests/schema_sample.py), and the
 reader names where an invalid one breaks the schema."""
 from __future__ import annotations

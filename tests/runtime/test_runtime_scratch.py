@@ -26,8 +26,8 @@ def scratch(monkeypatch):
     def free(raw, stream):
         log.append(("free", raw, stream))
 
-    monkeypatch.setattr("tmlr_runtime._launcher.scratch_alloc", alloc)
-    monkeypatch.setattr("tmlr_runtime._launcher.scratch_free", free)
+    monkeypatch.setattr("tmlr_runtime.launch.execute.scratch_alloc", alloc)
+    monkeypatch.setattr("tmlr_runtime.launch.execute.scratch_free", free)
     return log
 
 

@@ -10,9 +10,10 @@ import hashlib
 import json
 from typing import Any, Sequence
 
-from tmlr_runtime import METADATA_FILE, Parameter
-from tmlr_runtime._family_index import FAMILY_SCHEMA_PATH, FAMILY_VERSION  # the runtime's reader of the index
+from tmlr_runtime import METADATA_FILE
+from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH, FAMILY_VERSION  # the runtime's reader of the index
 from tmlr_runtime.abi import format_signature
+from tmlr_runtime.artifact.metadata import read_parameter
 
 from ..common.errors import ArtifactWriteError
 from ..common.jobs import JobResult
@@ -48,7 +49,7 @@ def family_files(plan: FamilyPlan, results: dict[str, Sequence[JobResult]]) -> d
     files: dict[str, bytes] = {}
     digests: dict[str, dict[str, str]] = {}
     for v in plan.variants:
-        built = format_signature(Parameter.from_json(p) for p in results[v.vid][0].signature)
+        built = format_signature(read_parameter(p) for p in results[v.vid][0].signature)
         if built != v.full_signature:
             raise ArtifactWriteError(f"{plan.name}: variant {v.vid} was planned as {v.full_signature!r} but built as "
                                      f"{built!r}; this is a tmlr-build bug, please report it")

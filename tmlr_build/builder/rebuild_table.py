@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from tmlr_runtime import METADATA_FILE
-from tmlr_runtime._tuning import TABLE_FILE
+from tmlr_runtime.artifact.tuning_table import TABLE_FILE
 
 
 def table_on_rebuild(final: str, name: str, files: dict[str, bytes]) -> tuple[dict[str, bytes], list[str], str | None]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import triton
 from tmlr_runtime.abi import TYPES
+from tmlr_runtime.artifact.metadata import read_parameter
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
@@ -286,7 +287,7 @@ def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Parameter] | 
             sig.check_against_ir(base, params, ir_params)
         return params
     if job.sidecar and job.sidecar.get("signature") is not None:
-        return [sig.Parameter.from_json(p) for p in job.sidecar["signature"]]
+        return [read_parameter(p, f"{os.path.splitext(base)[0]}.tmlr.json") for p in job.sidecar["signature"]]
     if ir_params is None:
         stem = os.path.splitext(base)[0]
         raise SignatureError(
@@ -314,7 +315,7 @@ def _sibling_params(job: Job, base: str) -> list[sig.Parameter]:
 def cubin_function(job: Job, base: str, cubin: bytes, entry: str) -> Any:
     """The entry's record in an imported cubin; the metadata JSON must belong to this cubin."""
     from tmlr_runtime import IntegrityError
-    from tmlr_runtime._elf import functions
+    from tmlr_runtime.artifact.elf import functions
 
     try:
         found = functions(cubin, base)

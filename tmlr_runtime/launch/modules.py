@@ -1,13 +1,11 @@
-"""The process-wide module cache: one ``CUmodule`` per (CUDA context, cubin sha256), so loading
+"""The module cache (``driver.PROCESS.modules``): one ``CUmodule`` per (CUDA context, cubin sha256), so loading
 an artifact already loaded in the current context does no driver work."""
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, NamedTuple
-
-from . import _driver
-from ._errors import DeviceLimitError, DriverError
-from ._metadata import Variant
+from .. import driver
+from ..errors import DeviceLimitError, DriverError
+from ..artifact.metadata import Variant
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -16,7 +14,7 @@ class LoadedFunction(NamedTuple):
     """A kernel function ready to launch in one context."""
 
     context: int
-    device: _driver.DeviceInfo
+    device: driver.DeviceInfo
     module: Any
     function: Any
     static_shared: int
@@ -24,11 +22,7 @@ class LoadedFunction(NamedTuple):
     local_bytes: int
 
 
-_lock = threading.Lock()
-_cache: dict[tuple[int, str, str], LoadedFunction] = {}
-
-
-def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
+def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
     """Refuse, before any driver work, what this device cannot run."""
     if variant.threads_per_block > dev.max_threads_per_block:
         raise DeviceLimitError(
@@ -51,38 +45,39 @@ def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
 def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes]) -> LoadedFunction:
     """The loaded function of ``variant`` in ``context`` (current); ``read_cubin()`` only when its
     module is not loaded there yet."""
-    key = (context, variant.cubin_sha256, variant.entry)
-    with _lock:
-        hit = _cache.get(key)
+    key, process = (context, variant.cubin_sha256, variant.entry), driver.PROCESS
+    with process.lock:
+        hit = process.modules.get(key)
         if hit is None:
-            dev, drv = _driver.device_info(ordinal), _driver.api()
+            dev, drv = driver.device_info(ordinal), driver.api()
             check_fits(name, variant, dev)
-            module = _driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
+            module = driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
             try:
-                function = _driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
+                function = driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
                 A = drv.CUfunction_attribute
-                registers, local, static = (int(_driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
+                registers, local, static = (int(driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
                                             for a in (A.CU_FUNC_ATTRIBUTE_NUM_REGS, A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
                                                       A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES))
                 if variant.shared + static > dev.max_shared_optin:
                     raise DeviceLimitError(f"{name}: {variant.shared} bytes of dynamic + {static} of static shared memory exceed the "
                                            f"{dev.max_shared_optin} bytes {dev.name} allows; rebuild with smaller tiles or --num-stages")
                 if variant.shared + static > _DEFAULT_SHARED_LIMIT:  # opt in once here, never per launch
-                    _driver.check(drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    driver.check(drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                          dev.max_shared_optin - static), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
             except BaseException:
                 drv.cuModuleUnload(module)
                 raise
-            hit = _cache[key] = LoadedFunction(context, dev, module, function, static, registers, local)
+            hit = process.modules[key] = LoadedFunction(context, dev, module, function, static, registers, local)
     return hit
 
 
 def clear() -> None:
     """Unload every cached module (for tests and long-lived processes that rotate kernels)."""
-    with _lock:
-        for loaded in _cache.values():
+    process = driver.PROCESS
+    with process.lock:
+        for loaded in process.modules.values():
             try:
-                _driver.check(_driver.api().cuModuleUnload(loaded.module), "cuModuleUnload")
+                driver.check(driver.api().cuModuleUnload(loaded.module), "cuModuleUnload")
             except DriverError:
                 pass  # the context may already be gone
-        _cache.clear()
+        process.modules.clear()

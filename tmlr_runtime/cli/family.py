@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
 from typing import Any, Iterable
 
-from ._errors import ArgumentError, CudaUnavailableError, TmlrError
-from ._family_index import FAMILY_SCHEMA_PATH, is_family, read_index
-from ._tuning import TABLE_FILE, TUNING_SCHEMA_PATH, cache_path, entry, read_entries, write_entries
+from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex
+from ..artifact.metadata import ArtifactMetadata
+from ..artifact.read import artifacts_in, output_folder_error, read, read_index
+from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
+from ..errors import ArgumentError, CudaUnavailableError, TmlrError
+from ..family.dispatch import KernelFamily
+from ..family.members import read_members
+from ..family.tuning import cache_path, write_entries
+from ..launch.kernel import Kernel
+from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel
 
-CheckResult = tuple[str, "bool | None", str]
 
-
-def inspect_family(directory: str) -> dict[str, Any]:
+def inspect_family(index: FamilyIndex) -> dict[str, Any]:
     """Variants, configs, heuristics and the shipped table of a family, as a JSON-able dict."""
-    index = read_index(os.path.abspath(directory))
     at = index.autotune
     configs = at.configs if at else ()
     table = read_entries(os.path.join(index.directory, TABLE_FILE), len(configs)) if at else []
@@ -40,11 +43,8 @@ def inspect_family(directory: str) -> dict[str, Any]:
     }
 
 
-def _variant_problems(index: Any) -> list[str]:
+def _variant_problems(index: FamilyIndex) -> list[str]:
     """The cubins of the variants that do not match their recorded size and sha256."""
-    from ._metadata import ArtifactMetadata
-    from .cli import cubin_problems
-
     problems = []
     for v in index.variants:
         directory = os.path.join(index.directory, v.dir)
@@ -77,18 +77,6 @@ def print_inspect_family(info: dict[str, Any]) -> None:
         print(f"  cache file: {info['cache_file']}")
 
 
-def _jsonschema(path: str, schema_path: Any, what: str) -> CheckResult:
-    try:
-        import jsonschema
-    except ImportError:
-        return what, None, "jsonschema not installed: fields checked by the reader only"
-    with open(path, "rb") as f:
-        doc = json.load(f)
-    schema = json.loads(schema_path.read_text(encoding="utf-8"))
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    return (what, True, f"schema/{schema_path.name}") if error is None else (what, False, f"{error.json_path}: {error.message}")
-
-
 def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult]:
     path = os.path.join(directory, TABLE_FILE)
     if not os.path.exists(path):
@@ -98,29 +86,26 @@ def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult
     except TmlrError as e:
         return [(f"{TABLE_FILE} reads", False, str(e))]
     stale = [e for e in entries if e["index_sha256"] != sha256]
-    return [(f"{TABLE_FILE} reads", True, f"{len(entries)} entries"), _jsonschema(path, TUNING_SCHEMA_PATH, f"{TABLE_FILE} validates with jsonschema"),
+    return [(f"{TABLE_FILE} reads", True, f"{len(entries)} entries"), jsonschema_check(path, TUNING_SCHEMA_PATH, f"{TABLE_FILE} validates with jsonschema"),
             (f"{TABLE_FILE} is for this index", not stale,
              "" if not stale else f"{len(stale)} of {len(entries)} entries are stale: they name another index sha256 (the "
              "family was rebuilt with other configs, variants or cubin bytes) and are ignored; run `tmlr tune` again")]
 
 
-def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]:
-    """Every check of a family: the index, each sub-artifact (as `tmlr verify` checks one), their
-    signatures against the index, the shipped table; with a GPU, every variant loads."""
-    from . import _family
-    from .cli import verify_artifact
-
+def verify_family(directory: str, with_device: bool = True, index: FamilyIndex | None = None) -> list[CheckResult]:
+    """Every check of a family (``index``: its index, read already): the index, each sub-artifact (as `tmlr
+    verify` checks one), their signatures against the index, the shipped table; with a GPU, every variant loads."""
     try:
-        index = read_index(os.path.abspath(directory))
+        index = index or read_index(os.path.abspath(directory))
     except TmlrError as e:
         return [("family index follows the schema", False, str(e))]
     results: list[CheckResult] = [("family index follows the schema", True, f"v3, {len(index.variants)} variants"),
-                                  _jsonschema(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
+                                  jsonschema_check(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
     for v in index.variants:
-        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_artifact(os.path.join(index.directory, v.dir), False)]
+        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_kernel(os.path.join(index.directory, v.dir), False)]
     check = "sub-artifacts match the index (signatures, cubin sha256)"
     try:
-        _family._members(index, True)
+        read_members(index, True, Kernel)
         results.append((check, True, ""))
     except TmlrError as e:
         return results + [(check, False, str(e))]
@@ -136,12 +121,10 @@ def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]
     return results
 
 
-def _device_check(index: Any) -> CheckResult:
-    from . import _family
-
+def _device_check(index: FamilyIndex) -> CheckResult:
     check = "every variant loads on this device"
     try:
-        family = _family.KernelFamily(index, tuning="strict")
+        family = KernelFamily(index, Kernel, tuning="strict")
         for m in family.members:
             m.kernel.variant  # noqa: B018 - loads the cubin in this context
     except CudaUnavailableError as e:
@@ -176,26 +159,20 @@ def _cases(spec: str) -> Iterable[Any]:
 
 def _check_tunable(directory: str) -> None:
     """Refuse, before any driver call, a directory that is no family: there is nothing to tune."""
-    from ._kernel import artifacts_in, output_folder_error
-
-    if is_family(directory):
-        return
     found = artifacts_in(directory)
     if found:
         raise output_folder_error(directory, found, f"tune a family among them, e.g. tmlr tune {found[0]} --cases ...")
-    if os.path.isfile(os.path.join(directory, "metadata.json")):
+    if os.path.isfile(os.path.join(directory, "metadata.json")) and read(directory).kind != "family":
         raise ArgumentError(f"{directory}: not a family: nothing to tune (a plain artifact has one set of options); "
                             "tmlr tune takes the family tmlr-build writes for an @triton.autotune kernel", "directory")
 
 
 def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
     """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
-    from ._family import KernelFamily
-
     _cases_file(cases)
     _check_tunable(directory)
-    family = KernelFamily.load(directory, tuning="strict")
-    if family.tuner is None:
+    family = Kernel.load(directory, tuning="strict")
+    if not isinstance(family, KernelFamily) or family.tuner is None:
         raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")
     new = []
     for n, case in enumerate(_cases(cases)):
@@ -224,3 +201,4 @@ def run_tune(args: argparse.Namespace) -> int:
     new = tune(args.directory, args.cases, out)
     print(f"{out}: {len(new)} entries written", file=sys.stderr)
     return 0
+

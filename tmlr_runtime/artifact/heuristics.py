@@ -18,7 +18,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ._errors import short_repr
+from ..errors import short_repr
 
 
 def next_power_of_2(n: int) -> int:

@@ -1,4 +1,5 @@
-"""The one place that talks to cuda-python: version differences, error translation, device facts.
+"""The one place that talks to cuda-python (version differences, error translation, device facts), and
+the one object that holds the process's state: :data:`PROCESS`, a :class:`Process`.
 
 cuda-python 12.x exposes the driver as ``cuda.cuda`` (and, from 12.6, also as
 ``cuda.bindings.driver``); 13.x only as ``cuda.bindings.driver``. Everything else in tmlr_runtime
@@ -8,11 +9,13 @@ before the first :func:`init`.
 """
 from __future__ import annotations
 
+import os
+import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import CudaUnavailableError, DriverError
+from .errors import CudaUnavailableError, DriverError
 
 # What a CUresult means for a tmlr user, and what to do about it.
 _MEANINGS: dict[str, str] = {
@@ -43,24 +46,67 @@ _MEANINGS: dict[str, str] = {
 # which cuda-python's CUresult does not name).
 _OLD_DRIVER_RESULTS = ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER", "CUresult 35")
 
-_api: Any = None
-_initialised = False
+Stamp = tuple[int, int, int]  # what identifies a file's contents: mtime_ns, size, inode
+
+
+@dataclass
+class Process:
+    """Everything tmlr_runtime keeps for the life of the process; tests swap in another (``tests/fake_driver.py``).
+
+    ``api``: the driver bindings once imported; ``devices``: :class:`DeviceInfo` by ordinal; ``modules``:
+    the loaded functions by (context, cubin sha256, entry) (``launch/modules.py``); ``loaded``: what
+    ``Kernel.load`` gave for a key, with the stamp of each file it read (None: the file was absent).
+    """
+
+    api: Any = None
+    initialised: bool = False
+    devices: dict[int, Any] = field(default_factory=dict)
+    modules: dict[tuple[int, str, str], Any] = field(default_factory=dict)
+    loaded: dict[tuple[Any, ...], tuple[dict[str, Stamp | None], Any]] = field(default_factory=dict)
+    lock: Any = field(default_factory=threading.Lock)  # guards modules and loaded
+
+    def cached(self, key: tuple[Any, ...]) -> Any:
+        """What was loaded for ``key``, while every file it read is unchanged; else None."""
+        hit = self.loaded.get(key)
+        if hit is not None and all(stamp_of(path) == stamp for path, stamp in hit[0].items()):
+            return hit[1]
+        return None
+
+    def remember(self, key: tuple[Any, ...], stats: dict[str, os.stat_result | None], value: Any) -> None:
+        """Keep ``value`` for ``key`` with the stats of the files it was read from (``artifact.read_file``)."""
+        with self.lock:
+            self.loaded[key] = ({path: None if st is None else stamp(st) for path, st in stats.items()}, value)
+
+
+def stamp(st: os.stat_result) -> Stamp:
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def stamp_of(path: str) -> Stamp | None:
+    try:
+        return stamp(os.stat(path))
+    except OSError:  # gone (or never there)
+        return None
+
+
+PROCESS = Process()
 
 
 def api() -> Any:
     """The cuda-python driver module (``cuda.bindings.driver`` or, on old 12.x, ``cuda.cuda``)."""
-    global _api
-    if _api is None:
+    process = PROCESS
+    if process.api is None:
         try:
-            from cuda.bindings import driver as _api
+            from cuda.bindings import driver as bindings
         except ImportError:
             try:
-                from cuda import cuda as _api  # cuda-python < 12.6
+                from cuda import cuda as bindings  # cuda-python < 12.6
             except ImportError as e:
                 raise CudaUnavailableError("cuda-python is not installed; pip install 'cuda-python>=12.3,<13' for a CUDA "
                                            "12 driver, 'cuda-python>=13,<14' for CUDA 13 (nvidia-smi shows which; from a "
                                            "tmlr checkout: pip install -e '.[cu12]' or '.[cu13]')") from e
-    return _api
+        process.api = bindings
+    return process.api
 
 
 def error(code: int, what: str, cls: type[DriverError] = DriverError) -> DriverError:
@@ -112,9 +158,8 @@ def check(result: Any, what: str) -> Any:
 def init() -> Any:
     """Initialise the driver once per process and return the bindings module; a machine without
     libcuda gets :class:`CudaUnavailableError`, not cuda-bindings' own loader exception."""
-    global _initialised
     drv = api()
-    if not _initialised:  # cuInit is idempotent and thread-safe: two threads may both call it
+    if not PROCESS.initialised:  # cuInit is idempotent and thread-safe: two threads may both call it
         try:
             result = drv.cuInit(0)
         except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
@@ -126,7 +171,7 @@ def init() -> Any:
         note = version_mismatch()
         if note:  # cuInit passed, but a later call may need a function this driver lacks: say the fix now
             warnings.warn(f"tmlr_runtime: {note}", RuntimeWarning, stacklevel=2)
-        _initialised = True
+        PROCESS.initialised = True
     return drv
 
 
@@ -149,12 +194,9 @@ class DeviceInfo:
         return self.major * 10 + self.minor
 
 
-_devices: dict[int, DeviceInfo] = {}
-
-
 def device_info(ordinal: int) -> DeviceInfo:
     """Cached :class:`DeviceInfo` of device ``ordinal``."""
-    info = _devices.get(ordinal)
+    info = PROCESS.devices.get(ordinal)
     if info is None:
         drv = init()
         dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
@@ -164,7 +206,7 @@ def device_info(ordinal: int) -> DeviceInfo:
             return int(check(drv.cuDeviceGetAttribute(a, dev), f"cuDeviceGetAttribute({a.name})"))
 
         name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0", 1)[0].decode(errors="replace")
-        info = _devices[ordinal] = DeviceInfo(
+        info = PROCESS.devices[ordinal] = DeviceInfo(
             ordinal, name, attr("COMPUTE_CAPABILITY_MAJOR"), attr("COMPUTE_CAPABILITY_MINOR"), attr("MAX_THREADS_PER_BLOCK"),
             attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"), (attr("MAX_GRID_DIM_X"), attr("MAX_GRID_DIM_Y"), attr("MAX_GRID_DIM_Z")),
             bool(attr("CLUSTER_LAUNCH")), bool(attr("COOPERATIVE_LAUNCH")),

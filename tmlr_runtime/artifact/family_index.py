@@ -1,0 +1,138 @@
+"""A family index: ``metadata.json`` of schema version 3 over ``v/<vid>/`` sub-artifacts, as frozen records.
+
+A family directory holds ordinary (v1/v2) artifacts under ``v/<vid>/``, one per specialization
+pattern x autotune config x heuristic value, and this index, which names the kernel's parameters,
+its ``@triton.autotune`` configs and key, its ``@triton.heuristics`` expressions and every variant
+with its signature text. The schema file is :data:`FAMILY_SCHEMA_PATH`; :meth:`FamilyIndex.from_dict`
+checks every field by the same rules as kernel metadata (``rules``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .heuristics import Heuristic
+from .files import FAMILY_VERSION
+from .rules import BOOL, IDENTIFIER, IS_ARCH, IS_SHA256, Invalid, array, at, check, integer, nullable, obj, one_of, string, test
+
+FAMILY_SCHEMA_PATH = Path(__file__).with_name("schema") / "family.schema.json"
+_PARAM_KINDS = ("runtime", "constexpr")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One ``triton.Config``: constexpr values and launch options."""
+
+    kwargs: dict[str, Any]
+    num_warps: int
+    num_stages: int
+    num_ctas: int
+    maxnreg: int | None
+
+    def meta(self) -> dict[str, Any]:
+        """What Triton's ``Config.all_kwargs()`` gives a heuristic or a grid callable."""
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages, "num_ctas": self.num_ctas,
+                "maxnreg": self.maxnreg}
+
+    def to_json(self) -> dict[str, Any]:
+        """The config as the family index records it."""
+        return {"kwargs": dict(self.kwargs), "num_warps": self.num_warps, "num_stages": self.num_stages,
+                "num_ctas": self.num_ctas, "maxnreg": self.maxnreg}
+
+    def describe(self) -> str:
+        kw = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
+        return f"{kw}{', ' if kw else ''}num_warps={self.num_warps}, num_stages={self.num_stages}"
+
+
+@dataclass(frozen=True)
+class Autotune:
+    """The ``@triton.autotune`` record: key, configs and what a benchmark must save or clear."""
+
+    key: tuple[str, ...]
+    configs: tuple[Config, ...]
+    reset_to_zero: tuple[str, ...]
+    restore_value: tuple[str, ...]
+    has_pre_hook: bool
+    dtype_in_key: bool
+
+
+@dataclass(frozen=True)
+class FamilyVariant:
+    dir: str  # relative to the family directory: "v/c0-3fa2b19c0d11"
+    config: int | None
+    signature: str  # the sub-artifact's full signature text
+    # arch -> sha256 of its cubin (None in an index written before the field): the index's own sha256, which
+    # keys tuning tables and caches, changes whenever a variant's bytes do
+    cubin_sha256: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class FamilyIndex:
+    """A parsed, checked family index."""
+
+    name: str
+    params: tuple[tuple[str, str], ...]  # (name, "runtime" | "constexpr") in declaration order
+    autotune: Autotune | None
+    heuristics: tuple[Heuristic, ...]
+    variants: tuple[FamilyVariant, ...]
+    directory: str
+    sha256: str  # of the index file's bytes: what tuning tables and caches are keyed by
+    kind = "family"
+
+    @classmethod
+    def from_dict(cls, doc: Any, directory: str, sha256: str) -> "FamilyIndex":
+        """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
+        d = check(_document, doc, os.path.join(directory, "metadata.json"),
+                  "not a tmlr family index (schema v3) - rebuild it with tmlr-build")
+        return cls(d["name"], d["params"], d["autotune"], d["heuristics"], d["variants"], directory, sha256)
+
+
+# --- the document, in the order of schema/family.schema.json ---------------------------------------
+_NAMES = array(IDENTIFIER)
+_CONFIG = obj({"kwargs": test(lambda v: type(v) is dict and all(isinstance(x, (int, float)) for x in v.values()),
+                             "an object of constexpr values (numbers or bools)"),
+               "num_warps": integer(1), "num_stages": integer(0), "num_ctas": integer(1),
+               "maxnreg": nullable(integer(-2**63))})
+_AUTOTUNE_RULE = obj({"key": _NAMES, "configs": array(lambda c: Config(**_CONFIG(c)), 1), "reset_to_zero": _NAMES,
+                      "restore_value": _NAMES, "has_pre_hook": BOOL, "dtype_in_key": BOOL})
+_AUTOTUNE = lambda value: Autotune(**_AUTOTUNE_RULE(value))  # noqa: E731
+
+
+def _heuristic(value: Any) -> Heuristic:
+    h = obj({"name": IDENTIFIER, "expr": nullable(string()), "after_config": BOOL})(value)
+    try:
+        return Heuristic.make(h["name"], h["expr"], h["after_config"])
+    except ValueError as e:
+        raise at(Invalid(str(e)), "expr") from None
+
+
+def _relative(rel: str) -> str:
+    parts = rel.replace("\\", "/").split("/")
+    if os.path.isabs(rel) or ".." in parts or "" in parts or rel.startswith("~"):
+        raise Invalid(f"{rel!r} must be a relative path inside the family directory (no '..', not absolute)")
+    return rel
+
+
+_DIGESTS = test(lambda v: type(v) is dict and len(v) > 0 and all(type(k) is str and IS_ARCH(k) and type(d) is str and IS_SHA256(d)
+                                                                  for k, d in v.items()),
+                'an object of arch -> sha256 (lowercase hex), e.g. {"sm_90a": "3fa2..."}')
+_VARIANT = obj({"dir": lambda v: _relative(string(meaning="a relative directory")(v)),
+                "config": nullable(integer(0)), "signature": string(meaning="a signature text")}, {"cubin_sha256": _DIGESTS})
+_PARAM = obj({"name": IDENTIFIER, "kind": one_of(_PARAM_KINDS, "runtime or constexpr")})
+_DOCUMENT_RULE = obj({"schema_version": one_of((FAMILY_VERSION,), "3 (a family index)"), "kind": one_of(("family",), '"family"'), "name": IDENTIFIER,
+                      "params": array(lambda p: (lambda d: (d["name"], d["kind"]))(_PARAM(p))),
+                      "autotune": nullable(_AUTOTUNE), "heuristics": array(_heuristic),
+                      "variants": array(lambda v: FamilyVariant(**_VARIANT(v)), 1)})
+
+
+def _document(doc: Any) -> dict[str, Any]:
+    d = _DOCUMENT_RULE(doc)
+    n = len(d["autotune"].configs) if d["autotune"] else 0
+    for i, v in enumerate(d["variants"]):
+        if v.config is not None and v.config >= n:
+            raise at(at(at(Invalid(f"{v.config} is not an index into autotune.configs (0..{n - 1}) or null"), "config"), i), "variants")
+    if (d["autotune"] is None) != all(v.config is None for v in d["variants"]) or d["autotune"] and any(v.config is None for v in d["variants"]):
+        raise at(Invalid("every variant names its config when the kernel is autotuned, none when it is not"), "variants")
+    return d

@@ -1,0 +1,236 @@
+"""A kernel's metadata.json as frozen records: the signature and one :class:`Variant` per cubin.
+
+The schema file (:data:`SCHEMA_PATH`) is the contract with tmlr_build, which validates with ``jsonschema``
+before writing; :meth:`ArtifactMetadata.from_dict` checks each field by the rule its record's table gives
+it (``_PARAMETER``, ``_DESCRIPTOR``, ``_VARIANT``, made by ``rules``) while it builds the records.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
+                   TensorMapMeta)
+from ..errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
+from .files import read_file, read_json
+from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
+
+SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
+SCHEMA_VERSION = 2  # the newest this reader reads
+SCHEMA_VERSIONS = (1, 2)  # 2 added tensordesc parameters; a document without one says 1
+METADATA_FILE = "metadata.json"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compiled cubin of the kernel, for one target architecture."""
+
+    target: Target
+    entry: str
+    cubin_file: str
+    cubin_sha256: str
+    cubin_size: int
+    num_warps: int
+    num_ctas: int
+    cluster_dims: tuple[int, int, int]
+    shared: int
+    tmem_size: int
+    cooperative: bool
+    pdl: bool
+    scratch_size: int
+    scratch_align: int
+    hidden_params: tuple[str, ...]
+    resources: dict[str, int]
+    provenance: dict[str, Any]
+
+    @property
+    def capability(self) -> int:
+        return self.target.capability
+
+    @property
+    def arch(self) -> str:
+        return self.target.arch
+
+    @property
+    def threads_per_block(self) -> int:
+        return 32 * self.num_warps
+
+    @property
+    def is_cluster_launch(self) -> bool:
+        return self.cluster_dims != (1, 1, 1)
+
+    def runs_on(self, major: int, minor: int) -> bool:
+        return self.target.runs_on(major, minor)
+
+
+@dataclass(frozen=True)
+class ArtifactMetadata:
+    """A parsed, checked metadata.json."""
+
+    name: str
+    signature: tuple[Parameter, ...]
+    variants: tuple[Variant, ...]
+    path: str | None = None
+    schema_version: int = 1
+    kind = "kernel"  # a FamilyIndex says "family"
+
+    @classmethod
+    def from_dict(cls, doc: Any, path: str | None = None) -> "ArtifactMetadata":
+        """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
+        where = path or "metadata"
+        version = doc.get("schema_version", SCHEMA_VERSION) if isinstance(doc, dict) else SCHEMA_VERSION
+        if isinstance(version, bool) or version not in SCHEMA_VERSIONS:
+            raise SchemaError(f"{where}: schema_version {short_repr(version)} is not supported by this tmlr_runtime (it "
+                              f"reads versions {', '.join(map(str, SCHEMA_VERSIONS))}); rebuild the artifact with a matching tmlr-build or upgrade "
+                              "tmlr_runtime", path, "$.schema_version")
+        name, signature, variants = check(lambda d: _document(d, version), doc, path,
+                                          f"not a tmlr metadata.json (schema v{SCHEMA_VERSION}) - rebuild it with tmlr-build")
+        return record(cls, {"name": name, "signature": signature, "variants": variants, "path": path, "schema_version": int(version)})
+
+    @classmethod
+    def read(cls, directory: str | os.PathLike[str], stats: dict[str, os.stat_result] | None = None) -> "ArtifactMetadata":
+        """Read and check ``directory/metadata.json`` as kernel metadata; ``stats`` gets the stat of the file read, by path."""
+        path = os.path.join(os.fspath(directory), METADATA_FILE)
+        return cls.from_dict(read_json(path, stats)[0], path)
+
+    @property
+    def runtime_params(self) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.signature if p.kind == "runtime")
+
+    @property
+    def constexprs(self) -> dict[str, Any]:
+        return {p.name: p.value for p in self.signature if p.kind == "constexpr"}
+
+    def select_variant(self, major: int, minor: int) -> Variant:
+        """The best variant for a device of compute capability major.minor: an exact arch-specific
+        match first, then the newest portable cubin of the same major."""
+        fits = [v for v in self.variants if v.runs_on(major, minor)]
+        if not fits:
+            clusters = major < 9 and all(v.is_cluster_launch for v in self.variants)
+            raise NoCompatibleVariantError(
+                f"{self.name}: no variant runs on this device (compute capability {major}.{minor}, sm_{major}{minor}); the "
+                f"artifact has {', '.join(v.arch for v in self.variants)}. Rebuild with `tmlr-build ... --arch {major}{minor}` "
+                "(add it to the existing --arch list)"
+                + (" and --num-ctas 1: thread-block clusters need sm_90 or newer" if clusters else ""))
+        return max(fits, key=lambda v: (v.target.arch_specific, v.capability))
+
+
+# --- the document, in the order of schema/metadata.schema.json -----------------------------------
+CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
+_TEXT, _DIMS = string(), array(integer(1), 1, 5)
+_TENSORMAP = obj({"elem_type": integer(0, 15), "elem_size": integer(1, 8), "swizzle": integer(0, 3), "fp4_padded": BOOL, "block_size": _DIMS})
+_DESCRIPTOR = obj({"dtype": string(POINTEE_TYPES.__contains__, f"one of {list(POINTEE_TYPES)}"), "block_shape": _DIMS,
+                       "fields": array(string(DESCRIPTOR_FIELDS.__contains__, f"one of {list(DESCRIPTOR_FIELDS)} (a field this "
+                                             "tmlr_runtime does not know cannot be launched: upgrade tmlr_runtime)"), 1)},
+                      {"tensormap": _TENSORMAP})
+
+
+def _descriptor(value: Any) -> Descriptor:
+    d = _DESCRIPTOR(value)
+    if ("tensormap" in d["fields"]) != ("tensormap" in d):
+        raise Invalid("'tensormap' is required when fields holds 'tensormap', and allowed only then")
+    meta = d.get("tensormap")
+    return record(Descriptor, {"dtype": d["dtype"], "block_shape": d["block_shape"], "fields": d["fields"],
+                                "tensormap": None if meta is None else TensorMapMeta(**meta)})
+
+
+_KINDS = ("runtime", "constexpr", "equal_to_1")
+_PARAMETER = {
+    "runtime": obj({"name": IDENTIFIER, "kind": ANY, "divisibility": one_of((1, 16), "1 or 16"),
+                        "type": string(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
+    TENSORDESC: obj({"name": IDENTIFIER, "kind": ANY, "type": ANY, "descriptor": _descriptor,
+                         "divisibility": one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
+    "constexpr": obj({"name": IDENTIFIER, "kind": ANY, "value": test(lambda v: not isinstance(v, (list, dict)),
+                                                                         "a number, boolean, string or null")}),
+    "equal_to_1": obj({"name": IDENTIFIER, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
+}
+_VARIANT = obj({
+    "target": obj({"backend": one_of(("cuda",), "'cuda'"), "capability": integer(50),
+                       "arch": string(IS_ARCH, "an arch like sm_90a"),
+                       "warp_size": one_of((32,), "32")}),
+    "entry": IDENTIFIER,
+    "cubin": obj({"file": string(CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"), "sha256": SHA256,
+                      "size": integer(1)}),
+    "launch": obj({"num_warps": integer(1, 32), "num_ctas": integer(1), "cluster_dims": array(integer(1), 3, 3), "shared": integer(),
+                       "tmem_size": integer(), "launch_cooperative_grid": BOOL, "launch_pdl": BOOL}),
+    "scratch": obj({"global_scratch_size": integer(), "global_scratch_align": integer(1), "hidden_params": array(
+        one_of(("global_scratch", "profile_scratch"), "global_scratch or profile_scratch"), unique=True)}),
+    "provenance": obj({"triton_version": _TEXT, "ptxas_version": _TEXT, "source_stage": one_of(
+        ("python", "ttir", "ttgir", "llir", "ptx", "cubin"), "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']"),
+        "source_sha256": SHA256, "options": test(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT}),
+}, {"resources": obj({}, dict.fromkeys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"), integer()))})
+
+
+def _parameter(p: Any) -> Parameter:
+    kind = p.get("kind") if type(p) is dict else None
+    if type(kind) is not str or kind not in _KINDS:
+        if isinstance(p, dict) and "kind" in p:
+            raise at(not_(p["kind"], f"one of {list(_KINDS)}"), "kind")
+        obj({"kind": ANY})(p)
+    d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
+    return record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
+                               "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": d.get("descriptor")})
+
+
+def read_parameter(doc: Any, path: str | None = None) -> Parameter:
+    """One ``signature`` entry (as ``Parameter.to_json`` writes it) checked by metadata.json's rules; ``path``
+    names its file in a :class:`SchemaError`."""
+    return check(_parameter, doc, path, f"not a tmlr signature entry (schema v{SCHEMA_VERSION}) - rebuild it with tmlr-build")
+
+
+def _variant(value: Any) -> Variant:
+    d = _VARIANT(value)
+    t, c, launch, scratch = d["target"], d["cubin"], d["launch"], d["scratch"]
+    return record(Variant, {
+        "target": record(Target, {"capability": t["capability"], "arch": t["arch"]}), "entry": d["entry"],
+        "cubin_file": c["file"], "cubin_sha256": c["sha256"], "cubin_size": c["size"],
+        "num_warps": launch["num_warps"], "num_ctas": launch["num_ctas"], "cluster_dims": launch["cluster_dims"],
+        "shared": launch["shared"], "tmem_size": launch["tmem_size"], "cooperative": launch["launch_cooperative_grid"],
+        "pdl": launch["launch_pdl"], "scratch_size": scratch["global_scratch_size"], "scratch_align": scratch["global_scratch_align"],
+        "hidden_params": scratch["hidden_params"], "resources": d.get("resources", {}), "provenance": d["provenance"]})
+
+
+_DOCUMENT = obj({"schema_version": ANY, "name": IDENTIFIER, "signature": array(_parameter), "variants": array(_variant, 1)})
+
+
+def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]]:
+    d = _DOCUMENT(doc)
+    name, signature, variants = d["name"], d["signature"], d["variants"]
+    names = [p.name for p in signature]
+    if len(set(names)) != len(names):
+        raise at(Invalid(f"parameter names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}"), "signature")
+    if len({v.arch for v in variants}) != len(variants):
+        raise at(Invalid(f"two variants for the same arch ({', '.join(v.arch for v in variants)})"), "variants")
+    if version == 1 and any(p.descriptor is not None for p in signature):
+        raise at(Invalid("1, but the signature has a tensordesc parameter, which needs schema_version 2"), "schema_version")
+    return name, signature, variants
+
+
+def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> bytes:
+    """The variant's cubin bytes, after checking size and sha256 against the metadata; ``stats`` as
+    for :func:`read_file`."""
+    name = variant.cubin_file
+    if CUBIN_FILE(name) is None:  # the reader refuses it too; checked again before a file access
+        raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact "
+                          "directory", None, "$.variants[].cubin.file")
+    path = os.path.join(os.fspath(directory), name)
+    try:
+        data = read_file(path, stats)
+    except FileNotFoundError:
+        raise ArtifactError(f"{path}: missing; metadata.json names it for {variant.arch} - copy the whole artifact "
+                            "directory", path) from None
+    if len(data) != variant.cubin_size:
+        raise IntegrityError(f"{path}: {len(data)} bytes, metadata.json records {variant.cubin_size}; the file is "
+                             "truncated or replaced - copy the artifact directory again or rebuild it", path)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != variant.cubin_sha256:
+        raise IntegrityError(f"{path}: sha256 {digest} does not match metadata.json ({variant.cubin_sha256}); the cubin "
+                             "was changed after the build - rebuild the artifact with tmlr-build", path)
+    if data[:4] != b"\x7fELF":
+        raise IntegrityError(f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; "
+                             "rebuild it with tmlr-build", path)
+    return data

@@ -1,0 +1,129 @@
+"""``tmlr``: look at and check artifacts where they are deployed (no Triton needed).
+
+    tmlr inspect DIR [--json] [--no-device]   the call signature, variants, launch data, resources, provenance;
+                                              exit 1 when a cubin does not match its recorded size and sha256
+    tmlr verify DIR [--json] [--no-device] [--strict]
+                                              fields (and the schema file itself, with jsonschema installed), hashes,
+                                              entry symbols, and with a GPU that this device can load it; exit 1 on a
+                                              failure, and with --strict also when a check was skipped
+    tmlr tune DIR --cases FILE.py:func        a family: benchmark its autotune configs here, write DIR/tuning.json
+
+An artifact directory is inspected and verified by ``cli/artifact.py``, a family directory (index of
+schema v3) by ``cli/family.py``. DIR may also be the folder ``tmlr-build -o`` wrote: inspect and verify
+then take each artifact in it.
+
+Errors become messages and exit codes in one place. A reader that closes the pipe early
+(``tmlr inspect DIR | head``) ends it with status 141, as SIGPIPE ends other commands, and no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from .. import __version__
+from ..errors import TmlrError
+from ..artifact.read import artifacts_in, read
+from . import family as family_cli
+from .artifact import DEVICE_CHECK, SCHEMA_CHECK, CheckResult, inspect_kernel, print_inspect_kernel, verify_kernel
+
+_VERDICT = {True: "ok", False: "FAIL", None: "skipped"}
+
+
+def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]:
+    """Everything a person wants to know about an artifact or a family, as a JSON-able dict."""
+    found = read(os.path.abspath(directory))
+    if found.kind == "family":
+        return family_cli.inspect_family(found)
+    return inspect_kernel(directory, found, with_device)
+
+
+def verify_artifact(directory: str, with_device: bool = True) -> list[CheckResult]:
+    """``(check, passed, detail)`` for every check of an artifact or a family (see ``verify_kernel``)."""
+    try:
+        found = read(os.path.abspath(directory))
+    except TmlrError as e:
+        return [(SCHEMA_CHECK, False, str(e))]
+    if found.kind == "family":
+        return family_cli.verify_family(directory, with_device, found)
+    return verify_kernel(directory, with_device, found)
+
+
+def _print_inspect(info: dict[str, Any]) -> None:
+    (family_cli.print_inspect_family if info.get("schema_version") == 3 else print_inspect_kernel)(info)
+    for problem in info["problems"]:
+        print(f"  DAMAGED   {problem}")
+    if info["problems"]:
+        print(f"  run `tmlr verify {info['directory']}` for every check")
+
+
+def _run(argv: list[str] | None) -> int:
+    parser = argparse.ArgumentParser(prog="tmlr", description="Inspect and verify tmlr artifacts.")
+    parser.add_argument("--version", action="version", version=f"tmlr {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("inspect", "show an artifact (exit 1 when a cubin does not match metadata.json)"),
+                       ("verify", "check an artifact without launching it (exit 1 on failure)")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("directory", help="an artifact, a family, or the folder tmlr-build -o wrote (each artifact in it)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument("--no-device", action="store_true", help="do not touch the GPU even if there is one")
+    sub.choices["verify"].add_argument("--strict", action="store_true",
+                                       help="a check that could not be made (no GPU, --no-device, no jsonschema) fails too")
+    family_cli.add_tune_parser(sub)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "tune":
+            return family_cli.run_tune(args)
+        directories = artifacts_in(args.directory) or [args.directory]
+        run = _inspect if args.command == "inspect" else _verify
+        outcomes = [run(d, args, header=len(directories) > 1) for d in directories]
+        if args.json:
+            print(json.dumps(outcomes[0][1] if len(directories) == 1 else [doc for _, doc in outcomes], indent=1))
+        return max(status for status, _ in outcomes)
+    except TmlrError as e:
+        print(f"tmlr {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _inspect(directory: str, args: argparse.Namespace, header: bool) -> tuple[int, Any]:
+    info = inspect_artifact(directory, with_device=not args.no_device)
+    if not args.json:
+        if header:
+            print(f"== {directory}")
+        _print_inspect(info)
+    return (1 if info["problems"] else 0), info
+
+
+def _verify(directory: str, args: argparse.Namespace, header: bool) -> tuple[int, Any]:
+    results = verify_artifact(directory, with_device=not args.no_device)
+    if args.no_device:
+        results.append((DEVICE_CHECK, None, "not checked: loading the cubin on a device (--no-device)"))
+    doc = [{"check": c, "ok": ok, "verdict": _VERDICT[ok], "detail": d} for c, ok, d in results]
+    if not args.json:
+        if header:
+            print(f"== {directory}")
+        for check, ok, detail in results:
+            print(f"{_VERDICT[ok]:7s}  {check}{'  - ' + detail if detail else ''}")
+    # a family without a shipped tuning table is complete: that row informs, it stands for no check left undone
+    skipped = [c for c, ok, _ in results if ok is None and c != family_cli.TABLE_FILE]
+    if args.strict and skipped:
+        print(f"tmlr verify: --strict: {len(skipped)} check(s) of {directory} skipped, which counts as a failure: "
+              f"{'; '.join(skipped)}", file=sys.stderr)
+    failed = any(ok is False for _, ok, _ in results) or (args.strict and bool(skipped))
+    return (1 if failed else 0), (doc if not header else {"directory": directory, "checks": doc})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``tmlr`` command; returns the exit status."""
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe must show here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # The reader stopped (``tmlr inspect DIR | head``): no traceback. Later writes, the
+        # interpreter's own flush at exit included, go to /dev/null; the status is a shell's for a
+        # command ended by SIGPIPE (128 + 13), as `cat` would give.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

@@ -1,0 +1,127 @@
+"""``Kernel``: an artifact loaded once and launched often."""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from typing import Any, Callable
+
+from .. import driver
+from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
+from ..artifact.read import artifacts_in, output_folder_error, read
+from ..errors import ArgumentError, ArtifactError, short_repr
+from . import modules
+from .execute import launch
+from .plan import LaunchPlan
+
+
+class Kernel:
+    """A tmlr artifact (cubin + metadata.json written by tmlr-build), launched without Triton.
+
+    1. ``Kernel.load(dir)`` reads and validates ``metadata.json``.
+    2. It takes the current context (device 0's primary context, the one torch uses, when none
+       is), picks the variant for that device and refuses what the device cannot run.
+    3. It checks the cubin's size and sha256 and loads it (once per context and sha256).
+    4. It plans the launch of that variant (a :class:`~.plan.LaunchPlan`).
+    5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
+       arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
+       PDL launches). A launch while another context is current repeats steps 2-4 once for it.
+
+    ``checks=False`` skips the per-call argument checks (device, dtype, alignment, divisibility,
+    specialized values); argument count and scalar ranges are still enforced.
+    """
+
+    def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True,
+                 stats: dict[str, os.stat_result] | None = None) -> None:
+        self.metadata, self.name, self.signature = metadata, metadata.name, metadata.signature
+        self.directory = directory
+        self.checks = checks
+        self._contexts: dict[int, LaunchPlan] = {}  # context handle -> its plan
+        self._lock = threading.Lock()
+        self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
+        self._fast: tuple[Any, ...] = ()  # .fast of the plan of the context planned for last, which a launch checks first
+        self._plan_for_current()
+
+    # -- loading ---------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> Any:
+        """Load the artifact directory ``path`` for the current device (see the class docstring).
+
+        Loading the same unchanged directory again returns the same ``Kernel`` without reading or
+        hashing anything. A family directory (index of schema version 3) gives a
+        :class:`~tmlr_runtime.KernelFamily`, called the same way; ``tuning`` and ``fallback`` choose
+        its autotune mode (docs/variants.md) and mean nothing for a single artifact.
+        """
+        try:
+            directory = os.path.abspath(os.fsdecode(os.fspath(path)))
+        except TypeError:
+            raise ArgumentError(f"Kernel.load needs the artifact directory as a str or os.PathLike, got {short_repr(path)} "
+                                f"({type(path).__name__}); pass the directory tmlr-build wrote, e.g. Kernel.load('build/add')",
+                                "path") from None
+        process = driver.PROCESS
+        hit = process.cached((directory, checks)) or process.cached((directory, checks, tuning, fallback))
+        if hit is not None:
+            return hit
+        stats: dict[str, Any] = {}
+        try:
+            found = read(directory, stats)
+        except ArtifactError:
+            given = os.fsdecode(os.fspath(path))
+            inside = artifacts_in(given)
+            if inside:
+                raise output_folder_error(given, inside, f"load one of them, e.g. Kernel.load({inside[0]!r})") from None
+            raise
+        if found.kind == "family":
+            # The family machinery is imported when a family is met, so a service of single kernels never
+            # imports it; it makes its variants' kernels with this class (it imports nothing of launch/kernel).
+            from ..family.dispatch import KernelFamily
+
+            family = KernelFamily(found, cls, checks=checks, tuning=tuning, fallback=fallback, stats=stats)
+            process.remember((directory, checks, tuning, fallback), stats, family)
+            return family
+        kernel = cls(found, directory, checks=checks, stats=stats)
+        process.remember((directory, checks), stats, kernel)
+        return kernel
+
+    def _plan_for_current(self) -> LaunchPlan:
+        """The plan of the current context; the module is loaded and the launch planned the first time."""
+        handle = driver.current_context()
+        with self._lock:
+            plan = self._contexts.get(handle)
+            if plan is None:
+                dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+                variant = self.metadata.select_variant(dev.major, dev.minor)
+                loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
+                                              lambda: read_cubin(self.directory, variant, self._read_stats))
+                plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
+        self._fast = plan.fast
+        return plan
+
+    # -- launching -------------------------------------------------------------------------------
+    # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
+    # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword
+    __call__ = launch
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """Triton-style ``kernel[grid](*args, stream=None)``."""
+        return functools.partial(self.__call__, grid)
+
+    # -- introspection ---------------------------------------------------------------------------
+    @property
+    def plan(self) -> LaunchPlan:
+        """The launch plan of the current context."""
+        return self._plan_for_current()
+
+    @property
+    def variant(self) -> Variant:
+        """The variant serving the current context."""
+        return self._plan_for_current().variant
+
+    @property
+    def function(self) -> modules.LoadedFunction:
+        """The loaded function (module, registers, static shared memory) in the current context."""
+        return self._plan_for_current().loaded
+
+    def __repr__(self) -> str:
+        archs = ",".join(v.arch for v in self.metadata.variants)
+        return f"Kernel({self.name!r}, archs={archs}, dir={self.directory!r}, checks={self.checks})"
