@@ -6,7 +6,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from . import _driver, _launcher, _modules
+from . import _compiled, _driver, _launcher, _modules
 from ._errors import ArgumentError, SchemaError, short_repr
 from ._metadata import ArtifactMetadata, Variant, read_cubin
 
@@ -40,10 +40,11 @@ class Kernel:
         self.metadata, self.name, self.signature = metadata, metadata.name, metadata.signature
         self.directory = directory
         self.checks = checks
-        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]] = {}
+        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, tuple[Any, ...], Any]] = {}
         self._bind_lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
         self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
+        self._fast: Any = None  # its compiled executor (_compiled), which a call runs when there is one
         self._bind_current()
 
     # -- loading ---------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ class Kernel:
             _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
         return kernel
 
-    def _bind_current(self) -> tuple[Variant, _modules.LoadedFunction, tuple[Any, ...]]:
+    def _bind_current(self) -> tuple[Any, ...]:
         """What serves the current context; the module is loaded and the launch planned the first time."""
         handle = _driver.current_context()
         with self._bind_lock:
@@ -93,14 +94,16 @@ class Kernel:
                 loaded = _modules.get_function(handle, dev.ordinal, self.name, variant,
                                                lambda: read_cubin(self.directory, variant, self._read_stats))
                 plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
-                bound = self._contexts[handle] = (variant, loaded, plan)
-        self._plan = bound[2]
-        return bound
+                fast = _compiled.executor(plan[-1], handle, _launcher.launch)
+                bound = self._contexts[handle] = (variant, loaded, plan, fast)
+        self._plan, self._fast = bound[2], bound[3]
+        return bound[:3]
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
-    # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword
-    __call__ = _launcher.launch
+    # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword;
+    # the compiled executor runs it when there is one, else (and for what it declines) _launcher.launch
+    __call__ = _compiled.method("_fast", _launcher.launch)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""

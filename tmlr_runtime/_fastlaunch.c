@@ -1,0 +1,826 @@
+/* tmlr_runtime._fastlaunch: the compiled per-call path. It executes the launch plan made at load
+ * (tmlr_runtime/_compiled.py describes it) and nothing else: read the arguments, check them as the
+ * Python path does, pack them into a prebuilt buffer, take the stream, call the driver.
+ *
+ * How it reaches the driver: through the function pointers cuda-python's cuGetProcAddress hands out
+ * at load (passed in as ints). So this file needs no CUDA headers or libraries to build, works with
+ * cuda-python 12.x and 13.x alike, and calls the very driver entry points cuda-python would; the few
+ * driver types it needs are declared below from the CUDA driver ABI (cuda.h, stable since CUDA 11.8).
+ * cuda.bindings.cydriver was the other way: it needs Cython and cuda-bindings' .pxd files at build
+ * time, pinned to one major version.
+ *
+ * The contract with Python: a call either launches here, or raises the driver's error after a
+ * launch was attempted, or *declines* before anything happened (an argument this file does not
+ * read, a check that fails, another context current, every buffer busy): then the whole call runs
+ * through the Python path, which launches it or raises the typed error with its message. Errors
+ * are therefore those of the Python path by construction. What is rare (keywords, callable grids,
+ * stream objects, CuPy/DLPack/int pointers, bool/bf16/TMA/tensor-descriptor conversion, constexpr
+ * checks) is done by Python helpers the plan hands over.
+ *
+ * Threads: everything but the driver calls runs under the GIL; a call takes one of POOL argument
+ * buffers (allocated on first use, never per call), releases the GIL around the driver calls, and
+ * gives the buffer back. The driver copies the parameters at launch (also under graph capture).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- CUDA driver ABI (cuda.h): only what is called here ---------------------------------------- */
+typedef int CUresult;
+typedef void *CUcontext;
+typedef void *CUfunction;
+typedef void *CUstream;
+typedef unsigned long long CUdeviceptr;
+typedef struct {          /* CUlaunchAttribute: an enum id, padding to 8, a 64-byte value union */
+    int id;
+    char pad[4];
+    unsigned int value[16];
+} CUlaunchAttribute;
+typedef struct {          /* CUlaunchConfig */
+    unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    CUstream hStream;
+    CUlaunchAttribute *attrs;
+    unsigned int numAttrs;
+} CUlaunchConfig;
+typedef CUresult (*CtxGetCurrentFn)(CUcontext *);                                     /* v4000 */
+typedef CUresult (*LaunchKernelFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   unsigned, CUstream, void **, void **);              /* v4000 */
+typedef CUresult (*LaunchKernelExFn)(const CUlaunchConfig *, CUfunction, void **, void **); /* v11060 */
+typedef CUresult (*MemAllocAsyncFn)(CUdeviceptr *, size_t, CUstream);                  /* v11020 */
+typedef CUresult (*MemFreeAsyncFn)(CUdeviceptr, CUstream);                            /* v11020 */
+
+/* ---- the plan ------------------------------------------------------------------------------------ */
+enum { A_TENSOR, A_RAW_POINTER, A_SCALAR, A_DIV16, A_CONVERT, A_CHECK, A_NONE };  /* _compiled.ACTIONS */
+enum { KEY_DTYPE, KEY_ALIGNED, KEY_INT_CLASS, KEY_VALUE };                         /* _compiled.KEY_PARTS */
+#define POOL 8
+#define MAX_ATTRS 4
+#define BASE_ALIGN 64  /* a CUtensorMap passed by value needs its slot 64-byte aligned */
+
+typedef struct {
+    int action, first, count;  /* what the argument needs; its slots */
+    PyObject *dtype;           /* A_TENSOR: the torch dtype it must have (NULL: none to check) */
+    uint64_t mask;             /* A_TENSOR: alignment - 1 */
+} ArgPlan;
+
+typedef struct Executor Executor;
+typedef PyObject *(*RunFn)(PyObject *, PyObject *const *, size_t, PyObject *);
+
+struct Executor {
+    PyObject_HEAD
+    RunFn run;  /* every object the `Method` descriptor dispatches to starts so */
+    uintptr_t context;
+    int device;
+    Py_ssize_t npos, nslots, nparams;
+    ArgPlan *args;
+    char *codes;            /* the struct code of each runtime slot */
+    Py_ssize_t *offsets;    /* of each parameter the cubin takes (runtime slots, then hidden) */
+    size_t size;
+    PyObject *device_obj, *tensor_type, *stream_getter;
+    PyObject *fallback, *convert, *bind, *grid3, *stream_handle, *fail;
+    PyObject *what_launch, *what_alloc, *what_free;
+    CUfunction function;
+    unsigned block, shared;
+    unsigned long long max_grid[3];
+    unsigned cluster[3];
+    int use_ex;
+    CUlaunchAttribute attrs[MAX_ATTRS];
+    unsigned nattrs;
+    unsigned long long scratch_per_program, scratch_align;
+    Py_ssize_t scratch_offset;  /* -1: no global scratch */
+    CtxGetCurrentFn ctx_get;
+    LaunchKernelFn launch;
+    LaunchKernelExFn launch_ex;
+    MemAllocAsyncFn mem_alloc;
+    MemFreeAsyncFn mem_free;
+    unsigned busy;          /* bit i: pool[i] is in use (changed only under the GIL) */
+    char *pool_raw[POOL];   /* what PyMem_Malloc gave */
+    void **pool[POOL];      /* void*[nparams], then the aligned parameter data */
+};
+
+static PyObject *s_get_device, *s_dtype, *s_data_ptr, *s_stream, *s_fast_attr;
+static PyObject *int_classes[4];  /* (not v & 15, v == 1) for each of the four answers */
+
+/* ---- reading the plan at construction ----------------------------------------------------------- */
+static int get_ull(PyObject *plan, const char *name, unsigned long long *out) {
+    PyObject *v = PyObject_GetAttrString(plan, name);
+    if (!v) return -1;
+    *out = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    return (*out == (unsigned long long)-1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int get_obj(PyObject *plan, const char *name, PyObject **out) {
+    *out = PyObject_GetAttrString(plan, name);
+    return *out ? 0 : -1;
+}
+
+static int get_ulls(PyObject *plan, const char *name, unsigned long long *out, Py_ssize_t n) {
+    PyObject *v = PyObject_GetAttrString(plan, name);
+    if (!v) return -1;
+    PyObject *t = PySequence_Fast(v, name);
+    Py_DECREF(v);
+    if (!t) return -1;
+    int rc = 0;
+    if (PySequence_Fast_GET_SIZE(t) != n) {
+        PyErr_Format(PyExc_ValueError, "plan.%s needs %zd values", name, n);
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        out[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(t, i));
+        if (out[i] == (unsigned long long)-1 && PyErr_Occurred()) rc = -1;
+    }
+    Py_DECREF(t);
+    return rc;
+}
+
+static int read_args(Executor *self, PyObject *plan) {
+    PyObject *seq = PyObject_GetAttrString(plan, "args"), *t;
+    if (!seq) return -1;
+    t = PySequence_Fast(seq, "plan.args");
+    Py_DECREF(seq);
+    if (!t) return -1;
+    self->npos = PySequence_Fast_GET_SIZE(t);
+    self->args = PyMem_Calloc(self->npos ? self->npos : 1, sizeof(ArgPlan));
+    if (!self->args) { Py_DECREF(t); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < self->npos; i++) {  /* (action, first slot, slots, dtype or None, alignment) */
+        ArgPlan *a = &self->args[i];
+        PyObject *dtype;
+        unsigned long long align;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(t, i), "iiiOK", &a->action, &a->first, &a->count, &dtype, &align)) {
+            Py_DECREF(t);
+            return -1;
+        }
+        if (a->action < 0 || a->action > A_NONE || a->first < 0 || a->count < 0 || a->first + a->count > self->nslots || align == 0) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_ValueError, "plan.args[%zd] is out of range", i);
+            return -1;
+        }
+        a->dtype = dtype == Py_None ? NULL : Py_NewRef(dtype);
+        a->mask = align - 1;
+    }
+    Py_DECREF(t);
+    return 0;
+}
+
+static int read_layout(Executor *self, PyObject *plan) {
+    PyObject *codes = PyObject_GetAttrString(plan, "slot_codes"), *offsets;
+    if (!codes) return -1;
+    Py_ssize_t n;
+    const char *c = PyUnicode_AsUTF8AndSize(codes, &n);
+    if (!c) { Py_DECREF(codes); return -1; }
+    self->nslots = n;
+    self->codes = PyMem_Malloc(n + 1);
+    if (!self->codes) { Py_DECREF(codes); PyErr_NoMemory(); return -1; }
+    memcpy(self->codes, c, n + 1);
+    Py_DECREF(codes);
+    offsets = PyObject_GetAttrString(plan, "offsets");
+    if (!offsets) return -1;
+    PyObject *t = PySequence_Fast(offsets, "plan.offsets");
+    Py_DECREF(offsets);
+    if (!t) return -1;
+    self->nparams = PySequence_Fast_GET_SIZE(t);
+    self->offsets = PyMem_Calloc(self->nparams ? self->nparams : 1, sizeof(Py_ssize_t));
+    if (!self->offsets) { Py_DECREF(t); PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < self->nparams; i++) {
+        self->offsets[i] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(t, i));
+        if (self->offsets[i] < 0 || (size_t)self->offsets[i] >= self->size) {
+            Py_DECREF(t);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "plan.offsets: an offset beyond plan.size");
+            return -1;
+        }
+    }
+    Py_DECREF(t);
+    if (self->nslots > self->nparams) { PyErr_SetString(PyExc_ValueError, "plan.slot_codes: more slots than offsets"); return -1; }
+    return 0;
+}
+
+static int read_launch(Executor *self, PyObject *plan) {
+    unsigned long long v, grid[3], cluster[3], function, fns[5];
+    PyObject *attrs, *scratch;
+    if (get_ull(plan, "context", &v) < 0) return -1;
+    self->context = (uintptr_t)v;
+    if (get_ull(plan, "function", &function) < 0 || get_ull(plan, "block", &v) < 0) return -1;
+    self->function = (CUfunction)(uintptr_t)function;
+    self->block = (unsigned)v;
+    if (get_ull(plan, "shared", &v) < 0) return -1;
+    self->shared = (unsigned)v;
+    if (get_ulls(plan, "max_grid", grid, 3) < 0 || get_ulls(plan, "cluster", cluster, 3) < 0) return -1;
+    for (int i = 0; i < 3; i++) { self->max_grid[i] = grid[i]; self->cluster[i] = (unsigned)(cluster[i] ? cluster[i] : 1); }
+    if (get_ulls(plan, "entry_points", fns, 5) < 0) return -1;
+    self->ctx_get = (CtxGetCurrentFn)(uintptr_t)fns[0];
+    self->launch = (LaunchKernelFn)(uintptr_t)fns[1];
+    self->launch_ex = (LaunchKernelExFn)(uintptr_t)fns[2];
+    self->mem_alloc = (MemAllocAsyncFn)(uintptr_t)fns[3];
+    self->mem_free = (MemFreeAsyncFn)(uintptr_t)fns[4];
+    if (get_obj(plan, "attrs", &attrs) < 0) return -1;  /* ((id, (u32 words of the value...)), ...) */
+    PyObject *t = PySequence_Fast(attrs, "plan.attrs");
+    Py_DECREF(attrs);
+    if (!t) return -1;
+    self->nattrs = (unsigned)PySequence_Fast_GET_SIZE(t);
+    self->use_ex = self->nattrs > 0;
+    for (unsigned i = 0; i < self->nattrs && i < MAX_ATTRS; i++) {
+        PyObject *words;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(t, i), "iO", &self->attrs[i].id, &words)) { Py_DECREF(t); return -1; }
+        PyObject *w = PySequence_Fast(words, "plan.attrs value");
+        if (!w) { Py_DECREF(t); return -1; }
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(w) && j < 16; j++)
+            self->attrs[i].value[j] = (unsigned)PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(w, j));
+        Py_DECREF(w);
+    }
+    Py_DECREF(t);
+    if (self->nattrs > MAX_ATTRS) { PyErr_SetString(PyExc_ValueError, "plan.attrs: too many launch attributes"); return -1; }
+    if (get_obj(plan, "scratch", &scratch) < 0) return -1;  /* None or (bytes per program, alignment, offset) */
+    self->scratch_offset = -1;
+    int ok = scratch == Py_None || PyArg_ParseTuple(scratch, "KKn", &self->scratch_per_program, &self->scratch_align, &self->scratch_offset);
+    Py_DECREF(scratch);
+    if (!ok) return -1;
+    if (!self->ctx_get || !self->launch || (self->use_ex && !self->launch_ex)
+        || (self->scratch_offset >= 0 && (!self->mem_alloc || !self->mem_free || (size_t)self->scratch_offset + 8 > self->size))) {
+        PyErr_SetString(PyExc_ValueError, "plan.entry_points: a driver entry point this launch needs is missing");
+        return -1;
+    }
+    return 0;
+}
+
+static void executor_dealloc(Executor *self) {
+    for (Py_ssize_t i = 0; self->args && i < self->npos; i++) Py_XDECREF(self->args[i].dtype);
+    PyMem_Free(self->args);
+    PyMem_Free(self->codes);
+    PyMem_Free(self->offsets);
+    for (int i = 0; i < POOL; i++) PyMem_Free(self->pool_raw[i]);
+    Py_XDECREF(self->device_obj); Py_XDECREF(self->tensor_type); Py_XDECREF(self->stream_getter);
+    Py_XDECREF(self->fallback); Py_XDECREF(self->convert); Py_XDECREF(self->bind); Py_XDECREF(self->grid3);
+    Py_XDECREF(self->stream_handle); Py_XDECREF(self->fail);
+    Py_XDECREF(self->what_launch); Py_XDECREF(self->what_alloc); Py_XDECREF(self->what_free);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *executor_run(PyObject *, PyObject *const *, size_t, PyObject *);
+
+static PyObject *executor_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *plan;
+    unsigned long long v;
+    if (!PyArg_ParseTuple(a, "O:Executor", &plan)) return NULL;
+    Executor *self = (Executor *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->run = executor_run;
+    if (get_ull(plan, "size", &v) < 0) goto fail;
+    self->size = (size_t)(v ? v : 1);
+    if (get_obj(plan, "device", &self->device_obj) < 0) goto fail;
+    self->device = (int)PyLong_AsLong(self->device_obj);  /* -1: a CPU "device", which only tests plan for */
+    if (self->device == -1 && PyErr_Occurred()) goto fail;
+    if (read_layout(self, plan) < 0 || read_args(self, plan) < 0 || read_launch(self, plan) < 0) goto fail;
+    if (get_obj(plan, "tensor_type", &self->tensor_type) || get_obj(plan, "stream_getter", &self->stream_getter)
+        || get_obj(plan, "fallback", &self->fallback) || get_obj(plan, "convert", &self->convert)
+        || get_obj(plan, "bind", &self->bind) || get_obj(plan, "grid3", &self->grid3)
+        || get_obj(plan, "stream_handle", &self->stream_handle) || get_obj(plan, "fail", &self->fail)
+        || get_obj(plan, "what", &self->what_launch))
+        goto fail;
+    self->what_alloc = PyUnicode_FromString("cuMemAllocAsync (global scratch)");
+    self->what_free = PyUnicode_FromString("cuMemFreeAsync (global scratch)");
+    if (!self->what_alloc || !self->what_free) goto fail;
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* ---- packing ---------------------------------------------------------------------------------- */
+/* Write `v` into a slot of struct code `code` as struct.pack_into("<" + code) would; -1 (with an
+ * exception set) where struct would refuse it. */
+static int pack_slot(char code, char *at, PyObject *v) {
+    if (code == 'e' || code == 'f' || code == 'd') {
+        double x = PyFloat_AsDouble(v);
+        if (x == -1.0 && PyErr_Occurred()) return -1;
+#if PY_VERSION_HEX >= 0x030B0000
+        return code == 'e' ? PyFloat_Pack2(x, at, 1) : code == 'f' ? PyFloat_Pack4(x, at, 1) : PyFloat_Pack8(x, at, 1);
+#else
+        return code == 'e' ? _PyFloat_Pack2(x, (unsigned char *)at, 1) : code == 'f' ? _PyFloat_Pack4(x, (unsigned char *)at, 1)
+                           : _PyFloat_Pack8(x, (unsigned char *)at, 1);
+#endif
+    }
+    if (code == 's') {  /* "128s": a CUtensorMap's bytes */
+        char *p;
+        Py_ssize_t n;
+        if (!PyBytes_Check(v) || PyBytes_AsStringAndSize(v, &p, &n) < 0 || n != 128) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a CUtensorMap needs 128 bytes");
+            return -1;
+        }
+        memcpy(at, p, 128);
+        return 0;
+    }
+    PyObject *i = PyLong_CheckExact(v) ? Py_NewRef(v) : PyNumber_Index(v);
+    if (!i) return -1;
+    int overflow = 0, bad = 0;
+    if (code == 'Q') {
+        unsigned long long u = PyLong_AsUnsignedLongLong(i);
+        bad = u == (unsigned long long)-1 && PyErr_Occurred();
+        if (!bad) memcpy(at, &u, 8);
+        Py_DECREF(i);
+        return bad ? -1 : 0;
+    }
+    long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
+    Py_DECREF(i);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    switch (code) {
+    case 'b': bad = overflow || x < -128 || x > 127; if (!bad) { int8_t y = (int8_t)x; memcpy(at, &y, 1); } break;
+    case 'B': bad = overflow || x < 0 || x > 255; if (!bad) { uint8_t y = (uint8_t)x; memcpy(at, &y, 1); } break;
+    case 'h': bad = overflow || x < -32768 || x > 32767; if (!bad) { int16_t y = (int16_t)x; memcpy(at, &y, 2); } break;
+    case 'H': bad = overflow || x < 0 || x > 65535; if (!bad) { uint16_t y = (uint16_t)x; memcpy(at, &y, 2); } break;
+    case 'i': bad = overflow || x < INT32_MIN || x > INT32_MAX; if (!bad) { int32_t y = (int32_t)x; memcpy(at, &y, 4); } break;
+    case 'I': bad = overflow || x < 0 || x > UINT32_MAX; if (!bad) { uint32_t y = (uint32_t)x; memcpy(at, &y, 4); } break;
+    case 'q': bad = overflow; if (!bad) memcpy(at, &x, 8); break;
+    default: bad = 1;
+    }
+    if (bad) PyErr_SetString(PyExc_OverflowError, "argument out of range");
+    return bad ? -1 : 0;
+}
+
+/* The address of an exact torch tensor passing the checks, or 0 with *ok = 0 where it does not
+ * (then the Python converter decides). */
+static uint64_t tensor_address(Executor *self, ArgPlan *a, PyObject *t, int checks, int *ok) {
+    *ok = 0;
+    if (checks) {
+        if (!a->dtype) return 0;
+        PyObject *d = PyObject_VectorcallMethod(s_get_device, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (!d) { PyErr_Clear(); return 0; }
+        long dev = PyLong_AsLong(d);
+        Py_DECREF(d);
+        if (dev != self->device) { PyErr_Clear(); return 0; }
+        PyObject *dtype = PyObject_GetAttr(t, s_dtype);
+        if (!dtype) { PyErr_Clear(); return 0; }
+        Py_DECREF(dtype);  /* torch's dtypes are singletons: compared by identity, as the Python path does */
+        if (dtype != a->dtype) return 0;
+    }
+    PyObject *p = PyObject_VectorcallMethod(s_data_ptr, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (!p) { PyErr_Clear(); return 0; }
+    uint64_t address = PyLong_AsUnsignedLongLong(p);
+    Py_DECREF(p);
+    if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    *ok = !checks || !(address & a->mask);
+    return address;
+}
+
+/* Pack argument `i` (value `v`); -1 to decline the call. */
+static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data) {
+    ArgPlan *a = &self->args[i];
+    char *at = data + (a->count ? self->offsets[a->first] : 0);
+    char code = a->count ? self->codes[a->first] : 0;
+    int ok;
+    switch (a->action) {
+    case A_NONE:
+        return 0;
+    case A_SCALAR:
+        return pack_slot(code, at, v);
+    case A_DIV16: {
+        if (!PyLong_CheckExact(v)) return -1;
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x & 15)) return -1;
+        return pack_slot(code, at, v);
+    }
+    case A_TENSOR:
+    case A_RAW_POINTER:
+        if (Py_TYPE(v) == (PyTypeObject *)self->tensor_type) {
+            uint64_t address = tensor_address(self, a, v, a->action == A_TENSOR, &ok);
+            if (ok) { memcpy(at, &address, 8); return 0; }
+        }
+        break;  /* anything else: the Python converter */
+    }
+    PyObject *pos = PyLong_FromSsize_t(i);  /* rare: an argument Python converts or checks */
+    if (!pos) return -1;
+    PyObject *call[2] = {pos, v};
+    PyObject *r = PyObject_Vectorcall(self->convert, call, 2, NULL);
+    Py_DECREF(pos);
+    if (!r) return -1;
+    int rc = 0;
+    if (a->action == A_CHECK) {
+        ;
+    } else if (a->count == 1) {
+        rc = pack_slot(code, at, r);
+    } else if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != a->count) {
+        rc = -1;
+    } else {
+        for (int k = 0; k < a->count && rc == 0; k++)
+            rc = pack_slot(self->codes[a->first + k], data + self->offsets[a->first + k], PyTuple_GET_ITEM(r, k));
+    }
+    Py_DECREF(r);
+    return rc;
+}
+
+static PyObject *tuple_of(PyObject *const *items, Py_ssize_t n) {
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t && i < n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(items[i]));
+    return t;
+}
+
+static int is_stream(PyObject *name) {
+    return name == s_stream || PyUnicode_CompareWithASCIIString(name, "stream") == 0;
+}
+
+/* ---- grid, stream ---------------------------------------------------------------------------- */
+static int grid_axis(PyObject *v, unsigned long long *out) {
+    if (!PyLong_CheckExact(v)) return -1;
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || x < 1) return -1;
+    *out = (unsigned long long)x;
+    return 0;
+}
+
+/* The grid as (x, y, z), within the device's limits with the cluster multiplied in; -1 to decline. */
+static int grid_dims(Executor *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs, unsigned long long g[3]) {
+    g[0] = g[1] = g[2] = 1;
+    if (PyLong_CheckExact(grid)) {
+        if (grid_axis(grid, &g[0]) < 0) return -1;
+    } else if (PyTuple_CheckExact(grid) && PyTuple_GET_SIZE(grid) >= 1 && PyTuple_GET_SIZE(grid) <= 3) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(grid); i++)
+            if (grid_axis(PyTuple_GET_ITEM(grid, i), &g[i]) < 0) return -1;
+    } else {  /* a callable, a list, numpy ints...: Python's grid3 reads it (and checks the limits) */
+        PyObject *t = tuple_of(args, nargs);
+        if (!t) return -1;
+        PyObject *call[2] = {grid, t};
+        PyObject *r = PyObject_Vectorcall(self->grid3, call, 2, NULL);
+        Py_DECREF(t);
+        if (!r) return -1;
+        int rc = PyTuple_CheckExact(r) && PyTuple_GET_SIZE(r) == 3 ? 0 : -1;
+        for (int i = 0; rc == 0 && i < 3; i++) rc = grid_axis(PyTuple_GET_ITEM(r, i), &g[i]);
+        Py_DECREF(r);
+        if (rc < 0) return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (g[i] > self->max_grid[i] / self->cluster[i]) return -1;
+    return 0;
+}
+
+static int stream_value(Executor *self, PyObject *stream, CUstream *out) {
+    PyObject *h;
+    if (stream == NULL || stream == Py_None)
+        h = PyObject_Vectorcall(self->stream_getter, &self->device_obj, 1, NULL);
+    else if (PyLong_CheckExact(stream))
+        h = Py_NewRef(stream);
+    else
+        h = PyObject_Vectorcall(self->stream_handle, &stream, 1, NULL);
+    if (!h) return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    *out = (CUstream)(uintptr_t)v;
+    return 0;
+}
+
+/* ---- the call ------------------------------------------------------------------------------------ */
+static void **take_buffer(Executor *self, int *slot) {
+    for (int i = 0; i < POOL; i++) {
+        if (self->busy & (1u << i)) continue;
+        if (!self->pool[i]) {  /* once per buffer, never per call */
+            size_t head = (self->nparams ? self->nparams : 1) * sizeof(void *);
+            char *raw = PyMem_Calloc(1, head + self->size + 2 * BASE_ALIGN);
+            if (!raw) return NULL;
+            uintptr_t data = ((uintptr_t)raw + head + BASE_ALIGN - 1) & ~(uintptr_t)(BASE_ALIGN - 1);
+            void **kp = (void **)raw;
+            for (Py_ssize_t k = 0; k < self->nparams; k++) kp[k] = (void *)(data + self->offsets[k]);
+            self->pool_raw[i] = raw;
+            self->pool[i] = kp;
+        }
+        self->busy |= 1u << i;
+        *slot = i;
+        return self->pool[i];
+    }
+    return NULL;
+}
+
+static int fail_with(Executor *self, CUresult code, PyObject *what) {
+    PyObject *c = PyLong_FromLong(code);
+    if (!c) return -1;
+    PyObject *call[2] = {c, what};
+    PyObject *r = PyObject_Vectorcall(self->fail, call, 2, NULL);  /* raises the typed DriverError */
+    Py_DECREF(c);
+    Py_XDECREF(r);
+    return -1;
+}
+
+/* Launch with the packed parameters `kp`: 0, or -1 with the driver's error raised. */
+static int launch_packed(Executor *self, void **kp, char *data, const unsigned long long g[3], CUstream stream) {
+    CUresult r = 0, r_alloc = 0, r_free = 0;
+    CUdeviceptr raw = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (self->scratch_offset >= 0) {
+        unsigned long long align = self->scratch_align, extra = align > 256 ? align - 1 : 0;  /* pools align to 256 */
+        r_alloc = self->mem_alloc(&raw, g[0] * g[1] * g[2] * self->scratch_per_program + extra, stream);
+        CUdeviceptr address = align ? raw + (align - raw % align) % align : raw;
+        memcpy(data + self->scratch_offset, &address, 8);
+    }
+    if (!r_alloc) {
+        if (!self->use_ex) {
+            r = self->launch(self->function, (unsigned)g[0], (unsigned)g[1], (unsigned)g[2], self->block, 1, 1,
+                             self->shared, stream, kp, NULL);
+        } else {
+            CUlaunchConfig config = {(unsigned)(g[0] * self->cluster[0]), (unsigned)(g[1] * self->cluster[1]),
+                                     (unsigned)(g[2] * self->cluster[2]), self->block, 1, 1, self->shared, stream,
+                                     self->attrs, self->nattrs};
+            r = self->launch_ex(&config, self->function, kp, NULL);
+        }
+        if (self->scratch_offset >= 0) r_free = self->mem_free(raw, stream);
+    }
+    Py_END_ALLOW_THREADS
+    if (r_alloc) return fail_with(self, r_alloc, self->what_alloc);
+    if (r_free) return fail_with(self, r_free, self->what_free);
+    if (r) return fail_with(self, r, self->what_launch);
+    return 0;
+}
+
+/* Check, pack and launch `values` (the positional arguments) on `grid`: 1 launched, 0 declined
+ * (nothing happened; the exception, if any, cleared), -1 the driver's error raised. */
+static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, Py_ssize_t n, PyObject *stream) {
+    int slot;
+    CUstream s = NULL;
+    unsigned long long g[3];
+    void **kp = take_buffer(self, &slot);
+    if (!kp) { PyErr_Clear(); return 0; }
+    char *data = self->nparams ? (char *)kp[0] - self->offsets[0] : NULL;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) rc = pack_arg(self, i, values[i], data);
+    if (rc == 0) rc = grid_dims(self, grid, values, n, g);
+    if (rc == 0) rc = stream_value(self, stream, &s);
+    if (rc < 0) {
+        self->busy &= ~(1u << slot);
+        PyErr_Clear();
+        return 0;
+    }
+    rc = launch_packed(self, kp, data, g, s);
+    self->busy &= ~(1u << slot);
+    return rc < 0 ? -1 : 1;
+}
+
+/* `kernel(grid, *args, stream=None, **kwargs)`: args[0] is the kernel, args[1] the grid. */
+static PyObject *executor_run(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Executor *self = (Executor *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *stream = NULL, *bound = NULL;
+    CUcontext ctx = NULL;
+    int rc = 0;
+    if (nargs < 2 || nkw > 1 || (nkw == 1 && !is_stream(PyTuple_GET_ITEM(kwnames, 0))))
+        goto python;  /* keywords other than stream: Python binds them */
+    if (nkw) stream = args[nargs];
+    if (self->ctx_get(&ctx) != 0 || (uintptr_t)ctx != self->context) goto python;  /* Python plans for it */
+    if (nargs - 2 != self->npos) {
+        PyObject *t = tuple_of(args + 2, nargs - 2), *kw = PyDict_New();
+        if (t && kw) bound = PyObject_CallFunctionObjArgs(self->bind, t, kw, NULL);
+        Py_XDECREF(t);
+        Py_XDECREF(kw);
+        if (!bound || !PyTuple_CheckExact(bound) || PyTuple_GET_SIZE(bound) != self->npos) { PyErr_Clear(); goto python; }
+        rc = try_launch(self, args[1], &PyTuple_GET_ITEM(bound, 0), self->npos, stream);
+        Py_DECREF(bound);
+    } else {
+        rc = try_launch(self, args[1], args + 2, self->npos, stream);
+    }
+    if (rc < 0) return NULL;
+    if (rc > 0) Py_RETURN_NONE;
+python:
+    PyErr_Clear();
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static PyTypeObject ExecutorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tmlr_runtime._fastlaunch.Executor",
+    .tp_doc = "Executor(plan): one variant's compiled launch in one context (see tmlr_runtime._compiled).",
+    .tp_basicsize = sizeof(Executor),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = executor_new,
+    .tp_dealloc = (destructor)executor_dealloc,
+};
+
+/* ---- a family's dispatch key, and its call --------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    RunFn run;
+    Py_ssize_t nparts, npos;
+    int *what, *pos;
+    PyObject *memo, *fallback;  /* fast key -> (launch, Kernel, grid meta); the family's Python call */
+} FamilyKey;
+
+static PyObject *int_class(PyObject *v) {
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (!overflow) return Py_NewRef(int_classes[((x & 15) == 0) * 2 + (x == 1)]);
+        PyErr_Clear();
+    }
+    PyObject *fifteen = PyLong_FromLong(15), *one = PyLong_FromLong(1), *and = NULL, *eq = NULL, *r = NULL;
+    if (fifteen && one && (and = PyNumber_And(v, fifteen)) && (eq = PyObject_RichCompare(v, one, Py_EQ)))
+        r = PyTuple_Pack(2, PyObject_Not(and) ? Py_True : Py_False, eq);
+    Py_XDECREF(fifteen); Py_XDECREF(one); Py_XDECREF(and); Py_XDECREF(eq);
+    return r;
+}
+
+/* The key of the positional arguments `args` (as _choose.fast_key makes it); NULL with an exception. */
+static PyObject *family_key(FamilyKey *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *key = PyTuple_New(self->nparts);
+    if (!key) return NULL;
+    for (Py_ssize_t k = 0; k < self->nparts; k++) {
+        if (self->pos[k] >= nargs) { Py_DECREF(key); PyErr_SetString(PyExc_IndexError, "argument missing"); return NULL; }
+        PyObject *v = args[self->pos[k]], *part = NULL;
+        if (self->what[k] == KEY_DTYPE) {
+            part = PyObject_GetAttr(v, s_dtype);
+        } else if (self->what[k] == KEY_ALIGNED) {
+            PyObject *p = PyObject_VectorcallMethod(s_data_ptr, &v, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            if (p) {
+                PyObject *fifteen = PyLong_FromLong(15), *low = fifteen ? PyNumber_And(p, fifteen) : NULL;
+                if (low) part = Py_NewRef(PyObject_Not(low) ? Py_True : Py_False);
+                Py_XDECREF(fifteen); Py_XDECREF(low); Py_DECREF(p);
+            }
+        } else if (self->what[k] == KEY_INT_CLASS) {
+            part = int_class(v);
+        } else {
+            part = Py_NewRef(v);
+        }
+        if (!part) { Py_DECREF(key); return NULL; }
+        PyTuple_SET_ITEM(key, k, part);
+    }
+    return key;
+}
+
+static PyObject *familykey_call(PyObject *obj, PyObject *a, PyObject *kw) {
+    PyObject *t;  /* key(args): the key of a tuple of positional arguments */
+    if (kw || !PyArg_ParseTuple(a, "O!:key", &PyTuple_Type, &t)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "key(args) takes one tuple");
+        return NULL;
+    }
+    return family_key((FamilyKey *)obj, &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t));
+}
+
+/* `family(grid, *args, stream=None)`: args[0] is the family. A call with the family's argument
+ * count, a grid that is no callable, and a key the memo knows launches the sub-kernel's executor
+ * from here; every other call is the family's Python call. */
+static PyObject *familykey_run(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    FamilyKey *self = (FamilyKey *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs - 2 != self->npos || nkw > 1 || (nkw && !is_stream(PyTuple_GET_ITEM(kwnames, 0)))
+        || PyCallable_Check(args[1]))
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    PyObject *key = family_key(self, args + 2, nargs - 2);
+    PyObject *hit = key ? PyDict_GetItemWithError(self->memo, key) : NULL;  /* borrowed */
+    Py_XDECREF(key);
+    if (!hit || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 2) {
+        PyErr_Clear();
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    }
+    PyObject *kernel = PyTuple_GET_ITEM(hit, 1), *r;
+    Py_INCREF(hit);  /* the memo may be cleared while the launch runs Python code */
+    PyObject *fast = PyObject_GetAttr(kernel, s_fast_attr);
+    if (fast && Py_TYPE(fast) == &ExecutorType) {
+        PyObject *stack[64 + 2], **call = stack;
+        if (nargs + nkw > 64) { r = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames); goto done; }
+        memcpy(call, args, (nargs + nkw) * sizeof(PyObject *));
+        call[0] = kernel;
+        r = executor_run(fast, call, nargs, kwnames);
+    } else {
+        PyErr_Clear();
+        PyObject *stack[64 + 2], **call = stack;
+        if (nargs + nkw > 64) { r = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames); goto done; }
+        memcpy(call, args, (nargs + nkw) * sizeof(PyObject *));
+        call[0] = kernel;
+        r = PyObject_Vectorcall(PyTuple_GET_ITEM(hit, 0), call, nargs, kwnames);
+    }
+done:
+    Py_XDECREF(fast);
+    Py_DECREF(hit);
+    return r;
+}
+
+static PyObject *familykey_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *parts, *memo, *fallback;
+    Py_ssize_t npos;
+    if (!PyArg_ParseTuple(a, "OnO!O:FamilyKey", &parts, &npos, &PyDict_Type, &memo, &fallback)) return NULL;
+    PyObject *t = PySequence_Fast(parts, "parts");  /* ((position, KEY_*), ...) */
+    if (!t) return NULL;
+    FamilyKey *self = (FamilyKey *)type->tp_alloc(type, 0);
+    if (!self) { Py_DECREF(t); return NULL; }
+    self->run = familykey_run;
+    self->npos = npos;
+    self->nparts = PySequence_Fast_GET_SIZE(t);
+    self->what = PyMem_Calloc(self->nparts + 1, sizeof(int));
+    self->pos = PyMem_Calloc(self->nparts + 1, sizeof(int));
+    self->memo = Py_NewRef(memo);
+    self->fallback = Py_NewRef(fallback);
+    if (!self->what || !self->pos) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t k = 0; k < self->nparts; k++) {
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(t, k), "ii", &self->pos[k], &self->what[k])) goto fail;
+        if (self->pos[k] < 0 || self->what[k] < KEY_DTYPE || self->what[k] > KEY_VALUE) {
+            PyErr_SetString(PyExc_ValueError, "a key part is out of range");
+            goto fail;
+        }
+    }
+    Py_DECREF(t);
+    return (PyObject *)self;
+fail:
+    Py_DECREF(t);
+    Py_DECREF(self);
+    return NULL;
+}
+
+static void familykey_dealloc(FamilyKey *self) {
+    PyMem_Free(self->what);
+    PyMem_Free(self->pos);
+    Py_XDECREF(self->memo);
+    Py_XDECREF(self->fallback);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject FamilyKeyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tmlr_runtime._fastlaunch.FamilyKey",
+    .tp_doc = "FamilyKey(parts, npos, memo, fallback): a family's dispatch key; key(args) -> tuple.",
+    .tp_basicsize = sizeof(FamilyKey),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = familykey_new,
+    .tp_dealloc = (destructor)familykey_dealloc,
+    .tp_call = familykey_call,
+};
+
+/* ---- the method a class calls through ------------------------------------------------------------ */
+/* Method(attribute, fallback): as `Kernel.__call__`, `kernel(grid, *args, **kw)` runs the Executor or
+ * FamilyKey in `kernel.<attribute>` from C, or `fallback(kernel, grid, *args, **kw)` when it is None. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *attribute, *fallback;
+} Method;
+
+static PyObject *method_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Method *self = (Method *)obj;
+    if (PyVectorcall_NARGS(nargsf) < 1) return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    PyObject *target = PyObject_GetAttr(args[0], self->attribute);
+    if (!target) return NULL;
+    PyObject *r;
+    if (Py_TYPE(target) == &ExecutorType || Py_TYPE(target) == &FamilyKeyType)
+        r = ((Executor *)target)->run(target, args, PyVectorcall_NARGS(nargsf), kwnames);
+    else
+        r = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    Py_DECREF(target);
+    return r;
+}
+
+static PyObject *method_get(PyObject *self, PyObject *obj, PyObject *type) {
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static PyObject *method_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *attribute, *fallback;
+    if (!PyArg_ParseTuple(a, "UO:Method", &attribute, &fallback)) return NULL;
+    Method *self = (Method *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->vectorcall = method_vectorcall;
+    self->attribute = Py_NewRef(attribute);
+    PyUnicode_InternInPlace(&self->attribute);
+    self->fallback = Py_NewRef(fallback);
+    return (PyObject *)self;
+}
+
+static void method_dealloc(Method *self) {
+    Py_XDECREF(self->attribute);
+    Py_XDECREF(self->fallback);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject MethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tmlr_runtime._fastlaunch.Method",
+    .tp_doc = "Method(attribute, fallback): a class attribute that calls obj.<attribute> from C, else fallback.",
+    .tp_basicsize = sizeof(Method),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_vectorcall_offset = offsetof(Method, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = method_get,
+    .tp_new = method_new,
+    .tp_dealloc = (destructor)method_dealloc,
+};
+
+/* ---- the module ---------------------------------------------------------------------------------- */
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlaunch", "The compiled per-call launch path.", -1, NULL};
+
+PyMODINIT_FUNC PyInit__fastlaunch(void) {
+    if (PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&FamilyKeyType) < 0 || PyType_Ready(&MethodType) < 0) return NULL;
+    s_get_device = PyUnicode_InternFromString("get_device");
+    s_dtype = PyUnicode_InternFromString("dtype");
+    s_data_ptr = PyUnicode_InternFromString("data_ptr");
+    s_stream = PyUnicode_InternFromString("stream");
+    s_fast_attr = PyUnicode_InternFromString("_fast");
+    for (int i = 0; i < 4; i++) int_classes[i] = PyTuple_Pack(2, i & 2 ? Py_True : Py_False, i & 1 ? Py_True : Py_False);
+    if (!s_get_device || !s_dtype || !s_data_ptr || !s_stream || !s_fast_attr || !int_classes[3]) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0
+        || PyModule_AddObjectRef(m, "FamilyKey", (PyObject *)&FamilyKeyType) < 0
+        || PyModule_AddObjectRef(m, "Method", (PyObject *)&MethodType) < 0
+        || PyModule_AddIntConstant(m, "POOL", POOL) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
