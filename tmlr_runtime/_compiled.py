@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from typing import Any, Callable
 
 from . import _driver
@@ -60,13 +61,15 @@ def method(attribute: str, fallback: Callable[..., Any]) -> Any:
     return fastlaunch.Method(attribute, fallback) if fastlaunch is not None else fallback
 
 
-_entry_points: dict[int, tuple[int, ...] | None] = {}
+# per bindings object (weakly: a test's fake driver goes away, and another may get its id); the
+# addresses stay valid while the bindings live, which the plan that holds them keeps alive
+_entry_points: weakref.WeakKeyDictionary[Any, tuple[int, ...] | None] = weakref.WeakKeyDictionary()
 
 
 def entry_points(drv: Any) -> tuple[int, ...] | None:
     """The driver functions the executor calls, as addresses (0: not in this driver), from the
     bindings ``drv``; None when they cannot say (then kernels launch through Python)."""
-    key = id(drv)
+    key = drv
     if key not in _entry_points:
         try:
             found = []
