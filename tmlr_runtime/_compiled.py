@@ -27,7 +27,6 @@ from .abi import TYPES
 A_TENSOR, A_RAW_POINTER, A_SCALAR, A_DIV16, A_CONVERT, A_CHECK, A_NONE = range(7)
 _ACTIONS = {None: A_SCALAR, DIV16: A_DIV16, BOOL: A_CONVERT, BF16: A_CONVERT, TMA: A_CONVERT, TENSORDESC: A_CONVERT,
             CONSTEXPR: A_CHECK, ONE: A_CHECK}
-KEY_PARTS = {"dtype": 0, "aligned": 1, "int_class": 2, "value": 3}  # a family key's parts (_fastlaunch.c)
 # (symbol, the CUDA version of the prototype _fastlaunch.c declares for it), in the order it reads them
 _ENTRY_POINTS = (("cuCtxGetCurrent", 4000), ("cuLaunchKernel", 4000), ("cuLaunchKernelEx", 11060),
                  ("cuMemAllocAsync", 11020), ("cuMemFreeAsync", 11020))
@@ -166,9 +165,7 @@ def _attributes(drv: Any, variant: Any) -> tuple[tuple[int, tuple[int, ...]], ..
     return tuple(out)
 
 
-def family_key(parts: list[tuple[int, str]], npos: int, memo: dict[Any, Any], fallback: Callable[..., Any]) -> Any:
-    """A family's dispatch key ``key(args)`` made by the executor's code, which also dispatches
-    ``family(grid, *args)`` from the memo; None where the compiled path is not active."""
-    if not enabled:
-        return None
-    return fastlaunch.FamilyKey(tuple((i, KEY_PARTS[what]) for i, what in parts), npos, memo, fallback)
+def family_key(parts: tuple[tuple[int, int], ...], npos: int, memo: dict[Any, Any], fallback: Callable[..., Any]) -> Any:
+    """A family's dispatch key ``key(args)`` (``_choose.fast_key_parts``) made by compiled code, which also
+    dispatches ``family(grid, *args)`` from ``memo``; None where the compiled path is not active."""
+    return fastlaunch.FamilyKey(parts, npos, memo, fallback) if enabled else None

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any
 
-from . import __version__, _driver, _family_cli
+from . import __version__, _compiled, _driver, _family_cli
 from ._elf import functions
 from ._family_index import is_family
 from ._errors import CudaUnavailableError, TmlrError
@@ -175,9 +175,20 @@ def _jsonschema_check(directory: str) -> tuple[str, bool | None, str]:
     return (check, True, f"schema/{SCHEMA_PATH.name}") if error is None else (check, False, f"{error.json_path}: {error.message}")
 
 
+class _Version(argparse.Action):
+    """``--version``: two lines, as written (argparse's own action rewraps them into one)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"tmlr {__version__}\n{_compiled.describe()}")
+        parser.exit()
+
+
 def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="tmlr", description="Inspect and verify tmlr artifacts.")
-    parser.add_argument("--version", action="version", version=f"tmlr {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and which launch path is active, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (("inspect", "show an artifact"), ("verify", "check an artifact without launching it (exit 1 on failure)")):
         p = sub.add_parser(name, help=text)
