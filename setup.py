@@ -25,6 +25,6 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("tmlr_runtime._fastlaunch", ["tmlr_runtime/_fastlaunch.c"], optional=True)],
+    ext_modules=[Extension("tmlr_runtime.launch._fastlaunch", ["tmlr_runtime/launch/_fastlaunch.c"], optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

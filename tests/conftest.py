@@ -22,7 +22,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tmlr_runtime import TmlrError, _driver  # noqa: E402
+from tmlr_runtime import TmlrError
+from tmlr_runtime import driver as _driver  # noqa: E402
 
 NO_DRIVER_LIBRARY = "no NVIDIA driver library (libcuda) on this machine"
 

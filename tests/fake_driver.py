@@ -1,13 +1,13 @@
 """The one fake-driver seam of the CPU tests: a stand-in for cuda-python's driver module, so
 ``Kernel.load`` and launches run on a CPU, and the metadata documents to load with it.
 
-:func:`installed` swaps it in for ``tmlr_runtime._driver``'s bindings, with one device described
-by a :class:`tmlr_runtime._driver.DeviceInfo` (see :data:`H200`) and empty module/kernel caches,
+:func:`installed` swaps it in for ``tmlr_runtime.driver``'s bindings, with one device described
+by a :class:`tmlr_runtime.driver.DeviceInfo` (see :data:`H200`) and empty module/kernel caches,
 and puts everything back afterwards. Enums and structs (``CUresult``, ``CUlaunchConfig``, …) are
 the real bindings' (they import without libcuda); the calls are fakes that behave like the driver
 where tmlr depends on it:
 
-- ``cuModuleLoadData`` reads the image with ``tmlr_runtime._elf`` (not an ELF cubin:
+- ``cuModuleLoadData`` reads the image with ``tmlr_runtime.artifact.elf`` (not an ELF cubin:
   ``CUDA_ERROR_INVALID_IMAGE``), ``cuModuleGetFunction`` looks the entry up in its symbol table
   (missing: ``CUDA_ERROR_NOT_FOUND``);
 - ``cuPointerGetAttribute`` calls every address device memory of its device, except those put in
@@ -41,10 +41,13 @@ from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
 import tmlr_runtime as tr
-from tmlr_runtime import _driver, _family, _kernel, _modules
-from tmlr_runtime._elf import functions
-from tmlr_runtime._errors import IntegrityError
-from tmlr_runtime._launcher import Layout
+from tmlr_runtime import driver as _driver
+from tmlr_runtime.family import dispatch as _family
+from tmlr_runtime.launch import kernel as _kernel
+from tmlr_runtime.launch import modules as _modules
+from tmlr_runtime.artifact.elf import functions
+from tmlr_runtime.errors import IntegrityError
+from tmlr_runtime.launch.plan import Layout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -3,16 +3,14 @@
 No Triton, ever; torch and numpy are used only when the caller already imported them.
 """
 from __future__ import annotations
-
 from typing import Any
-
-from ._errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
+from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
                       DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
                       PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError,
                       UnseenKeyError)
-from ._kernel import Kernel
-from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
-from ._tensordesc import DescriptorArgumentError, TensorDescriptor, TensorMap, make_tensor_map
+from .launch.kernel import Kernel
+from .artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
+from .launch.tensordesc import DescriptorArgumentError, TensorDescriptor, TensorMap, make_tensor_map
 from .abi import Parameter
 
 __version__ = "0.1.0"
@@ -29,7 +27,7 @@ def __getattr__(name: str) -> Any:
     # The family machinery (dispatch, heuristics, tuning) is imported on first use: Kernel.load imports it
     # when it meets a family index, so a service launching single artifacts never pays for it.
     if name == "KernelFamily":
-        from ._family import KernelFamily
+        from .family.dispatch import KernelFamily
 
         return KernelFamily
     raise AttributeError(f"module 'tmlr_runtime' has no attribute {name!r}")

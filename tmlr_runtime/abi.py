@@ -4,7 +4,6 @@
 and its text form (:func:`format_signature`, :func:`split_top_level`), and the compile :class:`Target`.
 """
 from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any, Iterable
 

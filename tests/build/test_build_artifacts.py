@@ -17,7 +17,7 @@ import tmlr_runtime
 from tmlr_build import BuildConfig, build, parse_arch_list, request
 from tmlr_build.cli import run
 from tmlr_build.common.errors import ArchMismatchError
-from tmlr_runtime._metadata import read_cubin
+from tmlr_runtime.artifact.metadata import read_cubin
 from triton_facts import API, committed_triton_only, reader_reads, spec_entries
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -221,7 +221,7 @@ def test_helpers_from_sibling_modules_keep_the_build_relocatable(tmp_path: Path)
 
 
 def test_register_counts_agree_with_the_cubins(rebuilt: Path) -> None:
-    from tmlr_runtime._elf import functions
+    from tmlr_runtime.artifact.elf import functions
 
     for art in _artifacts(rebuilt):
         for v in json.loads((art / "metadata.json").read_text())["variants"]:

@@ -16,11 +16,12 @@ from tmlr_build.common import errors as E
 from tmlr_build.common.arch import Target
 from tmlr_build.common.jobs import Job
 from tmlr_build.common.kernel_facts import KernelFacts
-from tmlr_runtime import ArtifactMetadata, Parameter
+from tmlr_runtime import ArtifactMetadata
+from tmlr_runtime import Parameter
 from tmlr_runtime.abi import format_signature
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "autotune"
-from tmlr_runtime._family_index import FAMILY_SCHEMA_PATH  # noqa: E402
+from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH  # noqa: E402
 
 SHAPE = json.loads(Path(FAMILY_SCHEMA_PATH).read_text())  # the contract: the runtime's family schema
 MATMUL = f"{DATA}/tuned_matmul.py:matmul"
@@ -133,7 +134,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "autotune"
 
 @pytest.mark.skipif(not __import__("triton").__version__.startswith("3.3."), reason="the committed example is Triton 3.3.1's output")
 def test_committed_example_family_is_what_the_spec_builds_and_its_table_verifies(tmp_path: Path) -> None:
-    from tmlr_runtime._family_cli import verify_family
+    from tmlr_runtime.cli.family import verify_family
 
     run(["--spec", str(EXAMPLE / "kernels.json"), "-o", str(tmp_path), "-q"])
     built, committed = tmp_path / "matmul", EXAMPLE / "artifacts" / "matmul"

@@ -1,4 +1,4 @@
-"""The runtime's per-call specialization entries (tmlr_runtime._choose, used by family dispatch)
+"""The runtime's per-call specialization entries (tmlr_runtime.family.choose, used by family dispatch)
 equal those of the installed Triton's own specializer, for pointers (dtype, 16-byte alignment)
 and ints (type by value, == 1, divisibility by 16)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tmlr_runtime._choose import int_entry, pointer_entry
+from tmlr_runtime.family.choose import int_entry, pointer_entry
 
 pytest.importorskip("triton")
 

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
 from skip_reasons import NEEDS_TWO_GPUS  # noqa: E402
-from tmlr_runtime import _modules  # noqa: E402
+from tmlr_runtime.launch import modules as _modules  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ADD = os.path.join(ROOT, "examples", "artifacts", "add")

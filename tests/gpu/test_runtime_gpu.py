@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
 from skip_reasons import NEEDS_SM80, NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
-from tmlr_runtime import _modules  # noqa: E402
+from tmlr_runtime.launch import modules as _modules  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

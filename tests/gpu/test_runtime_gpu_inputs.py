@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
-from tmlr_runtime import _driver  # noqa: E402
+from tmlr_runtime import driver as _driver  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -12,7 +12,7 @@ of the advice, not just the parameter name):
   ``tmlr-build: error:`` line of ``main()``.
 
 Runtime cases run twice: on a CPU with ``tests/fake_driver.py`` (an H200's device facts, cubins
-read with ``tmlr_runtime._elf``, the add kernel executed on host memory by tensors that pose as
+read with ``tmlr_runtime.artifact.elf``, the add kernel executed on host memory by tensors that pose as
 CUDA tensors), and marked ``gpu`` for real, with the committed ``examples/artifacts`` and torch CUDA
 tensors (``python -m pytest -m gpu tests/runtime/test_bad_inputs.py``). ``gpu`` says where a case can run
 for real: anywhere, only on an sm_80 GPU or with two GPUs (skipped otherwise, with the reasons of
@@ -47,7 +47,7 @@ import tmlr_runtime as tr  # noqa: E402
 from fake_driver import A100, H200  # noqa: E402
 from skip_reasons import NEEDS_SM80, NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_build.common import errors as E  # noqa: E402
-from tmlr_runtime import _driver  # noqa: E402
+from tmlr_runtime import driver as _driver  # noqa: E402
 from tmlr_runtime.cli import main as tmlr_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

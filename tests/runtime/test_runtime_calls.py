@@ -10,9 +10,9 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
-from tmlr_runtime import _convert
-from tmlr_runtime._convert import tensor_pointer
-from tmlr_runtime._metadata import Parameter
+from tmlr_runtime.launch import streams
+from tmlr_runtime.launch.pointers import tensor_pointer
+from tmlr_runtime.artifact.metadata import Parameter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -154,7 +154,7 @@ def test_default_stream_without_torch(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "torch", None)
-    assert _convert.default_stream(0) == 0
+    assert streams.default_stream(0) == 0
 
 
 class FakeTensor:

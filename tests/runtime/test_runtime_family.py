@@ -11,9 +11,9 @@ import torch
 import tmlr_runtime as tr
 from family_sample import autotune, dtype_family, make_family, signature
 from fake_driver import fake_cuda_tensor_type, installed
-from tmlr_runtime import _family_index
-from tmlr_runtime._choose import int_entry, pointer_entry
-from tmlr_runtime._heuristics import check_expression, next_power_of_2
+from tmlr_runtime.artifact import family_index as _family_index
+from tmlr_runtime.family.choose import int_entry, pointer_entry
+from tmlr_runtime.artifact.heuristics import check_expression, next_power_of_2
 
 T = fake_cuda_tensor_type(0)
 

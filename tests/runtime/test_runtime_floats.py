@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import tmlr_runtime as tr
 from fake_driver import fake_launcher, metadata_doc, param
-from tmlr_runtime._convert import bf16_bits
+from tmlr_runtime.launch.convert import bf16_bits
 
 torch = pytest.importorskip("torch")
 

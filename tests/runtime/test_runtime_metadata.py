@@ -10,7 +10,7 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import FAKE_CUBIN, constexpr, equal_to_1, metadata_doc, param, write_artifact
-from tmlr_runtime._metadata import read_cubin
+from tmlr_runtime.artifact.metadata import read_cubin
 
 GOOD = metadata_doc([param("x", "*fp32", 16), param("n", "i32"), constexpr("BLOCK", 128)], archs=("sm_80", "sm_90a"))
 

@@ -8,9 +8,9 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import equal_to_1, fake_launcher, metadata_doc, param
-from tmlr_runtime._convert import bf16_bits
-from tmlr_runtime._launcher import Layout
-from tmlr_runtime._metadata import Parameter
+from tmlr_runtime.launch.convert import bf16_bits
+from tmlr_runtime.launch.plan import Layout
+from tmlr_runtime.artifact.metadata import Parameter
 
 torch = pytest.importorskip("torch")
 
@@ -86,7 +86,7 @@ def test_tma_descriptor_bytes_and_alignment():
     with pytest.raises(tr.ArgumentError) as e:
         launch(1, (b"short", 7), {}, 0)
     assert e.value.param == "d" and "128 bytes" in str(e.value)
-    from tmlr_runtime._launcher import ArgBuffer
+    from tmlr_runtime.launch.plan import ArgBuffer
 
     buf = ArgBuffer(Layout.build((Parameter("d", "runtime", "nvTmaDesc"),), ()))
     import ctypes
@@ -101,7 +101,7 @@ def test_pointer_values_int_none_and_cuda_array_interface(monkeypatch):
     class CAI:
         __cuda_array_interface__ = {"data": (0x2000, False), "typestr": "<f4", "shape": (4,), "version": 3}
 
-    monkeypatch.setattr("tmlr_runtime._convert._host_or_device", lambda address, device: 0)
+    monkeypatch.setattr("tmlr_runtime.launch.pointers._host_or_device", lambda address, device: 0)
     launch(1, (0x1000, None, CAI()), {}, 0)
     p = rec.launches[-1]["params"]
     assert struct.unpack("<Q", p[0])[0] == 0x1000

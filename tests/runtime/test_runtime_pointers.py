@@ -34,7 +34,7 @@ def owner(monkeypatch):
         state["queries"].append((address, device))
         return state["owner"]
 
-    monkeypatch.setattr("tmlr_runtime._convert._host_or_device", fake)
+    monkeypatch.setattr("tmlr_runtime.launch.pointers._host_or_device", fake)
     return state
 
 
@@ -83,7 +83,7 @@ def test_cai_unknown_to_cuda_is_refused(owner):
 
 def test_owner_query_reads_the_driver_answers():
     """_host_or_device against the (fake) driver: device memory, pinned host memory, unknown memory."""
-    from tmlr_runtime._convert import _host_or_device
+    from tmlr_runtime.launch.pointers import _host_or_device
 
     with fake_driver.installed() as fake:
         fake.host_addresses.add(0x3000)

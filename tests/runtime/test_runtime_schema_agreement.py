@@ -1,4 +1,4 @@
-"""The metadata reader (tmlr_runtime._metadata) and ``jsonschema`` with schema/metadata.schema.json accept
+"""The metadata reader (tmlr_runtime.artifact.metadata) and ``jsonschema`` with schema/metadata.schema.json accept
 and reject the same documents, over a sample with many valid ones (tests/schema_sample.py), and the
 reader names where an invalid one breaks the schema."""
 from __future__ import annotations
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from schema_sample import (JSONSCHEMA, committed_documents, expected_valid, invalid_change, path_text, reader_verdict,
                            valid_variation)
-from tmlr_runtime import SCHEMA_PATH, SCHEMA_VERSION
+from tmlr_runtime import SCHEMA_PATH
+from tmlr_runtime import SCHEMA_VERSION
 
 ALL_COMMITTED = committed_documents()
 # the documents of a schema version this reader knows (examples/gluon's host descriptors are version 2)

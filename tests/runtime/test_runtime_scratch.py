@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture
 def scratch(monkeypatch):
-    monkeypatch.setattr("tmlr_runtime._compiled.enabled", False)  # the Python path's functions are watched
+    monkeypatch.setattr("tmlr_runtime.launch.compiled.enabled", False)  # the Python path's functions are watched
     log = []
 
     def alloc(nbytes, align, stream):
@@ -29,8 +29,8 @@ def scratch(monkeypatch):
     def free(raw, stream):
         log.append(("free", raw, stream))
 
-    monkeypatch.setattr("tmlr_runtime._launcher.scratch_alloc", alloc)
-    monkeypatch.setattr("tmlr_runtime._launcher.scratch_free", free)
+    monkeypatch.setattr("tmlr_runtime.launch.execute.scratch_alloc", alloc)
+    monkeypatch.setattr("tmlr_runtime.launch.execute.scratch_free", free)
     return log
 
 

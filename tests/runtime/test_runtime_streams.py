@@ -1,4 +1,4 @@
-"""_convert.stream_handle for every accepted form and its refusals (handles outside the CUstream
+"""streams.stream_handle for every accepted form and its refusals (handles outside the CUstream
 range from any source), and default_stream's binding to torch via a fake torch module."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import fake_launcher, metadata_doc, param
-from tmlr_runtime import _convert
+from tmlr_runtime.launch import streams
 
 
 class Attr:
@@ -31,7 +31,7 @@ class Proto:
      (Attr("ptr", 6), 6), (Attr("handle", 8), 8)],
 )
 def test_stream_handle_accepts(given, expected):
-    assert _convert.stream_handle(given) == expected
+    assert streams.stream_handle(given) == expected
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_stream_handle_accepts(given, expected):
 )
 def test_stream_handle_refuses(bad, fix):
     with pytest.raises(tr.StreamError) as e:
-        _convert.stream_handle(bad)
+        streams.stream_handle(bad)
     assert isinstance(e.value, tr.TmlrError)
     assert fix in str(e.value)
 
@@ -61,8 +61,8 @@ def test_launcher_refuses_out_of_range_streams(bad):
 
 def test_default_stream_is_zero_without_torch(monkeypatch):
     monkeypatch.delitem(sys.modules, "torch", raising=False)
-    assert _convert.default_stream(0) == 0
-    assert _convert.stream_getter() is _convert.default_stream  # torch imported later is still picked up
+    assert streams.default_stream(0) == 0
+    assert streams.stream_getter() is streams.default_stream  # torch imported later is still picked up
 
 
 def test_default_stream_binds_torch_current_stream(monkeypatch):
@@ -70,8 +70,8 @@ def test_default_stream_binds_torch_current_stream(monkeypatch):
     fake = types.ModuleType("torch")
     fake._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda dev: calls.append(dev) or 1000 + dev)
     monkeypatch.setitem(sys.modules, "torch", fake)
-    assert _convert.default_stream(3) == 1003
-    assert _convert.default_stream(1) == 1001
+    assert streams.default_stream(3) == 1003
+    assert streams.default_stream(1) == 1001
     assert calls == [3, 1]
 
 
@@ -79,5 +79,5 @@ def test_default_stream_with_cpu_only_torch(monkeypatch):
     fake = types.ModuleType("torch")
     fake._C = types.SimpleNamespace()  # no _cuda_getCurrentRawStream
     monkeypatch.setitem(sys.modules, "torch", fake)
-    assert _convert.default_stream(0) == 0
-    assert _convert.stream_getter()(5) == 0
+    assert streams.default_stream(0) == 0
+    assert streams.stream_getter()(5) == 0

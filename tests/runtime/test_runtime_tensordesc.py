@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
 from fake_driver import A100, ROOT, fake_cuda_tensor_type, installed, write_artifact  # noqa: E402
-from tmlr_runtime._launcher import Layout  # noqa: E402
+from tmlr_runtime.launch.plan import Layout  # noqa: E402
 
 ARTIFACTS = os.path.join(ROOT, "tests", "gpu", "artifacts")
 CUDA0 = fake_cuda_tensor_type(0)
@@ -81,7 +81,7 @@ def test_nan_padding_tf32_and_fp4_reach_the_encoding(tmp_path: Any) -> None:
         k((1,), desc, desc)
     m = fake.tensor_maps[0]
     assert m["data_type"] == 11 and m["dims"] == [1024, 256] and m["strides"] == [2048, 524288]  # TF32; innermost doubled
-    assert m["fill"] == int(tr._driver.api().CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
+    assert m["fill"] == int(tr.driver.api().CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
 
 
 def test_pointer_form_packs_every_field() -> None:
@@ -171,6 +171,5 @@ def test_kernels_without_descriptors_keep_the_plain_pack() -> None:
     with installed():
         k = tr.Kernel.load(os.path.join(ROOT, "examples", "artifacts", "add"))
         d = tr.Kernel.load(os.path.join(ARTIFACTS, "desc_scale"))
-    pack, slow = k._plan[11], k._plan[-1]
-    assert pack == slow.layout.head.pack_into
-    assert d._plan[11] != d._plan[-1].layout.head.pack_into
+    assert k._plan.pack == k._plan.layout.head.pack_into
+    assert d._plan.pack != d._plan.layout.head.pack_into

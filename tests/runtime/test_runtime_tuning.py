@@ -13,7 +13,7 @@ import torch
 import tmlr_runtime as tr
 from family_sample import autotune, dtype_family, make_family, signature
 from fake_driver import fake_cuda_tensor_type, installed
-from tmlr_runtime import _tuning
+from tmlr_runtime.family import tuning as _tuning
 from tmlr_runtime.cli import main
 
 T = fake_cuda_tensor_type(0)

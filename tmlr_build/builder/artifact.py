@@ -9,7 +9,10 @@ import tempfile
 from typing import Any, Sequence
 
 import tmlr_runtime
-from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
+from tmlr_runtime import METADATA_FILE
+from tmlr_runtime import SCHEMA_PATH
+from tmlr_runtime import ArtifactMetadata
+from tmlr_runtime import SchemaError
 from tmlr_runtime.abi import TENSORDESC
 
 from ..common.errors import ArtifactWriteError, OutputPathError

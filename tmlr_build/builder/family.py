@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from tmlr_runtime import METADATA_FILE, Parameter
-from tmlr_runtime._family_index import FAMILY_SCHEMA_PATH, FAMILY_VERSION  # the runtime's reader of the index
+from tmlr_runtime import METADATA_FILE
+from tmlr_runtime import Parameter
+from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH, FAMILY_VERSION  # the runtime's reader of the index
 from tmlr_runtime.abi import format_signature
 
 from ..common.errors import ArtifactWriteError

@@ -17,7 +17,7 @@ import ast
 from dataclasses import dataclass
 from types import CodeType
 
-from tmlr_runtime._heuristics import FUNCTIONS, check_expression  # the one whitelist, which the runtime evaluates
+from tmlr_runtime.artifact.heuristics import FUNCTIONS, check_expression  # the one whitelist, which the runtime evaluates
 
 __all__ = ["FUNCTIONS", "Extracted", "check_expression", "extract", "is_bool_expression"]
 

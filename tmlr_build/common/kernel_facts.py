@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tmlr_runtime._family_index import Config
+from tmlr_runtime.artifact.family_index import Config
 
 
 @dataclass(frozen=True)

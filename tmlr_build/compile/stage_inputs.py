@@ -314,7 +314,7 @@ def _sibling_params(job: Job, base: str) -> list[sig.Parameter]:
 def cubin_function(job: Job, base: str, cubin: bytes, entry: str) -> Any:
     """The entry's record in an imported cubin; the metadata JSON must belong to this cubin."""
     from tmlr_runtime import IntegrityError
-    from tmlr_runtime._elf import functions
+    from tmlr_runtime.artifact.elf import functions
 
     try:
         found = functions(cubin, base)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-
-from ._errors import IntegrityError
+from ..errors import IntegrityError
 
 _SHT_SYMTAB = 2
 _STT_FUNC = 2

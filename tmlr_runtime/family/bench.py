@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import statistics
 from typing import Any, Callable
-
-from . import _driver
-from ._errors import TuningError
+from .. import driver
+from ..errors import TuningError
 
 L2_FLUSH_BYTES = 256 << 20
 
 
 def refuse_capture(stream: int, what: str) -> None:
     """Raise :class:`TuningError` when ``stream`` (or the legacy stream it syncs with) is capturing."""
-    drv = _driver.api()
-    status = _driver.check(drv.cuStreamIsCapturing(stream), "cuStreamIsCapturing")
+    drv = driver.api()
+    status = driver.check(drv.cuStreamIsCapturing(stream), "cuStreamIsCapturing")
     if int(status) != int(drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE):
         raise TuningError(f"{what}: the stream is being captured into a CUDA graph, and benchmarking the configs there "
                           "would record the benchmark into the graph; run one call of each shape before capturing (warm-up), "
@@ -35,55 +34,55 @@ class Preserve:
     (``restore_value``); :meth:`close` leaves them as before the first launch, the zeroed ones zero."""
 
     def __init__(self, zero: list[tuple[int, int]], restore: list[tuple[int, int]], stream: int) -> None:
-        self.drv, self.zero, self.restore, self.stream = _driver.api(), zero, restore, stream
+        self.drv, self.zero, self.restore, self.stream = driver.api(), zero, restore, stream
         self.copies: list[tuple[int, int, int]] = []  # (saved copy, address, bytes)
         for address, nbytes in restore:
-            copy = int(_driver.check(self.drv.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc (restore_value copy)"))
+            copy = int(driver.check(self.drv.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc (restore_value copy)"))
             self.copies.append((copy, address, nbytes))
-            _driver.check(self.drv.cuMemcpyDtoDAsync(copy, address, nbytes, stream), "cuMemcpyDtoDAsync (restore_value save)")
+            driver.check(self.drv.cuMemcpyDtoDAsync(copy, address, nbytes, stream), "cuMemcpyDtoDAsync (restore_value save)")
 
     def before(self) -> None:
         for address, nbytes in self.zero:
-            _driver.check(self.drv.cuMemsetD8Async(address, 0, nbytes, self.stream), "cuMemsetD8Async (reset_to_zero)")
+            driver.check(self.drv.cuMemsetD8Async(address, 0, nbytes, self.stream), "cuMemsetD8Async (reset_to_zero)")
 
     def after(self) -> None:
         for copy, address, nbytes in self.copies:
-            _driver.check(self.drv.cuMemcpyDtoDAsync(address, copy, nbytes, self.stream), "cuMemcpyDtoDAsync (restore_value)")
+            driver.check(self.drv.cuMemcpyDtoDAsync(address, copy, nbytes, self.stream), "cuMemcpyDtoDAsync (restore_value)")
 
     def close(self) -> None:
         self.before()
-        _driver.check(self.drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+        driver.check(self.drv.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
         for copy, _, _ in self.copies:
-            _driver.check(self.drv.cuMemFree(copy), "cuMemFree (restore_value copy)")
+            driver.check(self.drv.cuMemFree(copy), "cuMemFree (restore_value copy)")
         self.copies = []
 
 
 def _elapsed(drv: Any, start: Any, end: Any) -> float:
-    return float(_driver.check(drv.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+    return float(driver.check(drv.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
 
 
 def median_ms(launch: Callable[[], None], stream: int, preserve: Preserve | None = None, *, warmup_ms: float = 25.0,
               rep_ms: float = 100.0, max_reps: int = 1000, flush_bytes: int = L2_FLUSH_BYTES) -> float:
     """The median time in ms of ``launch()`` on ``stream`` (see the module docstring)."""
-    drv = _driver.api()
+    drv = driver.api()
     before = preserve.before if preserve else (lambda: None)
     after = preserve.after if preserve else (lambda: None)
-    flush = int(_driver.check(drv.cuMemAlloc(flush_bytes), "cuMemAlloc (L2 flush buffer)")) if flush_bytes else 0
+    flush = int(driver.check(drv.cuMemAlloc(flush_bytes), "cuMemAlloc (L2 flush buffer)")) if flush_bytes else 0
     events: list[Any] = []
     try:
         def timed(i: int) -> None:
             while len(events) < 2 * i + 2:
-                events.append(_driver.check(drv.cuEventCreate(0), "cuEventCreate"))
+                events.append(driver.check(drv.cuEventCreate(0), "cuEventCreate"))
             before()
             if flush:
-                _driver.check(drv.cuMemsetD8Async(flush, 0, flush_bytes, stream), "cuMemsetD8Async (L2 flush)")
-            _driver.check(drv.cuEventRecord(events[2 * i], stream), "cuEventRecord")
+                driver.check(drv.cuMemsetD8Async(flush, 0, flush_bytes, stream), "cuMemsetD8Async (L2 flush)")
+            driver.check(drv.cuEventRecord(events[2 * i], stream), "cuEventRecord")
             launch()
-            _driver.check(drv.cuEventRecord(events[2 * i + 1], stream), "cuEventRecord")
+            driver.check(drv.cuEventRecord(events[2 * i + 1], stream), "cuEventRecord")
             after()
 
         def times(n: int) -> list[float]:
-            _driver.check(drv.cuEventSynchronize(events[2 * n - 1]), "cuEventSynchronize")
+            driver.check(drv.cuEventSynchronize(events[2 * n - 1]), "cuEventSynchronize")
             return [_elapsed(drv, events[2 * i], events[2 * i + 1]) for i in range(n)]
 
         for i in range(5):

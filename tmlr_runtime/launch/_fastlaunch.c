@@ -52,32 +52,32 @@ typedef CUresult (*MemAllocAsyncFn)(CUdeviceptr *, size_t, CUstream);           
 typedef CUresult (*MemFreeAsyncFn)(CUdeviceptr, CUstream);                            /* v11020 */
 
 /* ---- the plan ------------------------------------------------------------------------------------ */
-enum { A_TENSOR, A_RAW_POINTER, A_SCALAR, A_DIV16, A_CONVERT, A_CHECK, A_NONE };  /* _compiled.ACTIONS */
-enum { KEY_DTYPE, KEY_ALIGNED, KEY_INT_CLASS, KEY_VALUE };                         /* _compiled.KEY_PARTS */
+/* A step's code (tmlr_runtime/launch/plan.py): what its argument needs */
+enum { SCALAR, PTR, DIV16, BOOL, BF16, TMA, TENSORDESC, CONSTEXPR, ONE, IGNORED };
+enum { KEY_DTYPE, KEY_ALIGNED, KEY_INT_CLASS, KEY_VALUE };  /* family/choose.py: what a family key reads */
 #define POOL 8
 #define MAX_ATTRS 4
 #define BASE_ALIGN 64  /* a CUtensorMap passed by value needs its slot 64-byte aligned */
 
 typedef struct {
-    int action, first, count;  /* what the argument needs; its slots */
-    PyObject *dtype;           /* A_TENSOR: the torch dtype it must have (NULL: none to check) */
-    uint64_t mask;             /* A_TENSOR: alignment - 1 */
-} ArgPlan;
+    int code, first, count;  /* the step's code; its slots */
+    PyObject *dtype;         /* PTR with checks: the torch dtype a tensor must have (NULL: Python checks) */
+    uint64_t mask;           /* PTR, DIV16: the low bits that must be zero */
+} Step;
 
-typedef struct Executor Executor;
 typedef PyObject *(*RunFn)(PyObject *, PyObject *const *, size_t, PyObject *);
 
-struct Executor {
+typedef struct {
     PyObject_HEAD
     RunFn run;  /* every object the `Method` descriptor dispatches to starts so */
     uintptr_t context;
-    int device;
+    int device, checks;
     Py_ssize_t npos, nslots, nparams;
-    ArgPlan *args;
-    char *codes;            /* the struct code of each runtime slot */
+    Step *steps;
+    char *codes;            /* the struct code of each runtime slot ('s': 128 bytes) */
     Py_ssize_t *offsets;    /* of each parameter the cubin takes (runtime slots, then hidden) */
     size_t size;
-    PyObject *device_obj, *tensor_type, *stream_getter;
+    PyObject *device_obj, *tensor_type, *stream_getter, *plan;
     PyObject *fallback, *convert, *bind, *grid3, *stream_handle, *fail;
     PyObject *what_launch, *what_alloc, *what_free;
     CUfunction function;
@@ -97,160 +97,189 @@ struct Executor {
     unsigned busy;          /* bit i: pool[i] is in use (changed only under the GIL) */
     char *pool_raw[POOL];   /* what PyMem_Malloc gave */
     void **pool[POOL];      /* void*[nparams], then the aligned parameter data */
-};
+} Executor;
 
 static PyObject *s_get_device, *s_dtype, *s_data_ptr, *s_stream, *s_fast_attr;
 static PyObject *int_classes[4];  /* (not v & 15, v == 1) for each of the four answers */
 
 /* ---- reading the plan at construction ----------------------------------------------------------- */
-static int get_ull(PyObject *plan, const char *name, unsigned long long *out) {
-    PyObject *v = PyObject_GetAttrString(plan, name);
+static int get_ull(PyObject *obj, const char *name, unsigned long long *out) {
+    PyObject *v = PyObject_GetAttrString(obj, name), *i;
     if (!v) return -1;
-    *out = PyLong_AsUnsignedLongLong(v);
+    i = PyNumber_Long(v);  /* cuda-python handles (CUfunction, CUcontext) give their address by int() */
     Py_DECREF(v);
+    if (!i) return -1;
+    *out = PyLong_AsUnsignedLongLong(i);
+    Py_DECREF(i);
     return (*out == (unsigned long long)-1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static int get_obj(PyObject *plan, const char *name, PyObject **out) {
-    *out = PyObject_GetAttrString(plan, name);
+static int get_obj(PyObject *obj, const char *name, PyObject **out) {
+    *out = PyObject_GetAttrString(obj, name);
     return *out ? 0 : -1;
 }
 
-static int get_ulls(PyObject *plan, const char *name, unsigned long long *out, Py_ssize_t n) {
-    PyObject *v = PyObject_GetAttrString(plan, name);
-    if (!v) return -1;
-    PyObject *t = PySequence_Fast(v, name);
+/* The items of obj.<name> as a list (a new reference), checking there are n of them (n < 0: any). */
+static PyObject *get_seq(PyObject *obj, const char *name, Py_ssize_t n) {
+    PyObject *v = PyObject_GetAttrString(obj, name), *t;
+    if (!v) return NULL;
+    t = PySequence_List(v);
     Py_DECREF(v);
-    if (!t) return -1;
-    int rc = 0;
-    if (PySequence_Fast_GET_SIZE(t) != n) {
-        PyErr_Format(PyExc_ValueError, "plan.%s needs %zd values", name, n);
-        rc = -1;
+    if (t && n >= 0 && PyList_GET_SIZE(t) != n) {
+        PyErr_Format(PyExc_ValueError, "the plan's %s needs %zd items", name, n);
+        Py_CLEAR(t);
     }
-    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
-        out[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(t, i));
-        if (out[i] == (unsigned long long)-1 && PyErr_Occurred()) rc = -1;
+    return t;
+}
+
+static int get_ulls(PyObject *obj, const char *name, unsigned long long *out, Py_ssize_t n) {
+    PyObject *t = get_seq(obj, name, n);
+    if (!t) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(t, i));
+        if (out[i] == (unsigned long long)-1 && PyErr_Occurred()) { Py_DECREF(t); return -1; }
+    }
+    Py_DECREF(t);
+    return 0;
+}
+
+static Py_ssize_t code_size(char c) {
+    switch (c) {
+    case 'b': case 'B': return 1;
+    case 'h': case 'H': case 'e': return 2;
+    case 'i': case 'I': case 'f': return 4;
+    case 'q': case 'Q': case 'd': return 8;
+    default: return -1;
+    }
+}
+
+/* Append the slots of a step's struct format `fmt` (packed from `offset`: codes, "<n>x" padding,
+ * "128s") to codes/offsets; the number of slots, or -1. */
+static int parse_format(Executor *self, const char *fmt, Py_ssize_t offset, Py_ssize_t capacity) {
+    int n = 0;
+    for (const char *c = fmt; *c;) {
+        Py_ssize_t count = 0, size;
+        int digits = 0;
+        while (*c >= '0' && *c <= '9') { count = count * 10 + (*c++ - '0'); digits = 1; }
+        if (!digits) count = 1;
+        if (*c == 'x') { offset += count; c++; continue; }
+        if (*c == 's' && count == 128) { size = 128; count = 1; }
+        else if ((size = code_size(*c)) < 0) return -1;
+        for (Py_ssize_t k = 0; k < count; k++, n++, offset += size) {
+            if (self->nslots >= capacity) return -1;
+            self->codes[self->nslots] = *c;
+            self->offsets[self->nslots++] = offset;
+        }
+        c++;
+    }
+    return n;
+}
+
+/* plan.steps: (code, position, offset, size, fmt, dtype, mask) per positional parameter; then plan.hidden. */
+static int read_steps(Executor *self, PyObject *plan) {
+    PyObject *steps = get_seq(plan, "steps", -1), *hidden = get_seq(plan, "hidden", -1);
+    int rc = -1;
+    if (!steps || !hidden) goto done;
+    self->npos = PyList_GET_SIZE(steps);
+    Py_ssize_t capacity = (Py_ssize_t)self->size + PyList_GET_SIZE(hidden);  /* no slot is smaller than a byte */
+    self->steps = PyMem_Calloc(self->npos + 1, sizeof(Step));
+    self->codes = PyMem_Calloc(capacity + 1, 1);
+    self->offsets = PyMem_Calloc(capacity + 1, sizeof(Py_ssize_t));
+    if (!self->steps || !self->codes || !self->offsets) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < self->npos; i++) {
+        Step *st = &self->steps[i];
+        Py_ssize_t position, offset, size;
+        const char *fmt;
+        PyObject *dtype;
+        unsigned long long mask;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(steps, i), "innnsOK", &st->code, &position, &offset, &size, &fmt, &dtype, &mask))
+            goto done;
+        st->first = (int)self->nslots;
+        st->count = offset < 0 ? 0 : parse_format(self, fmt, offset, capacity);
+        if (position != i || st->code < SCALAR || st->code > IGNORED || st->count < 0 || offset + size > (Py_ssize_t)self->size) {
+            PyErr_Format(PyExc_ValueError, "plan.steps[%zd] cannot be executed", i);
+            goto done;
+        }
+        st->dtype = dtype == Py_None ? NULL : Py_NewRef(dtype);
+        st->mask = mask;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(hidden); i++) {  /* (name, offset): stays zero but for scratch */
+        PyObject *name;
+        Py_ssize_t offset;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(hidden, i), "On", &name, &offset)) goto done;
+        if (offset < 0 || offset + 8 > (Py_ssize_t)self->size) { PyErr_SetString(PyExc_ValueError, "plan.hidden: beyond the buffer"); goto done; }
+        self->offsets[self->nslots + i] = offset;
+    }
+    self->nparams = self->nslots + PyList_GET_SIZE(hidden);
+    rc = 0;
+done:
+    Py_XDECREF(steps);
+    Py_XDECREF(hidden);
+    return rc;
+}
+
+/* extras.attrs: ((id, (u32 words of the value...)), ...) for cuLaunchKernelEx */
+static int read_attrs(Executor *self, PyObject *extras) {
+    PyObject *t = get_seq(extras, "attrs", -1);
+    if (!t) return -1;
+    self->nattrs = (unsigned)PyList_GET_SIZE(t);
+    int rc = self->nattrs <= MAX_ATTRS ? 0 : -1;
+    if (rc) PyErr_SetString(PyExc_ValueError, "too many launch attributes");
+    for (unsigned i = 0; rc == 0 && i < self->nattrs; i++) {
+        PyObject *words, *w;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(t, i), "iO", &self->attrs[i].id, &words) || !(w = PySequence_List(words))) {
+            rc = -1;
+            break;
+        }
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(w) && j < 16; j++)
+            self->attrs[i].value[j] = (unsigned)PyLong_AsUnsignedLong(PyList_GET_ITEM(w, j));
+        Py_DECREF(w);
+        if (PyErr_Occurred()) rc = -1;
     }
     Py_DECREF(t);
     return rc;
 }
 
-static int read_args(Executor *self, PyObject *plan) {
-    PyObject *seq = PyObject_GetAttrString(plan, "args"), *t;
-    if (!seq) return -1;
-    t = PySequence_Fast(seq, "plan.args");
-    Py_DECREF(seq);
-    if (!t) return -1;
-    self->npos = PySequence_Fast_GET_SIZE(t);
-    self->args = PyMem_Calloc(self->npos ? self->npos : 1, sizeof(ArgPlan));
-    if (!self->args) { Py_DECREF(t); PyErr_NoMemory(); return -1; }
-    for (Py_ssize_t i = 0; i < self->npos; i++) {  /* (action, first slot, slots, dtype or None, alignment) */
-        ArgPlan *a = &self->args[i];
-        PyObject *dtype;
-        unsigned long long align;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(t, i), "iiiOK", &a->action, &a->first, &a->count, &dtype, &align)) {
-            Py_DECREF(t);
-            return -1;
-        }
-        if (a->action < 0 || a->action > A_NONE || a->first < 0 || a->count < 0 || a->first + a->count > self->nslots || align == 0) {
-            Py_DECREF(t);
-            PyErr_Format(PyExc_ValueError, "plan.args[%zd] is out of range", i);
-            return -1;
-        }
-        a->dtype = dtype == Py_None ? NULL : Py_NewRef(dtype);
-        a->mask = align - 1;
-    }
-    Py_DECREF(t);
-    return 0;
-}
-
-static int read_layout(Executor *self, PyObject *plan) {
-    PyObject *codes = PyObject_GetAttrString(plan, "slot_codes"), *offsets;
-    if (!codes) return -1;
-    Py_ssize_t n;
-    const char *c = PyUnicode_AsUTF8AndSize(codes, &n);
-    if (!c) { Py_DECREF(codes); return -1; }
-    self->nslots = n;
-    self->codes = PyMem_Malloc(n + 1);
-    if (!self->codes) { Py_DECREF(codes); PyErr_NoMemory(); return -1; }
-    memcpy(self->codes, c, n + 1);
-    Py_DECREF(codes);
-    offsets = PyObject_GetAttrString(plan, "offsets");
-    if (!offsets) return -1;
-    PyObject *t = PySequence_Fast(offsets, "plan.offsets");
-    Py_DECREF(offsets);
-    if (!t) return -1;
-    self->nparams = PySequence_Fast_GET_SIZE(t);
-    self->offsets = PyMem_Calloc(self->nparams ? self->nparams : 1, sizeof(Py_ssize_t));
-    if (!self->offsets) { Py_DECREF(t); PyErr_NoMemory(); return -1; }
-    for (Py_ssize_t i = 0; i < self->nparams; i++) {
-        self->offsets[i] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(t, i));
-        if (self->offsets[i] < 0 || (size_t)self->offsets[i] >= self->size) {
-            Py_DECREF(t);
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "plan.offsets: an offset beyond plan.size");
-            return -1;
-        }
-    }
-    Py_DECREF(t);
-    if (self->nslots > self->nparams) { PyErr_SetString(PyExc_ValueError, "plan.slot_codes: more slots than offsets"); return -1; }
-    return 0;
-}
-
-static int read_launch(Executor *self, PyObject *plan) {
-    unsigned long long v, grid[3], cluster[3], function, fns[5];
-    PyObject *attrs, *scratch;
+static int read_launch(Executor *self, PyObject *plan, PyObject *extras) {
+    unsigned long long v, grid[3], cluster[3], fns[5];
+    PyObject *scratch;
     if (get_ull(plan, "context", &v) < 0) return -1;
     self->context = (uintptr_t)v;
-    if (get_ull(plan, "function", &function) < 0 || get_ull(plan, "block", &v) < 0) return -1;
-    self->function = (CUfunction)(uintptr_t)function;
+    if (get_ull(plan, "function", &v) < 0) return -1;
+    self->function = (CUfunction)(uintptr_t)v;
+    if (get_ull(plan, "block", &v) < 0) return -1;
     self->block = (unsigned)v;
     if (get_ull(plan, "shared", &v) < 0) return -1;
     self->shared = (unsigned)v;
+    if (get_ull(plan, "use_ex", &v) < 0) return -1;
+    self->use_ex = v != 0;
     if (get_ulls(plan, "max_grid", grid, 3) < 0 || get_ulls(plan, "cluster", cluster, 3) < 0) return -1;
     for (int i = 0; i < 3; i++) { self->max_grid[i] = grid[i]; self->cluster[i] = (unsigned)(cluster[i] ? cluster[i] : 1); }
-    if (get_ulls(plan, "entry_points", fns, 5) < 0) return -1;
+    if (get_obj(plan, "scratch", &scratch) < 0) return -1;  /* None or (bytes per program, alignment, offset) */
+    self->scratch_offset = -1;
+    int ok = scratch == Py_None || PyArg_ParseTuple(scratch, "KKn", &self->scratch_per_program, &self->scratch_align, &self->scratch_offset);
+    Py_DECREF(scratch);
+    if (!ok || read_attrs(self, extras) < 0 || get_ulls(extras, "entry_points", fns, 5) < 0) return -1;
     self->ctx_get = (CtxGetCurrentFn)(uintptr_t)fns[0];
     self->launch = (LaunchKernelFn)(uintptr_t)fns[1];
     self->launch_ex = (LaunchKernelExFn)(uintptr_t)fns[2];
     self->mem_alloc = (MemAllocAsyncFn)(uintptr_t)fns[3];
     self->mem_free = (MemFreeAsyncFn)(uintptr_t)fns[4];
-    if (get_obj(plan, "attrs", &attrs) < 0) return -1;  /* ((id, (u32 words of the value...)), ...) */
-    PyObject *t = PySequence_Fast(attrs, "plan.attrs");
-    Py_DECREF(attrs);
-    if (!t) return -1;
-    self->nattrs = (unsigned)PySequence_Fast_GET_SIZE(t);
-    self->use_ex = self->nattrs > 0;
-    for (unsigned i = 0; i < self->nattrs && i < MAX_ATTRS; i++) {
-        PyObject *words;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(t, i), "iO", &self->attrs[i].id, &words)) { Py_DECREF(t); return -1; }
-        PyObject *w = PySequence_Fast(words, "plan.attrs value");
-        if (!w) { Py_DECREF(t); return -1; }
-        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(w) && j < 16; j++)
-            self->attrs[i].value[j] = (unsigned)PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(w, j));
-        Py_DECREF(w);
-    }
-    Py_DECREF(t);
-    if (self->nattrs > MAX_ATTRS) { PyErr_SetString(PyExc_ValueError, "plan.attrs: too many launch attributes"); return -1; }
-    if (get_obj(plan, "scratch", &scratch) < 0) return -1;  /* None or (bytes per program, alignment, offset) */
-    self->scratch_offset = -1;
-    int ok = scratch == Py_None || PyArg_ParseTuple(scratch, "KKn", &self->scratch_per_program, &self->scratch_align, &self->scratch_offset);
-    Py_DECREF(scratch);
-    if (!ok) return -1;
     if (!self->ctx_get || !self->launch || (self->use_ex && !self->launch_ex)
         || (self->scratch_offset >= 0 && (!self->mem_alloc || !self->mem_free || (size_t)self->scratch_offset + 8 > self->size))) {
-        PyErr_SetString(PyExc_ValueError, "plan.entry_points: a driver entry point this launch needs is missing");
+        PyErr_SetString(PyExc_ValueError, "a driver entry point this launch needs is missing");
         return -1;
     }
     return 0;
 }
 
 static void executor_dealloc(Executor *self) {
-    for (Py_ssize_t i = 0; self->args && i < self->npos; i++) Py_XDECREF(self->args[i].dtype);
-    PyMem_Free(self->args);
+    for (Py_ssize_t i = 0; self->steps && i < self->npos; i++) Py_XDECREF(self->steps[i].dtype);
+    PyMem_Free(self->steps);
     PyMem_Free(self->codes);
     PyMem_Free(self->offsets);
     for (int i = 0; i < POOL; i++) PyMem_Free(self->pool_raw[i]);
-    Py_XDECREF(self->device_obj); Py_XDECREF(self->tensor_type); Py_XDECREF(self->stream_getter);
+    Py_XDECREF(self->device_obj); Py_XDECREF(self->tensor_type); Py_XDECREF(self->stream_getter); Py_XDECREF(self->plan);
     Py_XDECREF(self->fallback); Py_XDECREF(self->convert); Py_XDECREF(self->bind); Py_XDECREF(self->grid3);
     Py_XDECREF(self->stream_handle); Py_XDECREF(self->fail);
     Py_XDECREF(self->what_launch); Py_XDECREF(self->what_alloc); Py_XDECREF(self->what_free);
@@ -259,24 +288,28 @@ static void executor_dealloc(Executor *self) {
 
 static PyObject *executor_run(PyObject *, PyObject *const *, size_t, PyObject *);
 
+/* Executor(plan, extras): plan is a LaunchPlan (launch/plan.py), extras a compiled.Extras. */
 static PyObject *executor_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
-    PyObject *plan;
+    PyObject *plan, *extras;
     unsigned long long v;
-    if (!PyArg_ParseTuple(a, "O:Executor", &plan)) return NULL;
+    if (!PyArg_ParseTuple(a, "OO:Executor", &plan, &extras)) return NULL;
     Executor *self = (Executor *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->run = executor_run;
+    self->plan = Py_NewRef(plan);  /* it holds the bindings whose entry points are called here */
     if (get_ull(plan, "size", &v) < 0) goto fail;
     self->size = (size_t)(v ? v : 1);
+    if (get_ull(plan, "checks", &v) < 0) goto fail;
+    self->checks = v != 0;
     if (get_obj(plan, "device", &self->device_obj) < 0) goto fail;
     self->device = (int)PyLong_AsLong(self->device_obj);  /* -1: a CPU "device", which only tests plan for */
     if (self->device == -1 && PyErr_Occurred()) goto fail;
-    if (read_layout(self, plan) < 0 || read_args(self, plan) < 0 || read_launch(self, plan) < 0) goto fail;
-    if (get_obj(plan, "tensor_type", &self->tensor_type) || get_obj(plan, "stream_getter", &self->stream_getter)
-        || get_obj(plan, "fallback", &self->fallback) || get_obj(plan, "convert", &self->convert)
-        || get_obj(plan, "bind", &self->bind) || get_obj(plan, "grid3", &self->grid3)
-        || get_obj(plan, "stream_handle", &self->stream_handle) || get_obj(plan, "fail", &self->fail)
-        || get_obj(plan, "what", &self->what_launch))
+    if (read_steps(self, plan) < 0 || read_launch(self, plan, extras) < 0) goto fail;
+    if (get_obj(plan, "tensor", &self->tensor_type) || get_obj(plan, "current_stream", &self->stream_getter)
+        || get_obj(plan, "what", &self->what_launch) || get_obj(extras, "fallback", &self->fallback)
+        || get_obj(extras, "convert", &self->convert) || get_obj(extras, "bind", &self->bind)
+        || get_obj(extras, "grid3", &self->grid3) || get_obj(extras, "stream_handle", &self->stream_handle)
+        || get_obj(extras, "fail", &self->fail))
         goto fail;
     self->what_alloc = PyUnicode_FromString("cuMemAllocAsync (global scratch)");
     self->what_free = PyUnicode_FromString("cuMemFreeAsync (global scratch)");
@@ -340,10 +373,10 @@ static int pack_slot(char code, char *at, PyObject *v) {
 
 /* The address of an exact torch tensor passing the checks, or 0 with *ok = 0 where it does not
  * (then the Python converter decides). */
-static uint64_t tensor_address(Executor *self, ArgPlan *a, PyObject *t, int checks, int *ok) {
+static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok) {
     *ok = 0;
-    if (checks) {
-        if (!a->dtype) return 0;
+    if (self->checks) {
+        if (!st->dtype) return 0;
         PyObject *d = PyObject_VectorcallMethod(s_get_device, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         if (!d) { PyErr_Clear(); return 0; }
         long dev = PyLong_AsLong(d);
@@ -352,59 +385,57 @@ static uint64_t tensor_address(Executor *self, ArgPlan *a, PyObject *t, int chec
         PyObject *dtype = PyObject_GetAttr(t, s_dtype);
         if (!dtype) { PyErr_Clear(); return 0; }
         Py_DECREF(dtype);  /* torch's dtypes are singletons: compared by identity, as the Python path does */
-        if (dtype != a->dtype) return 0;
+        if (dtype != st->dtype) return 0;
     }
     PyObject *p = PyObject_VectorcallMethod(s_data_ptr, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (!p) { PyErr_Clear(); return 0; }
     uint64_t address = PyLong_AsUnsignedLongLong(p);
     Py_DECREF(p);
     if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    *ok = !checks || !(address & a->mask);
+    *ok = !(address & st->mask);
     return address;
 }
 
-/* Pack argument `i` (value `v`); -1 to decline the call. */
+/* Pack argument `i` (value `v`) into `data`; -1 to decline the call. */
 static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data) {
-    ArgPlan *a = &self->args[i];
-    char *at = data + (a->count ? self->offsets[a->first] : 0);
-    char code = a->count ? self->codes[a->first] : 0;
+    Step *st = &self->steps[i];
+    char *at = st->count ? data + self->offsets[st->first] : NULL;
+    char code = st->count ? self->codes[st->first] : 0;
     int ok;
-    switch (a->action) {
-    case A_NONE:
+    switch (st->code) {
+    case IGNORED:
         return 0;
-    case A_SCALAR:
+    case SCALAR:
         return pack_slot(code, at, v);
-    case A_DIV16: {
+    case DIV16: {
         if (!PyLong_CheckExact(v)) return -1;
         int overflow;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || (x & 15)) return -1;
+        if (overflow || (x & (long long)st->mask)) return -1;
         return pack_slot(code, at, v);
     }
-    case A_TENSOR:
-    case A_RAW_POINTER:
+    case PTR:
         if (Py_TYPE(v) == (PyTypeObject *)self->tensor_type) {
-            uint64_t address = tensor_address(self, a, v, a->action == A_TENSOR, &ok);
+            uint64_t address = tensor_address(self, st, v, &ok);
             if (ok) { memcpy(at, &address, 8); return 0; }
         }
         break;  /* anything else: the Python converter */
     }
-    PyObject *pos = PyLong_FromSsize_t(i);  /* rare: an argument Python converts or checks */
-    if (!pos) return -1;
-    PyObject *call[2] = {pos, v};
-    PyObject *r = PyObject_Vectorcall(self->convert, call, 2, NULL);
-    Py_DECREF(pos);
+    PyObject *c = PyLong_FromLong(st->code), *pos = PyLong_FromSsize_t(i), *r = NULL;  /* rare: Python converts or checks */
+    if (c && pos) {
+        PyObject *call[3] = {c, pos, v};
+        r = PyObject_Vectorcall(self->convert, call, 3, NULL);
+    }
+    Py_XDECREF(c);
+    Py_XDECREF(pos);
     if (!r) return -1;
     int rc = 0;
-    if (a->action == A_CHECK) {
-        ;
-    } else if (a->count == 1) {
+    if (st->count == 1) {
         rc = pack_slot(code, at, r);
-    } else if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != a->count) {
-        rc = -1;
-    } else {
-        for (int k = 0; k < a->count && rc == 0; k++)
-            rc = pack_slot(self->codes[a->first + k], data + self->offsets[a->first + k], PyTuple_GET_ITEM(r, k));
+    } else if (st->count > 1) {  /* a tensor descriptor: the values of its slots */
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != st->count) rc = -1;
+        for (int k = 0; k < st->count && rc == 0; k++)
+            rc = pack_slot(self->codes[st->first + k], data + self->offsets[st->first + k], PyTuple_GET_ITEM(r, k));
     }
     Py_DECREF(r);
     return rc;

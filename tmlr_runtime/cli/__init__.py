@@ -17,13 +17,15 @@ import json
 import os
 import sys
 from typing import Any
-
-from . import __version__, _compiled, _driver, _family_cli
-from ._elf import functions
-from ._family_index import is_family
-from ._errors import CudaUnavailableError, TmlrError
-from ._metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin
-from .abi import PER_DIM_FIELDS, Descriptor, Parameter
+from .. import __version__
+from .. import driver
+from ..launch import compiled
+from . import family as family_cli
+from ..artifact.elf import functions
+from ..artifact.family_index import is_family
+from ..errors import CudaUnavailableError, TmlrError
+from ..artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin
+from ..abi import PER_DIM_FIELDS, Descriptor, Parameter
 
 DEVICE_CHECK = "this device can load and run it"
 SCHEMA_CHECK = "metadata.json follows the schema"
@@ -62,12 +64,12 @@ def describe_descriptor(d: Descriptor) -> str:
 
 def _occupancy(directory: str) -> dict[str, Any] | None:
     """Blocks per SM for the variant this device would run; None without a usable GPU."""
-    from ._kernel import Kernel
+    from ..launch.kernel import Kernel
 
     try:
         kernel = Kernel.load(directory)
         fn, v = kernel.function, kernel.variant
-        blocks = int(_driver.check(_driver.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.function, v.threads_per_block, v.shared),
+        blocks = int(driver.check(driver.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.function, v.threads_per_block, v.shared),
                                    "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
     except CudaUnavailableError:
         return None
@@ -97,7 +99,7 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
 def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]:
     """Everything a person wants to know about an artifact, as a JSON-able dict."""
     if is_family(directory):
-        return _family_cli.inspect_family(directory)
+        return family_cli.inspect_family(directory)
     meta = ArtifactMetadata.read(directory)
     out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
@@ -109,7 +111,7 @@ def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]
 
 def _print_inspect(info: dict[str, Any]) -> None:
     if info.get("schema_version") == 3:
-        return _family_cli.print_inspect_family(info)
+        return family_cli.print_inspect_family(info)
     print(f"{info['name']}  ({info['directory']}, schema v{info['schema_version']})\n  call      {info['call']}")
     for v in info["variants"]:
         spills = "" if v["spill_stores"] is None else f"  spills {v['spill_stores']}st/{v['spill_loads']}ld"
@@ -133,7 +135,7 @@ def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str,
     """``(check, passed, detail)`` for every check, ``passed`` None for one that could not be made
     here (no GPU, no jsonschema); never raises for a bad artifact. ``with_device=False`` leaves the device check out."""
     if is_family(directory):
-        return _family_cli.verify_family(directory, with_device)
+        return family_cli.verify_family(directory, with_device)
     try:
         meta = ArtifactMetadata.read(directory)
     except TmlrError as e:
@@ -149,7 +151,7 @@ def verify_artifact(directory: str, with_device: bool = True) -> list[tuple[str,
         except TmlrError as e:
             results.append((f"{v.arch}: cubin size and sha256", False, str(e)))
     if with_device:
-        from ._kernel import Kernel
+        from ..launch.kernel import Kernel
 
         try:
             kernel = Kernel.load(directory)
@@ -182,7 +184,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        print(f"tmlr {__version__}\n{_compiled.describe()}")
+        print(f"tmlr {__version__}\n{compiled.describe()}")
         parser.exit()
 
 
@@ -195,11 +197,11 @@ def _run(argv: list[str] | None) -> int:
         p.add_argument("directory")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--no-device", action="store_true", help="do not touch the GPU even if there is one")
-    _family_cli.add_tune_parser(sub)
+    family_cli.add_tune_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "tune":
-            return _family_cli.run_tune(args)
+            return family_cli.run_tune(args)
         if args.command == "inspect":
             info = inspect_artifact(args.directory, with_device=not args.no_device)
             if args.json:

@@ -14,10 +14,9 @@ import json
 import os
 import sys
 from typing import Any, Iterable
-
-from ._errors import ArgumentError, CudaUnavailableError, TmlrError
-from ._family_index import FAMILY_SCHEMA_PATH, read_index
-from ._tuning import TABLE_FILE, TUNING_SCHEMA_PATH, cache_path, entry, read_entries, write_entries
+from ..errors import ArgumentError, CudaUnavailableError, TmlrError
+from ..artifact.family_index import FAMILY_SCHEMA_PATH, read_index
+from ..family.tuning import TABLE_FILE, TUNING_SCHEMA_PATH, cache_path, entry, read_entries, write_entries
 
 CheckResult = tuple[str, "bool | None", str]
 
@@ -91,8 +90,8 @@ def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult
 def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]:
     """Every check of a family: the index, each sub-artifact (as `tmlr verify` checks one), their
     signatures against the index, the shipped table; with a GPU, every variant loads."""
-    from . import _family
-    from .cli import verify_artifact
+    from ..family import dispatch
+    from . import verify_artifact
 
     try:
         index = read_index(os.path.abspath(directory))
@@ -103,7 +102,7 @@ def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]
     for v in index.variants:
         results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_artifact(os.path.join(index.directory, v.dir), False)]
     try:
-        _family._members(index, True)
+        dispatch._members(index, True)
         results.append(("sub-artifact signatures match the index", True, ""))
     except TmlrError as e:
         return results + [("sub-artifact signatures match the index", False, str(e))]
@@ -115,11 +114,11 @@ def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]
 
 
 def _device_check(index: Any) -> CheckResult:
-    from . import _family
+    from ..family import dispatch
 
     check = "every variant loads on this device"
     try:
-        family = _family.KernelFamily(index, tuning="strict")
+        family = dispatch.KernelFamily(index, tuning="strict")
         for m in family.members:
             m.kernel.variant  # noqa: B018 - loads the cubin in this context
     except CudaUnavailableError as e:
@@ -146,7 +145,7 @@ def _cases(spec: str) -> Iterable[Any]:
 
 def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
     """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
-    from ._family import KernelFamily
+    from ..family.dispatch import KernelFamily
 
     family = KernelFamily.load(directory, tuning="strict")
     if family.tuner is None:

@@ -7,11 +7,9 @@ The bindings are imported on first use, not at ``import tmlr_runtime``, and no d
 before the first :func:`init`.
 """
 from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Any
-
-from ._errors import CudaUnavailableError, DriverError
+from .errors import CudaUnavailableError, DriverError
 
 # What a CUresult means for a tmlr user, and what to do about it.
 _MEANINGS: dict[str, str] = {

@@ -11,10 +11,8 @@ those, the one whose patterns equal the call's key wins (what the JIT would have
 the most specialized.
 """
 from __future__ import annotations
-
 from typing import Any, Callable
-
-from .abi import DTYPE_NAMES, TYPES, Parameter, format_entry, pointee
+from ..abi import DTYPE_NAMES, TYPES, Parameter, format_entry, pointee
 
 _I32 = TYPES["i32"].range
 _I64 = TYPES["i64"].range

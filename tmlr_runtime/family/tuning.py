@@ -24,10 +24,9 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
+from ..errors import ArgumentError, SchemaError, UnseenKeyError, short_repr
 
-from ._errors import ArgumentError, SchemaError, UnseenKeyError, short_repr
-
-TUNING_SCHEMA_PATH = Path(__file__).with_name("schema") / "tuning.schema.json"
+TUNING_SCHEMA_PATH = Path(__file__).parent.parent / "artifact" / "schema" / "tuning.schema.json"
 TABLE_FILE = "tuning.json"
 TUNING_VERSION = 1
 MODES = ("tune", "table", "strict")

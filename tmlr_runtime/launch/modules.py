@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import threading
 from typing import Any, Callable, NamedTuple
-
-from . import _driver
-from ._errors import DeviceLimitError, DriverError
-from ._metadata import Variant
+from .. import driver
+from ..errors import DeviceLimitError, DriverError
+from ..artifact.metadata import Variant
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -16,7 +15,7 @@ class LoadedFunction(NamedTuple):
     """A kernel function ready to launch in one context."""
 
     context: int
-    device: _driver.DeviceInfo
+    device: driver.DeviceInfo
     module: Any
     function: Any
     static_shared: int
@@ -28,7 +27,7 @@ _lock = threading.Lock()
 _cache: dict[tuple[int, str, str], LoadedFunction] = {}
 
 
-def check_fits(name: str, variant: Variant, dev: _driver.DeviceInfo) -> None:
+def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
     """Refuse, before any driver work, what this device cannot run."""
     if variant.threads_per_block > dev.max_threads_per_block:
         raise DeviceLimitError(
@@ -55,20 +54,20 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
     with _lock:
         hit = _cache.get(key)
         if hit is None:
-            dev, drv = _driver.device_info(ordinal), _driver.api()
+            dev, drv = driver.device_info(ordinal), driver.api()
             check_fits(name, variant, dev)
-            module = _driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
+            module = driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
             try:
-                function = _driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
+                function = driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
                 A = drv.CUfunction_attribute
-                registers, local, static = (int(_driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
+                registers, local, static = (int(driver.check(drv.cuFuncGetAttribute(a, function), f"cuFuncGetAttribute({a.name})"))
                                             for a in (A.CU_FUNC_ATTRIBUTE_NUM_REGS, A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
                                                       A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES))
                 if variant.shared + static > dev.max_shared_optin:
                     raise DeviceLimitError(f"{name}: {variant.shared} bytes of dynamic + {static} of static shared memory exceed the "
                                            f"{dev.max_shared_optin} bytes {dev.name} allows; rebuild with smaller tiles or --num-stages")
                 if variant.shared + static > _DEFAULT_SHARED_LIMIT:  # opt in once here, never per launch
-                    _driver.check(drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    driver.check(drv.cuFuncSetAttribute(function, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                          dev.max_shared_optin - static), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
             except BaseException:
                 drv.cuModuleUnload(module)
@@ -82,7 +81,7 @@ def clear() -> None:
     with _lock:
         for loaded in _cache.values():
             try:
-                _driver.check(_driver.api().cuModuleUnload(loaded.module), "cuModuleUnload")
+                driver.check(driver.api().cuModuleUnload(loaded.module), "cuModuleUnload")
             except DriverError:
                 pass  # the context may already be gone
         _cache.clear()

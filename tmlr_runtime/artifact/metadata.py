@@ -14,9 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
-
-from ._errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
-from .abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
+from ..errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
+from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
                   TensorMapMeta)
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"

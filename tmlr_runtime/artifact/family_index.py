@@ -15,10 +15,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from ._errors import ArtifactError, SchemaError, short_repr
-from ._heuristics import Heuristic
-from ._metadata import METADATA_FILE, read_file
+from ..errors import ArtifactError, SchemaError, short_repr
+from .heuristics import Heuristic
+from .metadata import METADATA_FILE, read_file
 
 FAMILY_SCHEMA_PATH = Path(__file__).with_name("schema") / "family.schema.json"
 FAMILY_VERSION = 3

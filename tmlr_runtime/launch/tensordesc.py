@@ -18,10 +18,10 @@ import operator
 import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
-
-from . import _convert, _driver
-from ._errors import ArgumentError, TmlrError, short_repr
-from .abi import TYPES, Descriptor, Parameter, TensorMapMeta
+from .pointers import any_pointer
+from .. import driver
+from ..errors import ArgumentError, TmlrError, short_repr
+from ..abi import TYPES, Descriptor, Parameter, TensorMapMeta
 
 _TF32 = 11  # CU_TENSOR_MAP_DATA_TYPE_TFLOAT32: Triton's launcher encodes round_f32_to_tf32 as this type
 _I32_MAX = 2**31 - 1
@@ -104,7 +104,7 @@ def _check(p: Parameter, d: Descriptor, shape: tuple[int, ...], strides: tuple[i
 
 def _address(p: Parameter, d: Descriptor, base: Any, strides: tuple[int, ...], device: int, checks: bool) -> int:
     """The base's device address, after the TMA rules (Triton's TensorDescriptor checks them too)."""
-    address = _convert.any_pointer(Parameter(f"{p.name}.base", "runtime", "*" + d.dtype), base, device, checks)
+    address = any_pointer(Parameter(f"{p.name}.base", "runtime", "*" + d.dtype), base, device, checks)
     if address % 16:
         raise _fail(p, f"the base address 0x{address:x} is not 16-byte aligned", "pass an aligned tensor (e.g. a .clone() of the slice)")
     size = TYPES[d.dtype].size
@@ -132,7 +132,7 @@ def encode_tiled(p: Parameter, meta: TensorMapMeta, address: int, shape: tuple[i
                  nan: bool, tf32: bool) -> bytes:
     """The 128 bytes of the CUtensorMap Triton 3.9's launcher encodes (``fillTMADescriptorTiled``):
     dimensions innermost first, byte strides of all but the innermost, the recorded box."""
-    drv = _driver.api()
+    drv = driver.api()
     dims = list(shape)
     if meta.fp4_padded:  # two fp4 values per byte, padded: the innermost dimension counts both
         dims[-1] *= 2
@@ -154,7 +154,7 @@ def encode_tiled(p: Parameter, meta: TensorMapMeta, address: int, shape: tuple[i
 def _encode(drv: Any, data_type: Any, address: int, dims: Sequence[int], strides: Sequence[int], box: Sequence[int],
             swizzle: Any, l2: Any, fill: Any, what: str) -> bytes:
     """The 128 bytes ``cuTensorMapEncodeTiled`` writes; dims, byte strides and box innermost first."""
-    tmap = _driver.check(drv.cuTensorMapEncodeTiled(
+    tmap = driver.check(drv.cuTensorMapEncodeTiled(
         data_type, len(dims), address, [drv.cuuint64_t(x) for x in dims], [drv.cuuint64_t(x) for x in strides],
         [drv.cuuint32_t(b) for b in box], [drv.cuuint32_t(1)] * len(dims), drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         swizzle, l2, fill), what)
@@ -218,7 +218,7 @@ def make_tensor_map(base: Any, block_shape: Sequence[int], shape: Sequence[int] 
         raise ArgumentError("make_tensor_map: give shape= and element_size= when base is an int address")
     if len(shape) != len(block) or len(shape) not in (1, 2):
         raise ArgumentError(f"make_tensor_map: shape {shape} and block_shape {block} must both be 1-D or 2-D")
-    drv = _driver.init()
+    drv = driver.init()
     T = drv.CUtensorMapDataType
     types = {1: T.CU_TENSOR_MAP_DATA_TYPE_UINT8, 2: T.CU_TENSOR_MAP_DATA_TYPE_UINT16, 4: T.CU_TENSOR_MAP_DATA_TYPE_UINT32}
     if esize not in types:

@@ -21,18 +21,19 @@ import contextlib
 import functools
 import os
 from typing import Any, Callable
-
-from . import _compiled, _driver
-from ._choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
-from ._errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
+from .. import driver
+from ..launch import compiled
+from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
+from ..errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
                       TuningError)
-from ._convert import default_stream, same_constexpr, stream_handle
-from ._family_index import Config, FamilyIndex, is_family, read_index
-from ._heuristics import names_used
-from ._kernel import Kernel, _stamp
-from ._metadata import ArtifactMetadata
-from ._tuning import Key, Tuner
-from .abi import Parameter, format_signature, split_top_level
+from ..launch.convert import same_constexpr
+from ..launch.streams import default_stream, stream_handle
+from ..artifact.family_index import Config, FamilyIndex, is_family, read_index
+from ..artifact.heuristics import names_used
+from ..launch.kernel import Kernel, _stamp
+from ..artifact.metadata import ArtifactMetadata
+from .tuning import Key, Tuner
+from ..abi import Parameter, format_signature, split_top_level
 
 _MISSING = object()
 _FAST_ENTRIES = 4096
@@ -87,8 +88,8 @@ def _members(index: FamilyIndex, checks: bool) -> list[Member]:
 
 
 def _device_name() -> str:
-    _driver.current_context()
-    return _driver.device_info(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))).name
+    driver.current_context()
+    return driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))).name
 
 
 class KernelFamily:
@@ -115,7 +116,7 @@ class KernelFamily:
         self._fast: dict[tuple[Any, ...], tuple[Any, Kernel, dict[str, Any]]] = {}  # fast key -> (launch, sub-kernel, grid meta base)
         parts = None if self._positional_constexprs else self._fast_key_parts()
         # the compiled path's key also dispatches a call from the memo (__call__); else the Python key
-        self._fast_call = None if parts is None else _compiled.family_key(parts, self.npos, self._fast, KernelFamily._call_python)
+        self._fast_call = None if parts is None else compiled.family_key(parts, self.npos, self._fast, KernelFamily._call_python)
         self._fast_key_of = self._fast_call or (None if parts is None else fast_key(parts))
         self._fast_n = -1 if self._fast_key_of is None else self.npos  # the argument count the fast path takes
 
@@ -137,7 +138,7 @@ class KernelFamily:
         return tuple(i for i in runtime if len({(p.kind, p.type, p.divisibility) for p in (m.meta.signature[i] for m in self.members)}) > 1)
 
     def _fast_key_parts(self) -> tuple[tuple[int, int], ...] | None:
-        """See ``_choose.fast_key_parts``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
+        """See ``choose.fast_key_parts``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
         sig = self.members[0].meta.signature
         raw = [i for i in self._key_pos if i < self.npos] if self.tuner is not None else []
         derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics}
@@ -171,7 +172,7 @@ class KernelFamily:
         return self._call(grid, args, kwargs, stream)
 
     # the compiled key's dispatch (a call the memo knows, with no callable grid) runs it, else _call_python
-    __call__ = _compiled.method("_fast_call", _call_python)
+    __call__ = compiled.method("_fast_call", _call_python)
 
     def _call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
         """A call the fast memo does not know: every step of the module docstring."""
@@ -367,17 +368,17 @@ class KernelFamily:
 
     def _benchmark(self, key: Key, grid: Any, args: tuple[Any, ...], given: dict[str, Any], stream: Any) -> tuple[int, list[float]]:
         """(the fastest config, each config's median ms) for one call, its data left as one launch would leave it."""
-        from . import _bench
+        from ..family import bench
 
         at = self.index.autotune
         if at is None or at.has_pre_hook:
             raise TuningError(f"{self.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
                                      "runs it, or ship a tuning table (`tmlr tune` needs the same), or load with tuning='strict'")
         handle = _stream(stream)
-        _bench.refuse_capture(handle, f"{self.name}: tuning autotune key {key}")
+        bench.refuse_capture(handle, f"{self.name}: tuning autotune key {key}")
         named = {**dict(zip(self.names, args)), **given}
-        preserve = _bench.Preserve([_bench.extent(named, n, dense=True) for n in at.reset_to_zero],
-                                   [_bench.extent(named, n, dense=False) for n in at.restore_value], handle)
+        preserve = bench.Preserve([bench.extent(named, n, dense=True) for n in at.reset_to_zero],
+                                   [bench.extent(named, n, dense=False) for n in at.restore_value], handle)
         times, failure = [], None
         try:
             for c in range(len(self.configs)):
@@ -385,7 +386,7 @@ class KernelFamily:
                     heur = self._heuristics(args, given, c)
                     kernel, base, _ = self._resolve(c, heur, args, given)
                     g = self._grid(grid, base, args, given) if callable(grid) else grid
-                    times.append(_bench.median_ms(lambda: kernel(g, *args, stream=handle), handle, preserve))
+                    times.append(bench.median_ms(lambda: kernel(g, *args, stream=handle), handle, preserve))
                 except (NoCompatibleVariantError, DriverError) as e:
                     times.append(float("inf"))
                     failure = e
@@ -440,4 +441,4 @@ class KernelFamily:
 def _stream(stream: Any) -> int:
     if stream is not None:
         return stream_handle(stream)
-    return default_stream(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+    return default_stream(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))

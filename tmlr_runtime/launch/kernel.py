@@ -6,9 +6,12 @@ import os
 import threading
 from typing import Any, Callable
 
-from . import _compiled, _driver, _launcher, _modules
-from ._errors import ArgumentError, SchemaError, short_repr
-from ._metadata import ArtifactMetadata, Variant, read_cubin
+from .. import driver
+from . import compiled, modules
+from .execute import launch
+from .plan import LaunchPlan
+from ..errors import ArgumentError, SchemaError, short_repr
+from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
 
 _loaded_lock = threading.Lock()
 _loaded: dict[tuple[str, bool], tuple[dict[str, tuple[int, int, int]], "Kernel"]] = {}  # (directory, checks) -> (stamps, Kernel)
@@ -26,7 +29,7 @@ class Kernel:
     2. It takes the current context (device 0's primary context, the one torch uses, when none
        is), picks the variant for that device and refuses what the device cannot run.
     3. It checks the cubin's size and sha256 and loads it (once per context and sha256).
-    4. It plans the launch of that variant (see ``_launcher``).
+    4. It plans the launch of that variant (a :class:`~.plan.LaunchPlan`).
     5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
        arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
        PDL launches). A launch while another context is current repeats steps 2-4 once for it.
@@ -40,12 +43,11 @@ class Kernel:
         self.metadata, self.name, self.signature = metadata, metadata.name, metadata.signature
         self.directory = directory
         self.checks = checks
-        self._contexts: dict[int, tuple[Variant, _modules.LoadedFunction, tuple[Any, ...], Any]] = {}
-        self._bind_lock = threading.Lock()
+        self._contexts: dict[int, LaunchPlan] = {}  # context handle -> its plan
+        self._lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
-        self._plan: tuple[Any, ...] = ()  # the plan of the context bound last, which a launch checks first
-        self._fast: Any = None  # its compiled executor (_compiled), which a call runs when there is one
-        self._bind_current()
+        self._fast: Any = None  # the compiled executor of _plan, which a call runs when there is one
+        self._plan = self._plan_for_current()  # the plan of the context planned for last, which a launch checks first
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -73,37 +75,36 @@ class Kernel:
         try:
             meta = ArtifactMetadata.read(directory, stats)
         except SchemaError as e:
-            from . import _family
+            from ..family import dispatch
 
-            if e.json_path == "$.schema_version" and _family.is_family(directory):
-                return _family.KernelFamily.load(directory, checks=checks, tuning=tuning, fallback=fallback)
+            if e.json_path == "$.schema_version" and dispatch.is_family(directory):
+                return dispatch.KernelFamily.load(directory, checks=checks, tuning=tuning, fallback=fallback)
             raise
         kernel = cls(meta, directory, checks=checks, stats=stats)
         with _loaded_lock:
             _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
         return kernel
 
-    def _bind_current(self) -> tuple[Any, ...]:
-        """What serves the current context; the module is loaded and the launch planned the first time."""
-        handle = _driver.current_context()
-        with self._bind_lock:
-            bound = self._contexts.get(handle)
-            if bound is None:
-                dev = _driver.device_info(int(_driver.check(_driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+    def _plan_for_current(self) -> LaunchPlan:
+        """The plan of the current context; the module is loaded and the launch planned the first time."""
+        handle = driver.current_context()
+        with self._lock:
+            plan = self._contexts.get(handle)
+            if plan is None:
+                dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant = self.metadata.select_variant(dev.major, dev.minor)
-                loaded = _modules.get_function(handle, dev.ordinal, self.name, variant,
-                                               lambda: read_cubin(self.directory, variant, self._read_stats))
-                plan = _launcher.plan(self.name, self.signature, variant, loaded, self.checks)
-                fast = _compiled.executor(plan[-1], handle, _launcher.launch)
-                bound = self._contexts[handle] = (variant, loaded, plan, fast)
-        self._plan, self._fast = bound[2], bound[3]
-        return bound[:3]
+                loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
+                                              lambda: read_cubin(self.directory, variant, self._read_stats))
+                plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
+                plan.compiled = compiled.executor(plan, launch)
+        self._plan, self._fast = plan, plan.compiled
+        return plan
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
     # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword;
-    # the compiled executor runs it when there is one, else (and for what it declines) _launcher.launch
-    __call__ = _compiled.method("_fast", _launcher.launch)
+    # the plan's compiled executor runs it when there is one, else (and what it declines) execute.launch
+    __call__ = compiled.method("_fast", launch)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
@@ -113,12 +114,12 @@ class Kernel:
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""
-        return self._bind_current()[0]
+        return self._plan_for_current().variant
 
     @property
-    def function(self) -> _modules.LoadedFunction:
+    def function(self) -> modules.LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
-        return self._bind_current()[1]
+        return self._plan_for_current().loaded
 
     def __repr__(self) -> str:
         archs = ",".join(v.arch for v in self.metadata.variants)

@@ -1,0 +1,147 @@
+"""What a launch argument becomes for the cubin: the one conversion routine, :func:`convert`, driven by
+the step code the plan fixed at load (``plan.code``), and the typed errors of the values it refuses.
+
+The Python executor reads torch tensors on the launch device itself and sends every other argument with
+work, and every failed check, here. Pointers go to ``pointers``; scalars are converted and range-checked
+by the packing ``struct``, and :func:`diagnose_scalar` says why it refused one; bf16, i1, TMA descriptors
+and (through ``tensordesc``) host tensor descriptors are converted here, constexprs, ints specialized to 1
+and ints assumed divisible by 16 checked. Nothing here imports torch or numpy.
+"""
+from __future__ import annotations
+
+import math
+import operator
+import struct
+from typing import Any
+
+from ..errors import ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
+from ..abi import TYPES, Parameter
+from . import tensordesc
+from .plan import BF16, BOOL, CONSTEXPR, DIV16, ONE, PTR, TENSORDESC, TMA
+from .pointers import any_pointer
+
+
+def _equals(value: Any, expected: Any) -> bool:
+    """``value == expected`` as a plain bool; False when the comparison raises or gives no truth
+    value (a numpy array compares element-wise)."""
+    try:
+        return bool(value == expected)
+    except Exception:
+        return False
+
+
+def same_constexpr(value: Any, expected: Any) -> bool:
+    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not."""
+    return _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool)
+
+
+def check_constexpr(p: Parameter, value: Any) -> None:
+    if not same_constexpr(value, p.value):
+        raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
+                                     f"(or omit it), or rebuild with --constexpr {p.name}={short_repr(value)}", p.name)
+
+
+def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
+    """What parameter ``p`` (of per-argument ``code``) passes to the cubin for ``value``, or its
+    typed error; constexprs and ints specialized to 1 are only checked."""
+    if code == PTR:
+        return any_pointer(p, value, device, checks)
+    if code == TMA:
+        return tma_bytes(p, value)
+    if code == TENSORDESC:  # a tuple: the values of the several kernel parameters it becomes
+        return tensordesc.descriptor_args(p, value, device, checks)
+    if code == BF16:
+        try:
+            return bf16_bits(value)
+        except Exception as e:
+            raise diagnose_scalar(p, value) or ScalarArgumentError(f"parameter {p.name!r} (bf16): {e}", p.name) from None
+    if code == CONSTEXPR:
+        check_constexpr(p, value)
+    elif code == ONE and not (_equals(value, 1) and not isinstance(value, float)):
+        raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) was specialized to 1 at build time (removed from the cubin), "
+                                  f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature", p.name)
+    elif code == BOOL:
+        if value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1))):
+            return 1 if _equals(value, 1) else 0
+        try:
+            if not checks:
+                return 1 if value else 0
+        except Exception:  # no truth value (a numpy array)
+            pass
+        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
+    elif code == DIV16:
+        err = diagnose_scalar(p, value)
+        if err is not None:
+            raise err
+        if operator.index(value) % 16:
+            raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) = {operator.index(value)} is not divisible by 16, but the kernel "
+                                      "was built assuming it is (':16' in --signature) and would compute wrong results; pad the size "
+                                      "to a multiple of 16 or rebuild without ':16' for it", p.name)
+    return value
+
+
+def bf16_bits(x: float) -> int:
+    """bfloat16 bits of ``x``, rounded to nearest even like torch's conversion."""
+    f = float(x)
+    if math.isnan(f):
+        return 0x7FC0
+    try:
+        (bits,) = struct.unpack("<I", struct.pack("<f", f))
+    except OverflowError:
+        return 0x7F80 if f > 0 else 0xFF80
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16) & 0xFFFF
+
+
+def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
+    """Why ``value`` cannot be packed as ``param``'s scalar type, or None if it can."""
+    typ, name = param.type or "", param.name
+    code, bounds = TYPES[typ].code, TYPES[typ].range
+    if bounds is not None:
+        try:
+            v = None if isinstance(value, float) else operator.index(value)  # type: ignore[arg-type]
+        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
+            v = None
+        if v is None:
+            fix = "pass int(value) if the truncation is intended" if isinstance(value, float) else "pass an int"
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) needs an integer, got {type(value).__name__} {short_repr(value)}; {fix}", name)
+        if not bounds[0] <= v <= bounds[1]:
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) must be in [{bounds[0]}, {bounds[1]}], got {short_repr(v)}; the kernel "
+                                       f"was built for {typ} - rebuild it with a wider type in --signature if such values are expected", name)
+        return None
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond even fp64
+        return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: {short_repr(value)} is beyond every float type; scale the value", name)
+    except Exception:
+        return ScalarArgumentError(f"parameter {name!r} ({typ}) needs a float, got {type(value).__name__} {short_repr(value)}; pass a Python float", name)
+    if typ in ("fp16", "fp32"):
+        try:
+            struct.pack("<" + code, f)
+        except OverflowError:  # finite, but beyond the type
+            return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: |{f}| > {'65504' if typ == 'fp16' else '3.4e38'}; rebuild "
+                                       "with a wider float type in --signature or scale the value", name)
+    return None
+
+
+def tma_bytes(p: Parameter, value: Any) -> bytes:
+    """The 128 bytes of a ``CUtensorMap`` for an ``nvTmaDesc`` parameter, given as bytes-like, a
+    cuda-python CUtensorMap or a :class:`TensorMap`."""
+    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
+    try:
+        data = getattr(value, "tensor_map_bytes", None)
+        if data is None and getattr(value, "opaque", None) is not None:
+            data = tensordesc.tensor_map_bytes(value)
+        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
+            data = value
+        elif data is None:
+            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
+        data = bytes(data)
+    except TmlrError:
+        raise
+    except Exception as e:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
+                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
+    if len(data) != 128:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
+    return data

@@ -1,0 +1,176 @@
+"""The Python executor of a :class:`~.plan.LaunchPlan`: ``Kernel.__call__``.
+
+:func:`launch` reads torch tensors on the launch device and checks ints assumed divisible by 16 inline,
+sends every other argument with work through ``convert`` (which also makes the typed errors), packs the
+values with one ``pack_into`` and calls ``cuLaunchKernel``. What a common call never needs (keywords,
+other grids, global scratch, ``cuLaunchKernelEx``, errors) is in the functions after it.
+"""
+from __future__ import annotations
+
+import operator
+import struct
+from typing import Any
+
+from .. import driver
+from ..abi import SCALAR_TYPES
+from ..errors import ArgumentError, GridError, TmlrError, short_repr
+from .bind import MISSING, call_grid
+from .convert import check_constexpr, convert, diagnose_scalar
+from .plan import DIV16, IGNORED, PTR, SCALAR, LaunchPlan
+from .streams import stream_handle
+
+
+def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+    """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
+    plan = kernel._plan
+    if plan.get_context()[1] != plan.context:  # another context is current: its plan (made once)
+        plan = kernel._plan_for_current()
+    if kwargs or len(args) != plan.npos:
+        args = bind(plan, args, kwargs)
+    if stream is None:
+        stream = plan.current_stream(plan.device)
+    elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
+        stream = stream_handle(stream)
+    try:
+        buf, kp, config = plan.storage.slot
+    except AttributeError:  # this thread's first launch
+        buf, kp, config = plan.new_slot()
+    if args:
+        try:
+            values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
+            tensor, device = plan.tensor, plan.device
+            for i, dtype, mask in plan.pointers:
+                a = values[i]
+                if type(a) is tensor and a.get_device() == device and a.dtype is dtype:
+                    values[i] = v = a.data_ptr()
+                    if v & mask:
+                        raise error(plan, args, None)
+                else:
+                    values[i] = convert(PTR, plan.signature[i - 2], a, device, True)
+            if plan.unchecked:  # checks=False (a loop over an empty tuple still makes an iterator)
+                for i in plan.unchecked:
+                    a = values[i]
+                    values[i] = a.data_ptr() if type(a) is tensor else convert(PTR, plan.signature[i - 2], a, device, False)
+            if plan.div16 and values[plan.div16] % 16:
+                raise error(plan, args, None)
+            if plan.rest:
+                convert_rest(plan, values, args)
+            plan.pack(*values)
+        except TmlrError:
+            raise
+        except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct, so may any __index__
+            raise error(plan, args, e) from None
+    if type(grid) is int and 0 < grid <= plan.max_x:
+        r = plan.launch_fn(plan.function, grid, 1, 1, plan.block, 1, 1, plan.shared, stream, kp, 0)
+    else:
+        r = launch_general(plan, grid, args, buf, kp, config, stream)
+    if r[0]:
+        driver.check(r, plan.what)  # raises
+
+
+def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The positional values of a call with keywords, or another count of arguments; constexprs
+    left out take their compiled value, those given are checked against it."""
+    values = plan.binder.bind(args, kwargs)
+    for i, p in enumerate(plan.signature):
+        if p.kind == "constexpr" and values[i] is MISSING:
+            values[i] = p.value
+        elif p.kind == "constexpr" and plan.checks:
+            check_constexpr(p, values[i])
+    return tuple(values[: plan.npos])
+
+
+def error(plan: LaunchPlan, args: tuple[Any, ...], exc: Exception | None) -> Exception:
+    """The typed error naming the argument that made conversion or packing fail (raise ``exc``)."""
+    for c, i, *_ in plan.steps:
+        try:
+            if c != SCALAR and c != IGNORED:
+                convert(c, plan.signature[i], args[i], plan.device, plan.checks)
+        except TmlrError as err:
+            return err
+    for p, v in zip(plan.signature, args):
+        err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_TYPES else None
+        if err is not None:
+            return err
+    return ArgumentError(f"{plan.name}: arguments could not be packed ({exc}); call it as {plan.binder.usage()}")
+
+
+def convert_rest(plan: LaunchPlan, values: list[Any], args: tuple[Any, ...]) -> None:
+    """What a launch converts off its common path, in its ``values`` (position + 2): i1, bf16, TMA
+    descriptors, tensor descriptors, constexprs and ints specialized to 1 passed by position, and the
+    ints assumed divisible by 16 after the first."""
+    for c, i, *_ in plan.steps:
+        if c == DIV16 and values[i + 2] % 16:
+            raise error(plan, args, None)
+        if c != PTR and c != DIV16 and c != SCALAR and c != IGNORED:
+            values[i + 2] = convert(c, plan.signature[i], values[i + 2], plan.device, plan.checks)
+
+
+def grid3(plan: LaunchPlan, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:
+    """``grid`` (an int, 1 to 3 ints, or a callable given the arguments and constexprs by name) as
+    ``(x, y, z)`` programs; raises :class:`GridError` unless they fit the device, the cluster multiplied in."""
+    if callable(grid):
+        grid = call_grid(grid, {**plan.constexprs, **dict(zip(plan.binder.names, args))},
+                         "a dict of the kernel's arguments and constexprs by name")
+    if isinstance(grid, (tuple, list)):
+        if not 1 <= len(grid) <= 3:
+            raise GridError(f"grid must have 1 to 3 dimensions, got {len(grid)}: {short_repr(tuple(grid))}; pass (x,), (x, y) or (x, y, z)")
+        dims = [_axis(v, i) for i, v in enumerate(grid)] + [1] * (3 - len(grid))
+    else:
+        dims = [_axis(grid, 0), 1, 1]
+    for i, (v, c, lim) in enumerate(zip(dims, plan.cluster, plan.max_grid)):
+        if v < 1:
+            raise GridError(f"grid[{i}] is {short_repr(v)}; every grid dimension must be >= 1 - skip the launch when there is no work")
+        if v * c > lim:
+            extra = f" ({short_repr(v)} programs x cluster {c})" if c > 1 else ""
+            raise GridError(f"grid[{i}] = {short_repr(v * c)}{extra} exceeds this device's limit of {lim}; split the work or fold it into another grid axis")
+    return dims[0], dims[1], dims[2]
+
+
+def _axis(v: Any, i: int) -> int:
+    if not isinstance(v, bool):
+        try:
+            return operator.index(v)
+        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
+            pass
+    raise GridError(f"grid[{i}] must be an int, got {type(v).__name__} {short_repr(v)}; use math.ceil / triton.cdiv-style integer division")
+
+
+def launch_general(plan: LaunchPlan, grid: Any, args: tuple[Any, ...], buf: Any, kp: int, config: Any, stream: int) -> Any:
+    """A launch on any grid but an int in range, with global scratch (allocated for the grid, freed
+    whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] * plan.cluster[0] <= plan.max_grid[0]:
+        gx, gy, gz = grid[0], 1, 1  # (n,): the common form after an int
+    else:
+        gx, gy, gz = grid3(plan, grid, args)
+    if plan.scratch is not None:
+        per_program, align, offset = plan.scratch
+        address, raw = scratch_alloc(gx * gy * gz * per_program, align, stream)
+    try:
+        if plan.scratch is not None:
+            struct.pack_into("<Q", buf, offset, address)
+        if not plan.use_ex:
+            return plan.launch_fn(plan.function, gx, gy, gz, plan.block, 1, 1, plan.shared, stream, kp, 0)
+        cx, cy, cz = plan.cluster
+        config.gridDimX, config.gridDimY, config.gridDimZ, config.hStream = gx * cx, gy * cy, gz * cz, stream
+        return plan.drv.cuLaunchKernelEx(config, plan.function, kp, 0)
+    finally:
+        if plan.scratch is not None:
+            scratch_free(raw, stream)
+
+
+# Global scratch (device-side TMA descriptors and the like) is allocated per launch with
+# cuMemAllocAsync on the launch stream and freed with cuMemFreeAsync right after it: stream-ordered,
+# so no synchronisation, correct on several streams, and allocation/free nodes under graph capture.
+_POOL_ALIGN = 256  # memory-pool allocations are at least this aligned; larger alignments over-allocate
+
+
+def scratch_alloc(nbytes: int, align: int, stream: int) -> tuple[int, int]:
+    """``(aligned address, raw address)`` of ``nbytes`` of stream-ordered device memory."""
+    extra = align - 1 if align > _POOL_ALIGN else 0
+    raw = int(driver.check(driver.api().cuMemAllocAsync(nbytes + extra, stream), "cuMemAllocAsync (global scratch)"))
+    return raw + (-raw % align), raw
+
+
+def scratch_free(raw: int, stream: int) -> None:
+    driver.check(driver.api().cuMemFreeAsync(raw, stream), "cuMemFreeAsync (global scratch)")

@@ -1,0 +1,300 @@
+"""The launch plan: what a launch of one variant in one context does, fixed at load as plain data.
+
+:class:`LaunchPlan` describes the per-call work so that an executor in any language can run it
+(``execute.py`` is the Python one; the fields it alone reads are marked so):
+
+- ``steps``: one :data:`Step` per positional parameter, ``(code, position, offset, size, fmt, dtype,
+  mask)``. ``code`` (the constants below) says what the argument needs; ``position`` is its index among
+  the call's positional arguments; ``offset`` and ``size`` say where its bytes go in the packed buffer
+  (-1 and 0: the cubin does not take it); ``fmt`` is the ``struct`` format of those bytes (a tensor
+  descriptor's fields with the padding between them); ``dtype`` is the torch dtype a tensor must have
+  (None: not checked); ``mask`` holds the low bits that must be zero (15: a pointer assumed 16-byte
+  aligned or an int assumed divisible by 16).
+- ``size``: bytes of the packed buffer, 64-byte aligned; ``fmt`` packs the runtime parameters at
+  offset 0; the hidden trailing pointers (``hidden``: name and offset) stay zero, but for global
+  scratch (``scratch``: bytes per program, alignment, offset), allocated per launch.
+- the launch: ``function``, ``block`` (threads), ``shared`` bytes, ``cluster``, ``max_grid``, and
+  ``use_ex`` for ``cuLaunchKernelEx`` (clusters, cooperative and PDL launches).
+
+Each thread that launches gets its buffer and the ``void**`` into it once (:class:`ArgBuffer`); a
+call only rewrites the values (as tinygrad's ops_cuda does).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import struct
+import sys
+import threading
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from .. import driver
+from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
+from ..artifact.metadata import Variant
+from .modules import LoadedFunction
+from .bind import Binder
+from .streams import stream_getter
+
+# What a step does with its argument (as Inductor's static launcher gives each argument a code).
+SCALAR = 0  # packed by fmt; the struct converts and range-checks it
+PTR = 1  # a device address: torch tensor, array interface, DLPack, int or None; checked (device, dtype, mask)
+DIV16 = 2  # an int packed by fmt that must be a multiple of 16
+BOOL = 3  # i1: True/False or 0/1
+BF16 = 4  # a float packed as its bfloat16 bits
+TMA = 5  # an nvTmaDesc: 128 bytes of a CUtensorMap
+TENSORDESC = 6  # a host tensor descriptor: the values of the fields fmt lists
+CONSTEXPR = 7  # not passed; must equal the compiled value
+ONE = 8  # an int specialized to 1: not passed; must be 1
+IGNORED = 9  # a constexpr or an int specialized to 1 with checks off: nothing to do
+Step = tuple[int, int, int, int, str, Any, int]
+
+_TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, TMA_DESC: TMA, "tensordesc": TENSORDESC}
+_POINTER_TYPE = TritonType("*", "Q", 8, 8, None, None, (), None, None, False, False)  # how any pointer is passed
+BASE_ALIGN = TYPES[TMA_DESC].align  # a CUtensorMap passed by value needs its slot 64-byte aligned
+_struct = functools.lru_cache(maxsize=512)(struct.Struct)  # a format's Struct, parsed once
+_NoTorch = type("NoTorch", (), {})  # stands in for torch.Tensor when torch is not imported: no value has this type
+
+
+def code(p: Parameter, checks: bool) -> int:
+    """The step code of parameter ``p``."""
+    if p.kind != "runtime":
+        return (CONSTEXPR if p.kind == "constexpr" else ONE) if checks else IGNORED
+    if p.type[0] == "*":  # type: ignore[index]
+        return PTR
+    c = _TYPE_CODES.get(p.type, SCALAR)  # type: ignore[arg-type]
+    if c == SCALAR and checks and p.divisibility == 16 and TYPES[p.type].range is not None:  # type: ignore[index]
+        return DIV16
+    return c
+
+
+def torch_dtype(param: Parameter) -> Any:
+    """The torch dtype a tensor for ``param`` must have; None when torch is not imported or the
+    pointee has no torch equivalent (then dtype is not checked)."""
+    name = TYPES[pointee(param.type)].torch  # type: ignore[arg-type]
+    return getattr(sys.modules.get("torch"), name, None) if name else None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
+    each at an offset aligned to its size, then the hidden pointers."""
+
+    names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    formats: tuple[str, ...]  # each slot's struct code
+    size: int
+    head: struct.Struct  # packs the runtime parameters at offset 0; the hidden pointers stay zero
+
+    @classmethod
+    def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
+        slots = [s for p in runtime_params for s in param_slots(p)]
+        types = [_POINTER_TYPE if t[0] == "*" else TYPES[t] for _, t in slots]
+        offsets, offset = [], 0
+        for t in types:
+            offset += -offset % t.align
+            offsets.append(offset)
+            offset += t.size
+        offset += -offset % 8  # then the hidden pointers
+        offsets += range(offset, offset + 8 * len(hidden_params), 8)
+        names = tuple([name for name, _ in slots]) + tuple(hidden_params)
+        sizes = tuple([t.size for t in types]) + (8,) * len(hidden_params)
+        formats = tuple([t.code for t in types]) + ("Q",) * len(hidden_params)
+        fmt = "<" + _padded(offsets[: len(types)], sizes, formats, 0)
+        return cls(names, tuple(offsets), sizes, formats, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
+
+
+def _padded(offsets: Any, sizes: Any, formats: Any, start: int) -> str:
+    """The struct format of slots at ``offsets`` (absolute), packed from ``start``, with pad bytes between."""
+    fmt, at = "", start
+    for offset, size, f in zip(offsets, sizes, formats):
+        fmt += f"{offset - at}x{f}" if offset > at else f
+        at = offset + size
+    return fmt
+
+
+def param_slots(p: Parameter) -> list[tuple[str, str]]:
+    """``(name, Triton type)`` of each kernel parameter runtime parameter ``p`` becomes: itself, or a
+    tensor descriptor's fields (``a_desc.tensormap``, ``a_desc.shape[0]``, ...; the base pointer's type is ``"*"``)."""
+    d = p.descriptor
+    if d is None:
+        return [(p.name, p.type)]  # type: ignore[list-item]
+    slots = []
+    for f in d.fields:
+        name = f"{p.name}.{f.split(':')[0]}"
+        slots += [(f"{name}[{i}]", PER_DIM_FIELDS[f]) for i in range(d.ndim)] if f in PER_DIM_FIELDS else [(name, SINGLE_FIELDS[f])]
+    return slots
+
+
+def steps(signature: tuple[Parameter, ...], npos: int, layout: Layout, checks: bool) -> tuple[Step, ...]:
+    """One step per positional parameter (see the module docstring)."""
+    out, slot = [], 0
+    for i, p in enumerate(signature[:npos]):
+        c = code(p, checks)
+        if p.kind != "runtime":
+            out.append((c, i, -1, 0, "", None, 0))
+            continue
+        n = len(param_slots(p))
+        offset, end = layout.offsets[slot], layout.offsets[slot + n - 1] + layout.sizes[slot + n - 1]
+        fmt = _padded(layout.offsets[slot: slot + n], layout.sizes[slot: slot + n], layout.formats[slot: slot + n], offset)
+        dtype = torch_dtype(p) if c == PTR and checks else None
+        mask = 15 if checks and p.divisibility == 16 and c in (PTR, DIV16) else 0
+        out.append((c, i, offset, end - offset, fmt, dtype, mask))
+        slot += n
+    return tuple(out)
+
+
+class ArgBuffer:
+    """One thread's packed-argument storage and the ``void**`` array pointing into it.
+
+    Created once per (plan, thread); a launch only rewrites the values. Both live in ``bytearray``s
+    whose addresses ctypes reads through a ``c_char`` view: a ctypes array type (``c_char * n``) per
+    size would be slow to create on a thread's first launch.
+    """
+
+    __slots__ = ("raw", "view", "pointers", "address", "_views")
+
+    def __init__(self, layout: Layout) -> None:
+        # Over-allocate so the base can be 64-byte aligned. The views export the buffers, so they
+        # cannot be resized (moved) while this lives.
+        self.raw = bytearray(layout.size + BASE_ALIGN)
+        raw_view = ctypes.c_char.from_buffer(self.raw)
+        base = ctypes.addressof(raw_view)
+        shift = -base % BASE_ALIGN
+        self.view = memoryview(self.raw)[shift: shift + layout.size]
+        n = len(layout.offsets)
+        self.pointers = bytearray(8 * max(n, 1))
+        struct.pack_into(f"={n}Q", self.pointers, 0, *[base + shift + o for o in layout.offsets])  # native void*
+        pointers_view = ctypes.c_char.from_buffer(self.pointers)
+        self.address = ctypes.addressof(pointers_view) if n else 0
+        self._views = (raw_view, pointers_view)
+
+
+def usage(name: str, signature: tuple[Parameter, ...]) -> str:
+    """How to call the kernel, for messages: ``add[grid](x_ptr: *fp32, ..., BLOCK=1024)``."""
+    def one(p: Parameter) -> str:
+        if p.kind == "constexpr":
+            return f"{p.name}={p.value!r}"
+        return f"{p.name}: {p.type}" + (" (must be 1)" if p.kind == "equal_to_1" else "")
+
+    return f"{name}[grid]({', '.join(map(one, signature))})"
+
+
+def positional_count(signature: tuple[Parameter, ...]) -> int:
+    """The parameters a plain call passes by position: up to the last one that is not a constexpr."""
+    npos = len(signature)
+    while npos and signature[npos - 1].kind == "constexpr":
+        npos -= 1
+    return npos
+
+
+class LaunchPlan:
+    """What a launch of ``variant`` as ``loaded`` reads, fixed at load in the context current then
+    (see the module docstring). Fields after ``storage`` serve the Python executor alone."""
+
+    __slots__ = (
+        # the description
+        "name", "signature", "checks", "npos", "steps", "size", "fmt", "hidden", "scratch", "function", "block", "shared",
+        "cluster", "max_grid", "use_ex", "context", "device", "variant", "loaded", "layout", "binder", "constexprs", "storage",
+        # the Python executor's: the positions of its values list (each argument's position + 2, after
+        # pack_into's buffer and offset) of checked pointers (with dtype and mask), unchecked pointers,
+        # the first int to check for divisibility by 16, whether other steps have work, the packing call,
+        # torch.Tensor, the context and stream getters, cuLaunchKernel and the largest int grid it takes
+        "pointers", "unchecked", "div16", "rest", "pack", "tensor", "get_context", "current_stream", "drv", "launch_fn",
+        "max_x",
+        "what",
+        # the compiled executor of this plan (compiled.py), or None
+        "compiled",
+    )
+
+    def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
+        self.name, self.signature, self.checks, self.variant, self.loaded = name, signature, checks, variant, loaded
+        self.npos = positional_count(signature)
+        runtime = tuple([p for p in signature[: self.npos] if p.kind == "runtime"])
+        self.layout = layout = Layout.build(runtime, variant.hidden_params)
+        self.steps = steps(signature, self.npos, layout, checks)
+        self.size, self.fmt = layout.size, layout.head.format
+        self.hidden = tuple(zip(variant.hidden_params, layout.offsets[len(layout.offsets) - len(variant.hidden_params):]))
+        self.cluster, self.max_grid = variant.cluster_dims, loaded.device.max_grid
+        self.scratch = None
+        if variant.scratch_size > 0 and "global_scratch" in variant.hidden_params:
+            self.scratch = (variant.scratch_size * max(variant.num_ctas, math.prod(self.cluster)), variant.scratch_align,
+                            dict(self.hidden)["global_scratch"])
+        self.function, self.block, self.shared, self.device = loaded.function, variant.threads_per_block, variant.shared, loaded.device.ordinal
+        self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
+        # .slot: (buffer, void** address, CUlaunchConfig), one per thread where a launch writes into them, else one for all
+        self.storage: Any = threading.local() if layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
+        self.constexprs = {p.name: p.value for p in signature if p.kind == "constexpr"}
+        self.binder = Binder(name, [p.name for p in signature], [p.kind for p in signature], self.npos,
+                             functools.partial(usage, name, signature))
+        self.what = f"launching {name}"
+        self.compiled: Any = None
+        self._python_executor(driver.api())
+
+    def _python_executor(self, drv: Any) -> None:
+        """The fields only the Python executor reads, derived from the steps."""
+        moved = [(c, i + 2, dtype, mask) for c, i, _, _, _, dtype, mask in self.steps]  # values[i + 2]: see __slots__
+        self.pointers = tuple([(i, dtype, mask) for c, i, dtype, mask in moved if c == PTR and self.checks])
+        self.unchecked = tuple([i for c, i, _, _ in moved if c == PTR and not self.checks])
+        div16 = [i for c, i, _, _ in moved if c == DIV16]
+        self.div16 = div16[0] if div16 else 0  # the first apart: a loop costs more
+        self.rest = len(div16) > 1 or any(c not in (SCALAR, PTR, DIV16, IGNORED) for c, *_ in moved)
+        kept = [i for c, i, offset, *_ in self.steps if offset >= 0]
+        descriptors = frozenset([i for c, i, *_ in self.steps if c == TENSORDESC])
+        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, descriptors)
+        torch = sys.modules.get("torch")
+        self.tensor = torch.Tensor if torch is not None else _NoTorch
+        get_context = drv.cuCtxGetCurrent
+        self.context = get_context()[1]  # compared by value with the current one at each launch
+        if get_context()[1] != self.context:  # bindings whose handles compare by identity: compare ints
+            get_context, self.context = (lambda: (0, int(drv.cuCtxGetCurrent()[1]))), int(self.context)
+        self.get_context = get_context
+        self.current_stream = stream_getter()
+        self.drv, self.launch_fn = drv, drv.cuLaunchKernel  # the bindings of the load, also where a test fakes them
+        self.max_x = 0 if self.scratch or self.use_ex else self.max_grid[0]  # an int grid up to this: cuLaunchKernel here
+        if not isinstance(self.storage, threading.local):
+            self.new_slot()
+
+    def new_slot(self) -> tuple[memoryview, int, Any]:
+        """This thread's ``(buffer, void** address, CUlaunchConfig or None)``, made on its first launch."""
+        buf = ArgBuffer(self.layout)
+        self.storage.buffer = buf  # its views hold the memory the void** points to
+        self.storage.slot = (buf.view, buf.address, launch_config(self.drv, self.variant) if self.use_ex else None)
+        return self.storage.slot
+
+
+def _packer(head: Callable[..., None], kept: list[int], npos: int, descriptors: frozenset[int]) -> Callable[..., None]:
+    """``pack(buf, at, *values)``: the runtime parameters' values into the buffer; a tensor descriptor's
+    value is the tuple of its fields' values, spliced in (kernels without one keep the plain call)."""
+    if descriptors:
+        return lambda buf, at, *values: head(buf, at, *[x for i in kept for x in (values[i] if i in descriptors else (values[i],))])
+    return head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept]))
+
+
+def launch_config(drv: Any, variant: Variant) -> Any:
+    """A ``CUlaunchConfig`` with the variant's block, shared memory and launch attributes (one per
+    thread: grid and stream are written per launch)."""
+    config = drv.CUlaunchConfig()
+    config.blockDimX, config.blockDimY, config.blockDimZ = variant.threads_per_block, 1, 1
+    config.sharedMemBytes = variant.shared
+    A, attrs = drv.CUlaunchAttributeID, []
+
+    def value(attr_id: Any) -> Any:
+        attrs.append(drv.CUlaunchAttribute())
+        attrs[-1].id = attr_id
+        return attrs[-1].value
+
+    if variant.is_cluster_launch:
+        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        v.clusterDim.x, v.clusterDim.y, v.clusterDim.z = variant.cluster_dims
+        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
+        v.clusterSchedulingPolicyPreference = drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD
+    if variant.cooperative:
+        value(A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative = 1
+    if variant.pdl:
+        value(A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).programmaticStreamSerializationAllowed = 1
+    config.attrs, config.numAttrs = attrs, len(attrs)
+    return config
