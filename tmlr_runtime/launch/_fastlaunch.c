@@ -1,5 +1,5 @@
-/* tmlr_runtime._fastlaunch: the compiled per-call path. It executes the launch plan made at load
- * (tmlr_runtime/_compiled.py describes it) and nothing else: read the arguments, check them as the
+/* tmlr_runtime.launch._fastlaunch: the compiled per-call path. It executes the LaunchPlan made at
+ * load (launch/plan.py; launch/compiled.py hands it over) and nothing else: read the arguments, check them as the
  * Python path does, pack them into a prebuilt buffer, take the stream, call the driver.
  *
  * How it reaches the driver: through the function pointers cuda-python's cuGetProcAddress hands out
@@ -407,12 +407,14 @@ static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data) {
         return 0;
     case SCALAR:
         return pack_slot(code, at, v);
-    case DIV16: {
-        if (!PyLong_CheckExact(v)) return -1;
+    case DIV16: {  /* an int (or an object with __index__, as the struct takes it) that is a multiple of 16 */
+        PyObject *n = PyLong_CheckExact(v) ? Py_NewRef(v) : PyNumber_Index(v);
+        if (!n) return -1;
         int overflow;
-        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || (x & (long long)st->mask)) return -1;
-        return pack_slot(code, at, v);
+        long long x = PyLong_AsLongLongAndOverflow(n, &overflow);
+        int rc = overflow || (x == -1 && PyErr_Occurred()) || (x & (long long)st->mask) ? -1 : pack_slot(code, at, n);
+        Py_DECREF(n);
+        return rc;
     }
     case PTR:
         if (Py_TYPE(v) == (PyTypeObject *)self->tensor_type) {
@@ -586,39 +588,51 @@ static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, P
     return rc < 0 ? -1 : 1;
 }
 
+/* The positional values of a call with keywords or another count of arguments: Python's bind
+ * (which also checks constexprs given by keyword); NULL with an exception. */
+static PyObject *bind_call(Executor *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **stream) {
+    PyObject *t = tuple_of(args, nargs), *kw = PyDict_New(), *bound = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; t && kw && i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        if (is_stream(name)) *stream = args[nargs + i];
+        else if (PyDict_SetItem(kw, name, args[nargs + i]) < 0) Py_CLEAR(kw);
+    }
+    if (t && kw) bound = PyObject_CallFunctionObjArgs(self->bind, t, kw, NULL);
+    Py_XDECREF(t);
+    Py_XDECREF(kw);
+    if (bound && (!PyTuple_CheckExact(bound) || PyTuple_GET_SIZE(bound) != self->npos)) Py_CLEAR(bound);
+    return bound;
+}
+
 /* `kernel(grid, *args, stream=None, **kwargs)`: args[0] is the kernel, args[1] the grid. */
 static PyObject *executor_run(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Executor *self = (Executor *)obj;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    PyObject *stream = NULL, *bound = NULL;
+    PyObject *stream = NULL;
     CUcontext ctx = NULL;
     int rc = 0;
-    if (nargs < 2 || nkw > 1 || (nkw == 1 && !is_stream(PyTuple_GET_ITEM(kwnames, 0))))
-        goto python;  /* keywords other than stream: Python binds them */
-    if (nkw) stream = args[nargs];
-    if (self->ctx_get(&ctx) != 0 || (uintptr_t)ctx != self->context) goto python;  /* Python plans for it */
-    if (nargs - 2 != self->npos) {
-        PyObject *t = tuple_of(args + 2, nargs - 2), *kw = PyDict_New();
-        if (t && kw) bound = PyObject_CallFunctionObjArgs(self->bind, t, kw, NULL);
-        Py_XDECREF(t);
-        Py_XDECREF(kw);
-        if (!bound || !PyTuple_CheckExact(bound) || PyTuple_GET_SIZE(bound) != self->npos) { PyErr_Clear(); goto python; }
+    if (nargs < 2 || self->ctx_get(&ctx) != 0 || (uintptr_t)ctx != self->context)
+        goto python;  /* another context is current: Python plans for it */
+    if (nargs - 2 == self->npos && (nkw == 0 || (nkw == 1 && is_stream(PyTuple_GET_ITEM(kwnames, 0))))) {
+        rc = try_launch(self, args[1], args + 2, self->npos, nkw ? args[nargs] : NULL);
+    } else {
+        PyObject *bound = bind_call(self, args + 2, nargs - 2, kwnames, &stream);
+        if (!bound) goto python;
         rc = try_launch(self, args[1], &PyTuple_GET_ITEM(bound, 0), self->npos, stream);
         Py_DECREF(bound);
-    } else {
-        rc = try_launch(self, args[1], args + 2, self->npos, stream);
     }
     if (rc < 0) return NULL;
     if (rc > 0) Py_RETURN_NONE;
-python:
+python:  /* declined before anything happened: the Python executor launches it or raises the typed error */
     PyErr_Clear();
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
 static PyTypeObject ExecutorType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tmlr_runtime._fastlaunch.Executor",
-    .tp_doc = "Executor(plan): one variant's compiled launch in one context (see tmlr_runtime._compiled).",
+    .tp_name = "tmlr_runtime.launch._fastlaunch.Executor",
+    .tp_doc = "Executor(plan, extras): the compiled launch of one LaunchPlan (see tmlr_runtime/launch/compiled.py).",
     .tp_basicsize = sizeof(Executor),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = executor_new,
@@ -764,7 +778,7 @@ static void familykey_dealloc(FamilyKey *self) {
 
 static PyTypeObject FamilyKeyType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tmlr_runtime._fastlaunch.FamilyKey",
+    .tp_name = "tmlr_runtime.launch._fastlaunch.FamilyKey",
     .tp_doc = "FamilyKey(parts, npos, memo, fallback): a family's dispatch key; key(args) -> tuple.",
     .tp_basicsize = sizeof(FamilyKey),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -821,7 +835,7 @@ static void method_dealloc(Method *self) {
 
 static PyTypeObject MethodType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tmlr_runtime._fastlaunch.Method",
+    .tp_name = "tmlr_runtime.launch._fastlaunch.Method",
     .tp_doc = "Method(attribute, fallback): a class attribute that calls obj.<attribute> from C, else fallback.",
     .tp_basicsize = sizeof(Method),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,

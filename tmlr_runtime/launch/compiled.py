@@ -14,6 +14,7 @@ construction.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import weakref
@@ -66,17 +67,21 @@ _entry_points: weakref.WeakKeyDictionary[Any, tuple[int, ...] | None] = weakref.
 def entry_points(drv: Any) -> tuple[int, ...] | None:
     """The driver functions the executor calls, as addresses (0: not in this driver), from the
     bindings ``drv``; None when they cannot say (then kernels launch through Python)."""
-    key = drv
-    if key not in _entry_points:
-        try:
-            found = []
-            for name, version in _ENTRY_POINTS:
-                result = drv.cuGetProcAddress(name.encode(), version, _LEGACY_STREAM)
-                found.append(int(result[1]) if not int(result[0]) else 0)
-            _entry_points[key] = tuple(found)
-        except Exception:  # bindings without cuGetProcAddress, or a driver older than CUDA 11.3
-            _entry_points[key] = None
-    return _entry_points[key]
+    try:
+        return _entry_points[drv]
+    except (KeyError, TypeError):  # not asked yet; or bindings that take no weak reference: asked each time
+        pass
+    try:
+        found = tuple(_address(drv.cuGetProcAddress(name.encode(), version, _LEGACY_STREAM)) for name, version in _ENTRY_POINTS)
+    except Exception:  # bindings without cuGetProcAddress, or a driver older than CUDA 11.3
+        found = None
+    with contextlib.suppress(TypeError):
+        _entry_points[drv] = found
+    return found
+
+
+def _address(result: tuple[Any, ...]) -> int:
+    return int(result[1]) if not int(result[0]) else 0
 
 
 class Extras:
