@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import os
 import weakref
 from typing import Any, Callable
@@ -38,7 +39,9 @@ def _load() -> tuple[Any, str]:
     try:
         from . import _fastlaunch
     except ImportError as e:
-        return None, f"the extension tmlr_runtime.launch._fastlaunch is not built ({e}); reinstall with a C compiler and Python headers"
+        if importlib.util.find_spec(f"{__package__}._fastlaunch") is None:
+            return None, "the extension tmlr_runtime.launch._fastlaunch is not built; reinstall where a C compiler and Python headers exist"
+        return None, f"the extension tmlr_runtime.launch._fastlaunch does not load ({e}); reinstall tmlr"
     return _fastlaunch, ""
 
 
