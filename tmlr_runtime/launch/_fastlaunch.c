@@ -77,7 +77,7 @@ typedef struct {
     char *codes;            /* the struct code of each runtime slot ('s': 128 bytes) */
     Py_ssize_t *offsets;    /* of each parameter the cubin takes (runtime slots, then hidden) */
     size_t size;
-    PyObject *device_obj, *tensor_type, *stream_getter, *plan;
+    PyObject *device_obj, *tensor_type, *stream_getter;
     PyObject *fallback, *convert, *bind, *grid3, *stream_handle, *fail;
     PyObject *what_launch, *what_alloc, *what_free;
     CUfunction function;
@@ -279,7 +279,7 @@ static void executor_dealloc(Executor *self) {
     PyMem_Free(self->codes);
     PyMem_Free(self->offsets);
     for (int i = 0; i < POOL; i++) PyMem_Free(self->pool_raw[i]);
-    Py_XDECREF(self->device_obj); Py_XDECREF(self->tensor_type); Py_XDECREF(self->stream_getter); Py_XDECREF(self->plan);
+    Py_XDECREF(self->device_obj); Py_XDECREF(self->tensor_type); Py_XDECREF(self->stream_getter);
     Py_XDECREF(self->fallback); Py_XDECREF(self->convert); Py_XDECREF(self->bind); Py_XDECREF(self->grid3);
     Py_XDECREF(self->stream_handle); Py_XDECREF(self->fail);
     Py_XDECREF(self->what_launch); Py_XDECREF(self->what_alloc); Py_XDECREF(self->what_free);
@@ -296,7 +296,6 @@ static PyObject *executor_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
     Executor *self = (Executor *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->run = executor_run;
-    self->plan = Py_NewRef(plan);  /* it holds the bindings whose entry points are called here */
     if (get_ull(plan, "size", &v) < 0) goto fail;
     self->size = (size_t)(v ? v : 1);
     if (get_ull(plan, "checks", &v) < 0) goto fail;
@@ -580,6 +579,7 @@ static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, P
     if (rc == 0) rc = stream_value(self, stream, &s);
     if (rc < 0) {
         self->busy &= ~(1u << slot);
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) return -1;  /* KeyboardInterrupt & co. go on */
         PyErr_Clear();
         return 0;
     }
@@ -674,9 +674,9 @@ static PyObject *family_key(FamilyKey *self, PyObject *const *args, Py_ssize_t n
         } else if (self->what[k] == KEY_ALIGNED) {
             PyObject *p = PyObject_VectorcallMethod(s_data_ptr, &v, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             if (p) {
-                PyObject *fifteen = PyLong_FromLong(15), *low = fifteen ? PyNumber_And(p, fifteen) : NULL;
-                if (low) part = Py_NewRef(PyObject_Not(low) ? Py_True : Py_False);
-                Py_XDECREF(fifteen); Py_XDECREF(low); Py_DECREF(p);
+                unsigned long long address = PyLong_AsUnsignedLongLong(p);  /* an int of 64 bits, as data_ptr() gives */
+                if (!(address == (unsigned long long)-1 && PyErr_Occurred())) part = Py_NewRef(address & 15 ? Py_False : Py_True);
+                Py_DECREF(p);
             }
         } else if (self->what[k] == KEY_INT_CLASS) {
             part = int_class(v);

@@ -105,7 +105,10 @@ def executor(plan: LaunchPlan, fallback: Callable[..., Any]) -> Any:
     x.bind, x.grid3 = functools.partial(bind, plan), functools.partial(grid3, plan)
     sig, device, checks = plan.signature, plan.device, plan.checks
     x.convert = lambda code, i, value: convert(code, sig[i], value, device, checks)
-    return fastlaunch.Executor(plan, x)
+    try:  # its helpers hold the plan, and so the bindings whose entry points it calls
+        return fastlaunch.Executor(plan, x)
+    except (TypeError, ValueError, OverflowError):  # a plan it cannot read (bindings whose handles are no ints): Python runs it
+        return None
 
 
 def _raise(code: int, what: str) -> None:

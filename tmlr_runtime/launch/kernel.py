@@ -46,7 +46,8 @@ class Kernel:
         self._contexts: dict[int, LaunchPlan] = {}  # context handle -> its plan
         self._lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
-        self._fast: Any = None  # the compiled executor of _plan, which a call runs when there is one
+        self._executors: dict[int, Any] = {}  # context handle -> the compiled executor of its plan, or None
+        self._fast: Any = None  # the executor of _plan, which a call runs when there is one
         self._plan = self._plan_for_current()  # the plan of the context planned for last, which a launch checks first
 
     # -- loading ---------------------------------------------------------------------------------
@@ -96,8 +97,9 @@ class Kernel:
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
                                               lambda: read_cubin(self.directory, variant, self._read_stats))
                 plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
-                plan.compiled = compiled.executor(plan, launch)
-        self._plan, self._fast = plan, plan.compiled
+                # kept apart from the plan: the executor refers to it (its helpers), so no cycle
+                self._executors[handle] = compiled.executor(plan, launch)
+        self._plan, self._fast = plan, self._executors[handle]
         return plan
 
     # -- launching -------------------------------------------------------------------------------

@@ -206,8 +206,6 @@ class LaunchPlan:
         "pointers", "unchecked", "div16", "rest", "pack", "tensor", "get_context", "current_stream", "drv", "launch_fn",
         "max_x",
         "what",
-        # the compiled executor of this plan (compiled.py), or None
-        "compiled",
     )
 
     def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
@@ -231,7 +229,6 @@ class LaunchPlan:
         self.binder = Binder(name, [p.name for p in signature], [p.kind for p in signature], self.npos,
                              functools.partial(usage, name, signature))
         self.what = f"launching {name}"
-        self.compiled: Any = None
         self._python_executor(driver.api())
 
     def _python_executor(self, drv: Any) -> None:
