@@ -380,7 +380,7 @@ static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok) {
         if (!d) { PyErr_Clear(); return 0; }
         long dev = PyLong_AsLong(d);
         Py_DECREF(d);
-        if (dev != self->device) { PyErr_Clear(); return 0; }
+        if ((dev == -1 && PyErr_Occurred()) || dev != self->device) { PyErr_Clear(); return 0; }
         PyObject *dtype = PyObject_GetAttr(t, s_dtype);
         if (!dtype) { PyErr_Clear(); return 0; }
         Py_DECREF(dtype);  /* torch's dtypes are singletons: compared by identity, as the Python path does */
@@ -656,8 +656,10 @@ static PyObject *int_class(PyObject *v) {
         PyErr_Clear();
     }
     PyObject *fifteen = PyLong_FromLong(15), *one = PyLong_FromLong(1), *and = NULL, *eq = NULL, *r = NULL;
-    if (fifteen && one && (and = PyNumber_And(v, fifteen)) && (eq = PyObject_RichCompare(v, one, Py_EQ)))
-        r = PyTuple_Pack(2, PyObject_Not(and) ? Py_True : Py_False, eq);
+    int zero = -1;  /* not v & 15, then v == 1: as the Python key computes them */
+    if (fifteen && one && (and = PyNumber_And(v, fifteen)) && (zero = PyObject_Not(and)) >= 0
+        && (eq = PyObject_RichCompare(v, one, Py_EQ)))
+        r = PyTuple_Pack(2, zero ? Py_True : Py_False, eq);
     Py_XDECREF(fifteen); Py_XDECREF(one); Py_XDECREF(and); Py_XDECREF(eq);
     return r;
 }
