@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from tmlr_runtime import TmlrError
-from tmlr_runtime import driver as _driver  # noqa: E402
+from tmlr_runtime import driver  # noqa: E402
 
 NO_DRIVER_LIBRARY = "no NVIDIA driver library (libcuda) on this machine"
 
@@ -43,8 +43,8 @@ def gpu_probe() -> tuple[int, str]:
     if not driver_library_present():
         return 0, NO_DRIVER_LIBRARY
     try:
-        drv = _driver.init()
-        count = int(_driver.check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+        drv = driver.init()
+        count = int(driver.check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
     except TmlrError as e:
         return 0, f"the NVIDIA driver library is present but failed: {e}"
     return count, "" if count else "the NVIDIA driver reports 0 devices"

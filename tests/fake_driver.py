@@ -1,9 +1,10 @@
 """The one fake-driver seam of the CPU tests: a stand-in for cuda-python's driver module, so
 ``Kernel.load`` and launches run on a CPU, and the metadata documents to load with it.
 
-:func:`installed` swaps it in for ``tmlr_runtime.driver``'s bindings, with one device described
-by a :class:`tmlr_runtime.driver.DeviceInfo` (see :data:`H200`) and empty module/kernel caches,
-and puts everything back afterwards. Enums and structs (``CUresult``, ``CUlaunchConfig``, …) are
+:func:`installed` swaps in a fresh ``tmlr_runtime.driver.Process`` (the one object that holds the
+runtime's process-wide state) whose bindings are this fake, with one device described by a
+:class:`tmlr_runtime.driver.DeviceInfo` (see :data:`H200`) and empty module and load caches, and puts
+the process's own back afterwards. Enums and structs (``CUresult``, ``CUlaunchConfig``, …) are
 the real bindings' (they import without libcuda); the calls are fakes that behave like the driver
 where tmlr depends on it:
 
@@ -41,17 +42,14 @@ from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
 import tmlr_runtime as tr
-from tmlr_runtime import driver as _driver
-from tmlr_runtime.family import dispatch as _family
-from tmlr_runtime.launch import kernel as _kernel
-from tmlr_runtime.launch import modules as _modules
+from tmlr_runtime import driver
 from tmlr_runtime.artifact.elf import functions
 from tmlr_runtime.errors import IntegrityError
 from tmlr_runtime.launch.plan import Layout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-H200 = _driver.DeviceInfo(
+H200 = driver.DeviceInfo(
     ordinal=0, name="NVIDIA H200 (fake)", major=9, minor=0, max_threads_per_block=1024, max_shared_optin=232448,
     max_grid=(2**31 - 1, 65535, 65535), cluster_launch=True, cooperative_launch=True,
 )
@@ -101,7 +99,7 @@ _UNKNOWN = 999  # CUDA_ERROR_UNKNOWN
 class FakeDriver:
     """The subset of ``cuda.bindings.driver`` that tmlr_runtime calls, for one device."""
 
-    def __init__(self, real: Any, device: _driver.DeviceInfo) -> None:
+    def __init__(self, real: Any, device: driver.DeviceInfo) -> None:
         self._real = real
         self.device = device
         self.launches: list[dict[str, Any]] = []
@@ -330,11 +328,10 @@ def _run_add(params: int, programs: int, block: int = 1024) -> None:
 
 
 @contextlib.contextmanager
-def installed(device: _driver.DeviceInfo = H200) -> Iterator[FakeDriver]:
+def installed(device: driver.DeviceInfo = H200) -> Iterator[FakeDriver]:
     """Run the block with :class:`FakeDriver` as tmlr_runtime's driver and fresh caches."""
-    real = _driver.api()
-    fake = FakeDriver(real, device)
-    with _patched(_driver, _api=fake, _initialised=True, _devices={device.ordinal: device}), fresh_caches():
+    fake = FakeDriver(driver.api(), device)
+    with _patched(driver, PROCESS=driver.Process(api=fake, initialised=True, devices={device.ordinal: device})):
         yield fake
 
 
@@ -342,7 +339,8 @@ def installed(device: _driver.DeviceInfo = H200) -> Iterator[FakeDriver]:
 def fresh_caches() -> Iterator[None]:
     """Run the block with empty module and loaded-kernel caches (the process's own come back after),
     so a damaged cubin is read again even where its sha256 is already loaded."""
-    with _patched(_modules, _cache={}), _patched(_kernel, _loaded={}), _patched(_family, _loaded={}):
+    process = driver.PROCESS
+    with _patched(driver, PROCESS=driver.Process(api=process.api, initialised=process.initialised, devices=process.devices)):
         yield
 
 

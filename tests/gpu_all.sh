@@ -38,7 +38,7 @@ fi
 {
   "$PY" -m tmlr_runtime --version 2>&1 | tail -1
   nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>&1 || echo "nvidia-smi failed"
-  "$PY" -c "import sys, torch, cuda.bindings; from tmlr_runtime import driver as _driver; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda-python bindings', cuda.bindings.__version__, 'from', _driver.api().__name__)" 2>&1
+  "$PY" -c "import sys, torch, cuda.bindings; from tmlr_runtime import driver; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda-python bindings', cuda.bindings.__version__, 'from', driver.api().__name__)" 2>&1
 } | tee "$OUT/machine.txt"
 
 # -- 1. pytest -m gpu ------------------------------------------------------------------------------------

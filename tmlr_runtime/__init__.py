@@ -1,17 +1,20 @@
 """tmlr_runtime: load cubin + metadata.json artifacts written by tmlr-build and launch them.
 
-No Triton, ever; torch and numpy are used only when the caller already imported them.
+No Triton, ever; torch and numpy are used only when the caller already imported them. The package's
+folders, each importing only those listed before it: ``errors``, ``abi`` and ``driver`` at the root;
+``artifact/`` (reading artifact files); ``launch/`` (``Kernel``, the launch plan and its executor);
+``family/`` (``KernelFamily``: dispatch, tuning, benchmarks); ``cli/`` (the ``tmlr`` command).
 """
 from __future__ import annotations
+
 from typing import Any
-from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
-                      DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
-                      PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError,
-                      UnseenKeyError)
-from .launch.kernel import Kernel
-from .artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
-from .launch.tensordesc import DescriptorArgumentError, TensorDescriptor, TensorMap, make_tensor_map
+
 from .abi import Parameter
+from .artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
+from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
+                     DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
+                     PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError, UnseenKeyError)
+from .launch.kernel import Kernel
 
 __version__ = "0.1.0"
 
@@ -24,10 +27,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The family machinery (dispatch, heuristics, tuning) is imported on first use: Kernel.load imports it
-    # when it meets a family index, so a service launching single artifacts never pays for it.
+    # Families (dispatch, heuristics, tuning) and host tensor descriptors are imported on first use (Kernel.load
+    # imports the family code when it meets a family index), so a service of plain kernels never pays for them.
     if name == "KernelFamily":
         from .family.dispatch import KernelFamily
 
         return KernelFamily
+    if name in ("TensorDescriptor", "TensorMap", "make_tensor_map"):
+        from .launch import tensordesc
+
+        return getattr(tensordesc, name)
     raise AttributeError(f"module 'tmlr_runtime' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""The one place that talks to cuda-python: version differences, error translation, device facts.
+"""The one place that talks to cuda-python (version differences, error translation, device facts), and
+the one object that holds the process's state: :data:`PROCESS`, a :class:`Process`.
 
 cuda-python 12.x exposes the driver as ``cuda.cuda`` (and, from 12.6, also as
 ``cuda.bindings.driver``); 13.x only as ``cuda.bindings.driver``. Everything else in tmlr_runtime
@@ -7,7 +8,9 @@ The bindings are imported on first use, not at ``import tmlr_runtime``, and no d
 before the first :func:`init`.
 """
 from __future__ import annotations
-from dataclasses import dataclass
+import os
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 from .errors import CudaUnavailableError, DriverError
 
@@ -35,23 +38,66 @@ _MEANINGS: dict[str, str] = {
     "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED": "the CUDA driver library failed to initialise",
 }
 
-_api: Any = None
-_initialised = False
+Stamp = tuple[int, int, int]  # what identifies a file's contents: mtime_ns, size, inode
+
+
+@dataclass
+class Process:
+    """Everything tmlr_runtime keeps for the life of the process; tests swap in another (``tests/fake_driver.py``).
+
+    ``api``: the driver bindings once imported; ``devices``: :class:`DeviceInfo` by ordinal; ``modules``:
+    the loaded functions by (context, cubin sha256, entry) (``launch/modules.py``); ``loaded``: what
+    ``Kernel.load`` gave for a key, with the stamp of each file it read (None: the file was absent).
+    """
+
+    api: Any = None
+    initialised: bool = False
+    devices: dict[int, Any] = field(default_factory=dict)
+    modules: dict[tuple[int, str, str], Any] = field(default_factory=dict)
+    loaded: dict[tuple[Any, ...], tuple[dict[str, Stamp | None], Any]] = field(default_factory=dict)
+    lock: Any = field(default_factory=threading.Lock)  # guards modules and loaded
+
+    def cached(self, key: tuple[Any, ...]) -> Any:
+        """What was loaded for ``key``, while every file it read is unchanged; else None."""
+        hit = self.loaded.get(key)
+        if hit is not None and all(stamp_of(path) == stamp for path, stamp in hit[0].items()):
+            return hit[1]
+        return None
+
+    def remember(self, key: tuple[Any, ...], stats: dict[str, os.stat_result | None], value: Any) -> None:
+        """Keep ``value`` for ``key`` with the stats of the files it was read from (``artifact.read_file``)."""
+        with self.lock:
+            self.loaded[key] = ({path: None if st is None else stamp(st) for path, st in stats.items()}, value)
+
+
+def stamp(st: os.stat_result) -> Stamp:
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def stamp_of(path: str) -> Stamp | None:
+    try:
+        return stamp(os.stat(path))
+    except OSError:  # gone (or never there)
+        return None
+
+
+PROCESS = Process()
 
 
 def api() -> Any:
     """The cuda-python driver module (``cuda.bindings.driver`` or, on old 12.x, ``cuda.cuda``)."""
-    global _api
-    if _api is None:
+    process = PROCESS
+    if process.api is None:
         try:
-            from cuda.bindings import driver as _api
+            from cuda.bindings import driver as bindings
         except ImportError:
             try:
-                from cuda import cuda as _api  # cuda-python < 12.6
+                from cuda import cuda as bindings  # cuda-python < 12.6
             except ImportError as e:
                 raise CudaUnavailableError("cuda-python is not installed; `pip install cuda-python` (12.x for CUDA 12 "
                                            "drivers, 13.x for CUDA 13)") from e
-    return _api
+        process.api = bindings
+    return process.api
 
 
 def error(code: int, what: str, cls: type[DriverError] = DriverError) -> DriverError:
@@ -75,9 +121,8 @@ def check(result: Any, what: str) -> Any:
 def init() -> Any:
     """Initialise the driver once per process and return the bindings module; a machine without
     libcuda gets :class:`CudaUnavailableError`, not cuda-bindings' own loader exception."""
-    global _initialised
     drv = api()
-    if not _initialised:  # cuInit is idempotent and thread-safe: two threads may both call it
+    if not PROCESS.initialised:  # cuInit is idempotent and thread-safe: two threads may both call it
         try:
             result = drv.cuInit(0)
         except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
@@ -86,7 +131,7 @@ def init() -> Any:
         code = int(result[0] if isinstance(result, tuple) else result)
         if code:
             raise error(code, "cuInit", CudaUnavailableError)
-        _initialised = True
+        PROCESS.initialised = True
     return drv
 
 
@@ -109,12 +154,9 @@ class DeviceInfo:
         return self.major * 10 + self.minor
 
 
-_devices: dict[int, DeviceInfo] = {}
-
-
 def device_info(ordinal: int) -> DeviceInfo:
     """Cached :class:`DeviceInfo` of device ``ordinal``."""
-    info = _devices.get(ordinal)
+    info = PROCESS.devices.get(ordinal)
     if info is None:
         drv = init()
         dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
@@ -124,7 +166,7 @@ def device_info(ordinal: int) -> DeviceInfo:
             return int(check(drv.cuDeviceGetAttribute(a, dev), f"cuDeviceGetAttribute({a.name})"))
 
         name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0", 1)[0].decode(errors="replace")
-        info = _devices[ordinal] = DeviceInfo(
+        info = PROCESS.devices[ordinal] = DeviceInfo(
             ordinal, name, attr("COMPUTE_CAPABILITY_MAJOR"), attr("COMPUTE_CAPABILITY_MINOR"), attr("MAX_THREADS_PER_BLOCK"),
             attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"), (attr("MAX_GRID_DIM_X"), attr("MAX_GRID_DIM_Y"), attr("MAX_GRID_DIM_Z")),
             bool(attr("CLUSTER_LAUNCH")), bool(attr("COOPERATIVE_LAUNCH")),

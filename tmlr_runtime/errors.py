@@ -71,6 +71,10 @@ class ScalarArgumentError(ArgumentError):
     """A scalar is out of range for its type, or breaks a specialization (divisibility, == 1)."""
 
 
+class DescriptorArgumentError(ArgumentError):
+    """A tensor descriptor argument does not fit its parameter (block shape, dtype, rank, TMA rules)."""
+
+
 class ConstexprMismatchError(ArgumentError):
     """A constexpr was passed with a value other than the one compiled in."""
 

@@ -105,10 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         drv = stub_driver(tmp)
-        if hasattr(driver, "PROCESS"):
-            driver.PROCESS.use(drv)
-        else:
-            driver._api, driver._initialised = drv, True
+        driver.PROCESS = driver.Process(api=drv, initialised=True)
         runs: dict[str, list[dict[str, float]]] = {"compiled": [], "python": []}
         for r in range(a.rounds):
             for which in (("compiled", "python") if r % 2 == 0 else ("python", "compiled")):

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
 from skip_reasons import NEEDS_TWO_GPUS  # noqa: E402
-from tmlr_runtime.launch import modules as _modules  # noqa: E402
+from tmlr_runtime import driver  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ADD = os.path.join(ROOT, "examples", "artifacts", "add")
@@ -71,10 +71,10 @@ def test_one_load_alternating_devices_one_module_per_context() -> None:
         torch.cuda.synchronize(dev)
         assert torch.equal(out, x + y), f"device {dev}, step {step}"
         if step == 1:
-            loads_after_first_round = dict(_modules._cache)
+            loads_after_first_round = dict(driver.PROCESS.modules)
     torch.cuda.set_device(0)
-    assert _modules._cache == loads_after_first_round, "a module was loaded twice"
-    contexts = [key[0] for key in _modules._cache if sha in key]
+    assert driver.PROCESS.modules == loads_after_first_round, "a module was loaded twice"
+    contexts = [key[0] for key in driver.PROCESS.modules if sha in key]
     assert len(contexts) == len(set(contexts)) == 2, contexts
     assert tr.Kernel.load(ADD) is k
 

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
 from skip_reasons import NEEDS_SM80, NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
-from tmlr_runtime.launch import modules as _modules  # noqa: E402
+from tmlr_runtime import driver  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -275,11 +275,11 @@ def test_errors_are_typed_and_not_sticky(vectors):
 
 def test_load_again_does_no_driver_work():
     k = tr.Kernel.load(art("add"))
-    modules = dict(_modules._cache)
+    modules = dict(driver.PROCESS.modules)
     assert tr.Kernel.load(art("add")) is k
     unchecked = tr.Kernel.load(art("add"), checks=False)
     assert unchecked is not k and unchecked.function is k.function
-    assert _modules._cache == modules  # no module loaded again
+    assert driver.PROCESS.modules == modules  # no module loaded again
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason=NEEDS_TWO_GPUS)

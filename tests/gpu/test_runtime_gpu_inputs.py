@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
-from tmlr_runtime import driver as _driver  # noqa: E402
+from tmlr_runtime import driver  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -175,7 +175,7 @@ def test_runs_on_the_expected_cuda_python_bindings(vectors) -> None:
 
     version = str(cuda.bindings.__version__)
     assert int(version.split(".")[0]) in (12, 13), version
-    assert _driver.api().__name__ in ("cuda.bindings.driver", "cuda.cuda")
+    assert driver.api().__name__ in ("cuda.bindings.driver", "cuda.cuda")
     expected = os.environ.get("TMLR_EXPECT_CUDA_BINDINGS")
     if expected:
         assert version == expected or version.startswith(expected + "."), (version, expected)

@@ -47,7 +47,7 @@ import tmlr_runtime as tr  # noqa: E402
 from fake_driver import A100, H200  # noqa: E402
 from skip_reasons import NEEDS_SM80, NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_build.common import errors as E  # noqa: E402
-from tmlr_runtime import driver as _driver  # noqa: E402
+from tmlr_runtime import driver  # noqa: E402
 from tmlr_runtime.cli import main as tmlr_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ class World:
 
 
 @contextlib.contextmanager
-def open_world(kind: str, root: Path, device: _driver.DeviceInfo = H200) -> Iterator[World]:
+def open_world(kind: str, root: Path, device: driver.DeviceInfo = H200) -> Iterator[World]:
     if kind == "gpu":  # fresh caches: a damaged cubin whose sha256 is loaded already must be read again
         with fake_driver.fresh_caches():
             yield World("gpu", root, torch.cuda.get_device_capability())
@@ -248,7 +248,7 @@ class Broken:
     fix: str
     verify: str  # the check `tmlr verify` reports as FAIL
     base: str = "add"  # which examples/artifacts/<base> is broken
-    device: _driver.DeviceInfo = H200  # the fake device on cpu
+    device: driver.DeviceInfo = H200  # the fake device on cpu
     gpu: str = "any"  # where a real GPU can show it: "any", "sm80", or "fake" (nowhere: fake device facts)
 
 

@@ -35,7 +35,7 @@ def probe(monkeypatch: pytest.MonkeyPatch):
             return init
 
         monkeypatch.setattr(conftest, "driver_library_present", lambda: library)
-        monkeypatch.setattr(conftest._driver, "init", fake_init)
+        monkeypatch.setattr(conftest.driver, "init", fake_init)
         conftest.gpu_probe.cache_clear()
 
     yield set_

@@ -14,7 +14,7 @@ import pytest
 
 import fake_driver
 import tmlr_runtime as tr
-from tmlr_runtime import driver as _driver
+from tmlr_runtime import driver
 from tmlr_runtime.launch import compiled
 from tmlr_runtime.cli import main
 
@@ -70,7 +70,7 @@ def test_verify_reports_what_jsonschema_finds(tmp_path, monkeypatch, capsys):
     meta["variants"][0]["launch"]["num_warps"] = 64
     (bad / "metadata.json").write_text(json.dumps(meta))
     accepted = tr.ArtifactMetadata.read(ADD)  # the reader is given the unchanged document's records
-    monkeypatch.setattr(tr.ArtifactMetadata, "read", classmethod(lambda cls, directory, stats=None: accepted))
+    monkeypatch.setattr("tmlr_runtime.cli.read", lambda directory, stats=None: accepted)
     assert main(["verify", "--no-device", str(bad)]) == 1
     out = capsys.readouterr().out
     assert "FAIL     metadata.json validates with jsonschema  - $.variants[0].launch.num_warps: 64 is greater than the maximum of 32" in out
@@ -100,7 +100,7 @@ def no_gpu(monkeypatch):
     def init():
         raise tr.CudaUnavailableError("the NVIDIA driver library (libcuda) could not be loaded: (test)")
 
-    monkeypatch.setattr(_driver, "init", init)
+    monkeypatch.setattr(driver, "init", init)
     with fake_driver.fresh_caches():
         yield
 

@@ -11,7 +11,8 @@ import torch
 import tmlr_runtime as tr
 from family_sample import autotune, dtype_family, make_family, signature
 from fake_driver import fake_cuda_tensor_type, installed
-from tmlr_runtime.artifact import family_index as _family_index
+from tmlr_runtime.artifact import family_index
+from tmlr_runtime.artifact.read import read_index
 from tmlr_runtime.family.choose import int_entry, pointer_entry
 from tmlr_runtime.artifact.heuristics import check_expression, next_power_of_2
 
@@ -192,16 +193,16 @@ def test_a_bad_index_is_refused_by_the_reader_and_the_schema(tmp_path, change, j
     with open(os.path.join(d, "metadata.json"), "w") as f:
         json.dump(doc, f)
     with pytest.raises(tr.SchemaError) as e:
-        _family_index.read_index(d)
+        read_index(d)
     assert e.value.json_path == json_path
-    schema = json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text())
+    schema = json.loads(family_index.FAMILY_SCHEMA_PATH.read_text())
     assert bool(list(jsonschema.Draft202012Validator(schema).iter_errors(doc))) == schema_too
 
 
 def test_the_schema_accepts_a_good_index(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
     _, doc = index_doc(tmp_path)
-    jsonschema.validate(doc, json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text()))
+    jsonschema.validate(doc, json.loads(family_index.FAMILY_SCHEMA_PATH.read_text()))
 
 
 def test_a_sub_artifact_that_differs_from_the_index_is_an_integrity_error(tmp_path, fake):
@@ -219,7 +220,7 @@ def test_every_committed_family_index_is_valid_to_the_reader_and_the_schema():
 
     families = committed_documents(families=True)
     assert families, "tests/gpu/artifacts/add_family is committed"
-    schema = json.loads(_family_index.FAMILY_SCHEMA_PATH.read_text())
+    schema = json.loads(family_index.FAMILY_SCHEMA_PATH.read_text())
     for name, doc in families.items():
         jsonschema.validate(doc, schema)
-        assert len(_family_index.read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])
+        assert len(read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])

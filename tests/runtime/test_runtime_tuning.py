@@ -13,7 +13,8 @@ import torch
 import tmlr_runtime as tr
 from family_sample import autotune, dtype_family, make_family, signature
 from fake_driver import fake_cuda_tensor_type, installed
-from tmlr_runtime.family import tuning as _tuning
+from tmlr_runtime.artifact import tuning_table
+from tmlr_runtime.family import tuning
 from tmlr_runtime.cli import main
 
 T = fake_cuda_tensor_type(0)
@@ -39,7 +40,7 @@ def tensors(n: int = 4096):
 
 def write_table(directory: str, entries: list[dict]) -> None:
     with open(os.path.join(directory, "tuning.json"), "w") as f:
-        json.dump(_tuning.table_doc("add", entries), f)
+        json.dump(tuning_table.table_doc("add", entries), f)
 
 
 def test_tune_on_first_sight_picks_the_fastest_and_caches_it(tmp_path, fake, cache):
@@ -61,9 +62,9 @@ def test_tune_on_first_sight_picks_the_fastest_and_caches_it(tmp_path, fake, cac
 def test_the_shipped_table_answers_and_strict_mode_takes_the_fallback(tmp_path, fake):
     d = dtype_family(str(tmp_path / "add"))
     sha = tr.Kernel.load(d).index.sha256
-    write_table(d, [_tuning.entry(fake.device.name, sha, (1024, "fp32", "fp32", "fp32"), 0),
-                    _tuning.entry(fake.device.name, sha, (1 << 20, "fp32", "fp32", "fp32"), 1),
-                    _tuning.entry("another GPU", sha, (4096, "fp32", "fp32", "fp32"), 1)])
+    write_table(d, [tuning_table.entry(fake.device.name, sha, (1024, "fp32", "fp32", "fp32"), 0),
+                    tuning_table.entry(fake.device.name, sha, (1 << 20, "fp32", "fp32", "fp32"), 1),
+                    tuning_table.entry("another GPU", sha, (4096, "fp32", "fp32", "fp32"), 1)])
     strict = tr.Kernel.load(d, tuning="strict")
     x, y, out = tensors()
     for n, warps in ((1024, 128), (1000, 128), (1 << 19, 256)):  # 1000 and 2**19: nearest known key
@@ -130,7 +131,7 @@ def test_benchmarking_under_stream_capture_or_with_a_pre_hook_is_refused(tmp_pat
 
 def _write_many(path: str, worker: int) -> None:
     for i in range(15):
-        _tuning.write_entries(path, "add", [_tuning.entry("gpu", "0" * 64, (worker, i), (worker + i) % 2)], 2)
+        tuning.write_entries(path, "add", [tuning_table.entry("gpu", "0" * 64, (worker, i), (worker + i) % 2)], 2)
 
 
 def test_several_processes_writing_the_cache_at_once_lose_nothing(tmp_path):
@@ -142,22 +143,22 @@ def test_several_processes_writing_the_cache_at_once_lose_nothing(tmp_path):
     for p in procs:
         p.join(60)
     assert [p.exitcode for p in procs] == [0] * 6
-    entries = _tuning.read_entries(path, 2)
+    entries = tuning_table.read_entries(path, 2)
     assert sorted(tuple(e["key"]) for e in entries) == [(w, i) for w in range(6) for i in range(15)]
     assert [n for n in os.listdir(tmp_path / "tuning") if n.startswith(".tuning-")] == []  # no temp file left
 
 
 def test_nearest_key_and_table_errors(tmp_path):
     known = {(1024, "fp16"): 0, (8192, "fp16"): 1, (4096, "bf16"): 2}
-    assert _tuning.nearest((6000, "fp16"), known) == (8192, "fp16")
-    assert _tuning.nearest((4096, "fp32"), known) is None
+    assert tuning.nearest((6000, "fp16"), known) == (8192, "fp16")
+    assert tuning.nearest((4096, "fp32"), known) is None
     path = tmp_path / "tuning.json"
-    path.write_text(json.dumps(_tuning.table_doc("add", [_tuning.entry("gpu", "0" * 64, (1,), 5)])))
+    path.write_text(json.dumps(tuning_table.table_doc("add", [tuning_table.entry("gpu", "0" * 64, (1,), 5)])))
     with pytest.raises(tr.SchemaError, match=r"config.*tmlr tune"):
-        _tuning.read_entries(str(path), 2)
+        tuning_table.read_entries(str(path), 2)
     path.write_text("{")
     with pytest.raises(tr.SchemaError, match="cannot be read as JSON"):
-        _tuning.read_entries(str(path), 2)
+        tuning_table.read_entries(str(path), 2)
 
 
 CASES = '''
@@ -179,8 +180,8 @@ def test_tmlr_tune_writes_a_valid_table_that_strict_mode_uses(tmp_path, fake, ca
     table = json.loads(open(os.path.join(d, "tuning.json")).read())
     assert [(e["key"][0], e["config"]) for e in table["entries"]] == [(1024, 1), (4096, 1)]
     jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(table, json.loads(_tuning.TUNING_SCHEMA_PATH.read_text()))
-    assert not os.path.exists(_tuning.cache_path(table["entries"][0]["index_sha256"]))  # tmlr tune leaves the user cache alone
+    jsonschema.validate(table, json.loads(tuning_table.TUNING_SCHEMA_PATH.read_text()))
+    assert not os.path.exists(tuning.cache_path(table["entries"][0]["index_sha256"]))  # tmlr tune leaves the user cache alone
     fake.launches.clear()
     tr.Kernel.load(d, tuning="strict", fallback="error")(4, *tensors(), 4096)
     assert [launch["block"] for launch in fake.launches] == [(256, 1, 1)]

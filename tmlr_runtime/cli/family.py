@@ -14,16 +14,20 @@ import json
 import os
 import sys
 from typing import Any, Iterable
+
+from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex
+from ..artifact.read import read_index
+from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
 from ..errors import ArgumentError, CudaUnavailableError, TmlrError
-from ..artifact.family_index import FAMILY_SCHEMA_PATH, read_index
-from ..family.tuning import TABLE_FILE, TUNING_SCHEMA_PATH, cache_path, entry, read_entries, write_entries
+from ..family.dispatch import KernelFamily
+from ..family.members import read_members
+from ..family.tuning import cache_path, write_entries
+from ..launch.kernel import Kernel
+from .artifact import CheckResult, jsonschema_check, verify_kernel
 
-CheckResult = tuple[str, "bool | None", str]
 
-
-def inspect_family(directory: str) -> dict[str, Any]:
+def inspect_family(index: FamilyIndex) -> dict[str, Any]:
     """Variants, configs, heuristics and the shipped table of a family, as a JSON-able dict."""
-    index = read_index(os.path.abspath(directory))
     at = index.autotune
     configs = at.configs if at else ()
     table = read_entries(os.path.join(index.directory, TABLE_FILE), len(configs)) if at else []
@@ -61,18 +65,6 @@ def print_inspect_family(info: dict[str, Any]) -> None:
         print(f"  cache file: {info['cache_file']}")
 
 
-def _jsonschema(path: str, schema_path: Any, what: str) -> CheckResult:
-    try:
-        import jsonschema
-    except ImportError:
-        return what, None, "jsonschema not installed: fields checked by the reader only"
-    with open(path, "rb") as f:
-        doc = json.load(f)
-    schema = json.loads(schema_path.read_text(encoding="utf-8"))
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
-    return (what, True, f"schema/{schema_path.name}") if error is None else (what, False, f"{error.json_path}: {error.message}")
-
-
 def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult]:
     path = os.path.join(directory, TABLE_FILE)
     if not os.path.exists(path):
@@ -82,27 +74,24 @@ def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult
     except TmlrError as e:
         return [(f"{TABLE_FILE} reads", False, str(e))]
     stale = [e for e in entries if e["index_sha256"] != sha256]
-    return [(f"{TABLE_FILE} reads", True, f"{len(entries)} entries"), _jsonschema(path, TUNING_SCHEMA_PATH, f"{TABLE_FILE} validates with jsonschema"),
+    return [(f"{TABLE_FILE} reads", True, f"{len(entries)} entries"), jsonschema_check(path, TUNING_SCHEMA_PATH, f"{TABLE_FILE} validates with jsonschema"),
             (f"{TABLE_FILE} is for this index", not stale,
              "" if not stale else f"{len(stale)} entries name another index sha256 (the family was rebuilt): run `tmlr tune` again")]
 
 
-def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]:
-    """Every check of a family: the index, each sub-artifact (as `tmlr verify` checks one), their
-    signatures against the index, the shipped table; with a GPU, every variant loads."""
-    from ..family import dispatch
-    from . import verify_artifact
-
+def verify_family(directory: str, with_device: bool = True, index: FamilyIndex | None = None) -> list[CheckResult]:
+    """Every check of a family (``index``: its index, read already): the index, each sub-artifact (as `tmlr
+    verify` checks one), their signatures against the index, the shipped table; with a GPU, every variant loads."""
     try:
-        index = read_index(os.path.abspath(directory))
+        index = index or read_index(os.path.abspath(directory))
     except TmlrError as e:
         return [("family index follows the schema", False, str(e))]
     results: list[CheckResult] = [("family index follows the schema", True, f"v3, {len(index.variants)} variants"),
-                                  _jsonschema(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
+                                  jsonschema_check(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
     for v in index.variants:
-        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_artifact(os.path.join(index.directory, v.dir), False)]
+        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_kernel(os.path.join(index.directory, v.dir), False)]
     try:
-        dispatch._members(index, True)
+        read_members(index, True, Kernel)
         results.append(("sub-artifact signatures match the index", True, ""))
     except TmlrError as e:
         return results + [("sub-artifact signatures match the index", False, str(e))]
@@ -113,12 +102,10 @@ def verify_family(directory: str, with_device: bool = True) -> list[CheckResult]
     return results
 
 
-def _device_check(index: Any) -> CheckResult:
-    from ..family import dispatch
-
+def _device_check(index: FamilyIndex) -> CheckResult:
     check = "every variant loads on this device"
     try:
-        family = dispatch.KernelFamily(index, tuning="strict")
+        family = KernelFamily(index, Kernel, tuning="strict")
         for m in family.members:
             m.kernel.variant  # noqa: B018 - loads the cubin in this context
     except CudaUnavailableError as e:
@@ -145,10 +132,8 @@ def _cases(spec: str) -> Iterable[Any]:
 
 def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
     """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
-    from ..family.dispatch import KernelFamily
-
-    family = KernelFamily.load(directory, tuning="strict")
-    if family.tuner is None:
+    family = Kernel.load(directory, tuning="strict")
+    if not isinstance(family, KernelFamily) or family.tuner is None:
         raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")
     new = []
     for n, case in enumerate(_cases(cases)):

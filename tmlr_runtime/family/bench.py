@@ -13,7 +13,11 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable
 from .. import driver
-from ..errors import TuningError
+from ..errors import DriverError, NoCompatibleVariantError, TuningError
+from ..launch.bind import call_grid
+from ..launch.streams import default_stream, stream_handle
+
+GRID_META = "the chosen variant's constexprs, config kwargs, num_warps/num_stages and the arguments by name"
 
 L2_FLUSH_BYTES = 256 << 20
 
@@ -125,3 +129,34 @@ def extent(args: dict[str, Any], name: str, dense: bool) -> tuple[int, int]:
         raise TuningError(f"argument {name!r} is in reset_to_zero but is not contiguous: clearing its span would clear memory "
                           "it does not own; pass a contiguous tensor")
     return address, span * item
+
+
+def benchmark(family: Any, key: tuple[Any, ...], grid: Any, args: tuple[Any, ...], given: dict[str, Any], stream: Any) -> tuple[int, list[float]]:
+    """(the fastest config, each config's median ms) for one call, its data left as one launch would leave it."""
+    at = family.index.autotune
+    if at is None or at.has_pre_hook:
+        raise TuningError(f"{family.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
+                          "runs it, or ship a tuning table (`tmlr tune` needs the same), or load with tuning='strict'")
+    handle = stream_handle(stream) if stream is not None else \
+        default_stream(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+    refuse_capture(handle, f"{family.name}: tuning autotune key {key}")
+    named = {**dict(zip(family.names, args)), **given}
+    preserve = Preserve([extent(named, n, dense=True) for n in at.reset_to_zero],
+                        [extent(named, n, dense=False) for n in at.restore_value], handle)
+    times, failure = [], None
+    try:
+        for c in range(len(family.configs)):
+            try:
+                heur = family._heuristics(args, given, c)
+                kernel, base, _ = family._resolve(c, heur, args, given)
+                g = call_grid(grid, {**base, **named}, GRID_META) if callable(grid) else grid
+                times.append(median_ms(lambda: kernel(g, *args, stream=handle), handle, preserve))
+            except (NoCompatibleVariantError, DriverError) as e:
+                times.append(float("inf"))
+                failure = e
+    finally:
+        preserve.close()
+    best = min(range(len(times)), key=times.__getitem__)
+    if times[best] == float("inf"):
+        raise TuningError(f"{family.name}: no config could be benchmarked for key {key} (last error: {failure})")
+    return best, times

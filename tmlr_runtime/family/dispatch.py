@@ -1,15 +1,15 @@
 """``KernelFamily``: one kernel built as many variants, dispatched per call like Triton's JIT.
 
 ``Kernel.load(dir)`` returns one for a family index (``metadata.json`` of schema version 3, see
-``_family_index``). A call:
+``artifact/family_index.py``). A call:
 
 1. binds the arguments (positional, and constexprs by keyword);
 2. with ``@triton.autotune``: the key (the key arguments' values, then the Triton type of each
    argument with a dtype when the build's Triton appends dtypes) gives a config from memory, else
-   from the tuning mode (``_tuning``);
+   from the tuning mode (``tuning``);
 3. evaluates the recorded ``@triton.heuristics`` in order (those applied inside ``@autotune`` see
    the config's kwargs and num_warps/num_stages/num_ctas, as in Triton);
-4. computes the specialization key over the distinguishing parameters (``_choose``);
+4. computes the specialization key over the distinguishing parameters (``choose``);
 5. looks (config, heuristic values, constexprs given, key) up in a memo dict of sub-kernels; a miss
    chooses the variant (exact pattern, else the most specialized compatible one) or raises
    :class:`NoCompatibleVariantError` naming the call's key and the nearest variants;
@@ -21,70 +21,22 @@ import contextlib
 import functools
 import os
 from typing import Any, Callable
+
 from .. import driver
 from ..launch import compiled
-from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
-from ..errors import (ArgumentCountError, ArgumentError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
-                      TuningError)
-from ..launch.convert import same_constexpr
-from ..launch.streams import default_stream, stream_handle
-from ..artifact.family_index import Config, FamilyIndex, is_family, read_index
+from ..abi import Parameter
+from ..artifact.family_index import Config, FamilyIndex
 from ..artifact.heuristics import names_used
-from ..launch.kernel import Kernel, _stamp
-from ..artifact.metadata import ArtifactMetadata
+from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
+from ..launch.bind import MISSING, Binder, call_grid
+from ..launch.convert import same_constexpr
+from .bench import GRID_META, benchmark
+from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
+from .members import Member, read_members
 from .tuning import Key, Tuner
-from ..abi import Parameter, format_signature, split_top_level
 
-_MISSING = object()
 _FAST_ENTRIES = 4096
-_loaded: dict[tuple[str, bool, str, str], tuple[Any, "KernelFamily"]] = {}  # loading an unchanged family again gives the same object
-__all__ = ["KernelFamily", "is_family"]
-
-
-def _stamps(directory: str) -> tuple[Any, ...]:
-    """What identifies the index and the shipped table as they are now."""
-    out = []
-    for name in ("metadata.json", "tuning.json"):
-        try:
-            out.append(_stamp(os.stat(os.path.join(directory, name))))
-        except OSError:
-            out.append(None)
-    return tuple(out)
-
-
-class Member:
-    """One variant of a family: its sub-artifact's metadata, and its Kernel once a call needs it."""
-
-    def __init__(self, number: int, vid: str, config: int | None, meta: ArtifactMetadata, directory: str, checks: bool) -> None:
-        self.number, self.vid, self.config, self.meta, self.directory, self.checks = number, vid, config, meta, directory, checks
-        self.signature = format_signature(meta.signature)
-        self.constexprs = meta.constexprs
-        self._kernel: Kernel | None = None
-
-    @property
-    def kernel(self) -> Kernel:
-        if self._kernel is None:
-            self._kernel = Kernel.load(self.directory, checks=self.checks)
-        return self._kernel
-
-
-def _members(index: FamilyIndex, checks: bool) -> list[Member]:
-    """Every variant's sub-artifact read and checked against the index."""
-    names = [n for n, _ in index.params]
-    out = []
-    for i, v in enumerate(index.variants):
-        directory = os.path.join(index.directory, v.dir)
-        meta = ArtifactMetadata.read(directory)
-        text = format_signature(meta.signature)
-        if split_top_level(text) != split_top_level(v.signature):
-            raise IntegrityError(f"{directory}: its signature {text!r} differs from the family index's {v.signature!r}; "
-                                 "the family directory was changed after the build - rebuild it with tmlr-build", directory)
-        kinds = [("constexpr" if p.kind == "constexpr" else "runtime") for p in meta.signature]
-        if [p.name for p in meta.signature] != names or kinds != [k for _, k in index.params]:
-            raise IntegrityError(f"{directory}: its parameters ({', '.join(p.name for p in meta.signature)}) differ from the "
-                                 f"family's ({', '.join(names)}); rebuild the family with tmlr-build", directory)
-        out.append(Member(i, v.dir.rstrip("/").rsplit("/", 1)[-1], v.config, meta, directory, checks))
-    return out
+_NOT_IN_FAST_MEMO = (KeyError, AttributeError, TypeError)  # not seen yet; a pointer given as an int, a CuPy array...
 
 
 def _device_name() -> str:
@@ -95,43 +47,40 @@ def _device_name() -> str:
 class KernelFamily:
     """A family artifact (see the module docstring); called like a :class:`Kernel`."""
 
-    def __init__(self, index: FamilyIndex, *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> None:
+    def __init__(self, index: FamilyIndex, kernel_type: Any, *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest",
+                 stats: dict[str, os.stat_result | None] | None = None) -> None:
+        """``kernel_type`` makes the variants' kernels (``Kernel``); ``stats`` gets the stat of the shipped table."""
         self.index, self.name, self.directory, self.checks = index, index.name, index.directory, checks
-        self.members = _members(index, checks)
+        self.members = read_members(index, checks, kernel_type)
         self.names = tuple(n for n, _ in index.params)
         runtime = [i for i, (_, k) in enumerate(index.params) if k == "runtime"]
         self.npos = runtime[-1] + 1 if runtime else 0
+        self._fixed = self._fixed_constexprs()
         self._positional_constexprs = any(index.params[i][1] == "constexpr" for i in range(self.npos))
         self._position = {n: i for i, n in enumerate(self.names)}
         self._dist = self._distinguishing(runtime)
         at = index.autotune
         self.configs: tuple[Config, ...] = at.configs if at else ()
         self._config_names = frozenset(k for c in self.configs for k in c.kwargs)
+        self._binder = Binder(self.name, self.names, [k for _, k in index.params], self.npos, self.usage, self._config_names)
         self._key_pos = tuple(self._position[n] for n in at.key if n in self._position) if at else ()
         self._dtypes = at.dtype_in_key if at else False
-        self.tuner = Tuner(self.name, self.directory, index.sha256, len(self.configs), _device_name(), tuning, fallback) \
+        self.tuner = Tuner(self.name, self.directory, index.sha256, len(self.configs), _device_name(), tuning, fallback, stats) \
             if at else None
         self._choice: dict[Key, int] = self.tuner.memory if self.tuner else {}
-        self._memo: dict[Any, tuple[Kernel, dict[str, Any], Member]] = {}
-        self._fast: dict[tuple[Any, ...], tuple[Any, Kernel, dict[str, Any]]] = {}  # fast key -> (launch, sub-kernel, grid meta base)
+        self._memo: dict[Any, tuple[Any, dict[str, Any], Member]] = {}
+        self._fast: dict[tuple[Any, ...], tuple[Any, Any, dict[str, Any]]] = {}  # fast key -> (launch, sub-kernel, grid meta base)
         parts = None if self._positional_constexprs else self._fast_key_parts()
         # the compiled path's key also dispatches a call from the memo (__call__); else the Python key
         self._fast_call = None if parts is None else compiled.family_key(parts, self.npos, self._fast, KernelFamily._call_python)
         self._fast_key_of = self._fast_call or (None if parts is None else fast_key(parts))
         self._fast_n = -1 if self._fast_key_of is None else self.npos  # the argument count the fast path takes
 
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> "KernelFamily":
-        """Read the family index at ``path`` and its sub-artifacts' metadata (cubins load on first use)."""
-        directory = os.path.abspath(os.fspath(path))
-        ident = (directory, checks, tuning, fallback)
-        stamps = _stamps(directory)
-        hit = _loaded.get(ident)
-        if hit is not None and hit[0] == stamps:
-            return hit[1]
-        family = cls(read_index(directory), checks=checks, tuning=tuning, fallback=fallback)
-        _loaded[ident] = (stamps, family)
-        return family
+    def _fixed_constexprs(self) -> dict[str, Any]:
+        """The constexprs every variant has one value for: fixed at build, so known to heuristics and grids."""
+        names = [n for n, k in self.index.params if k == "constexpr"]
+        return {n: self.members[0].constexprs[n] for n in names
+                if len({repr(m.constexprs.get(n)) for m in self.members}) == 1 and n in self.members[0].constexprs}
 
     def _distinguishing(self, runtime: list[int]) -> tuple[int, ...]:
         """The runtime parameters whose pattern differs between variants."""
@@ -141,7 +90,8 @@ class KernelFamily:
         """See ``choose.fast_key_parts``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
         sig = self.members[0].meta.signature
         raw = [i for i in self._key_pos if i < self.npos] if self.tuner is not None else []
-        derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics}
+        derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics} \
+            | self._fixed.keys()
         for h in self.index.heuristics:
             if h.expr is None:
                 return None
@@ -164,10 +114,10 @@ class KernelFamily:
         if len(args) == self._fast_n and not kwargs:
             try:
                 launch, kernel, base = self._fast[self._fast_key_of(args)]
-            except Exception:  # not seen yet; or a pointer given as an int, a CuPy array...: the general path
+            except _NOT_IN_FAST_MEMO:  # the general path
                 return self._call(grid, args, kwargs, stream)
             if callable(grid):
-                grid = self._grid(grid, base, args, {})
+                grid = call_grid(grid, {**base, **dict(zip(self.names, args))}, GRID_META)
             return launch(kernel, grid, *args, stream=stream)
         return self._call(grid, args, kwargs, stream)
 
@@ -192,13 +142,13 @@ class KernelFamily:
         if hit is None:
             hit = self._memo[memo_key] = self._resolve(config, heur, args, given)
         if plain and self._fast_key_of is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(*_NOT_IN_FAST_MEMO):
                 if len(self._fast) >= _FAST_ENTRIES:  # bounded: the autotune key's values are in it
                     self._fast.clear()
                 self._fast[self._fast_key_of(args)] = (type(hit[0]).__call__, hit[0], hit[1])
         kernel, base, _ = hit
         if callable(grid):
-            grid = self._grid(grid, base, args, given)
+            grid = call_grid(grid, {**base, **dict(zip(self.names, args)), **given}, GRID_META)
         kernel(grid, *args, stream=stream)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
@@ -211,27 +161,11 @@ class KernelFamily:
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """(the positional values up to the last runtime parameter, the constexprs given by name)."""
-        if len(args) > len(self.names):
-            raise ArgumentCountError(f"{self.name}: takes up to {len(self.names)} arguments, got {len(args)}; call it as {self.usage()}")
-        values = list(args) + [_MISSING] * (len(self.names) - len(args))
-        for key, value in kwargs.items():
-            i = self._position.get(key)
-            if i is None:
-                raise ArgumentCountError(f"{self.name}: unknown argument {key!r}; call it as {self.usage()}", key)
-            if values[i] is not _MISSING:
-                raise ArgumentCountError(f"{self.name}: argument {key!r} given twice (by position and by keyword); pass it once", key)
-            if key in self._config_names:
-                raise ArgumentError(f"{self.name}: {key!r} is set by the autotune configs; do not pass it (Triton refuses it too: "
-                                    "'Conflicting meta-parameters')", key)
-            values[i] = value
-        given = {}
-        for i, ((name, kind), v) in enumerate(zip(self.index.params, values)):
-            if v is _MISSING and kind == "runtime":
-                raise ArgumentCountError(f"{self.name}: missing argument {name!r}; call it as {self.usage()}", name)
-            if v is not _MISSING and kind == "constexpr":
-                given[name] = v
-            elif v is _MISSING and i < self.npos:
-                values[i] = self._only_value(name)
+        values = self._binder.bind(args, kwargs)
+        given = {n: v for (n, k), v in zip(self.index.params, values) if k == "constexpr" and v is not MISSING}
+        for i in range(self.npos):
+            if values[i] is MISSING:
+                values[i] = self._only_value(self.names[i])
         return tuple(values[: self.npos]), given
 
     def _only_value(self, name: str) -> Any:
@@ -256,7 +190,7 @@ class KernelFamily:
 
     def _heuristics(self, args: tuple[Any, ...], given: dict[str, Any], config: int | None) -> tuple[Any, ...]:
         """The heuristic values of a call: those outside @autotune first, then (after the config's kwargs) those inside."""
-        scope = {**dict(zip(self.names, args)), **given}
+        scope = {**self._fixed, **dict(zip(self.names, args)), **given}
         values = {}
         for inside in (False, True):
             if inside and config is not None:
@@ -265,6 +199,8 @@ class KernelFamily:
                 if h.after_config != inside:
                     continue
                 if h.expr is None:
+                    if h.name not in given and h.name in self._fixed:
+                        given = {**given, h.name: self._fixed[h.name]}
                     if h.name not in given:
                         raise ArgumentError(f"{self.name}: pass {h.name}=... by keyword: its @triton.heuristics function could not be "
                                             "recorded as an expression tmlr evaluates (see `tmlr inspect`), and tmlr never guesses it", h.name)
@@ -293,7 +229,7 @@ class KernelFamily:
         want.update(zip((h.name for h in self.index.heuristics), heur))
         return want
 
-    def _resolve(self, config: int | None, heur: tuple[Any, ...], args: tuple[Any, ...], given: dict[str, Any]) -> tuple[Kernel, dict[str, Any], Member]:
+    def _resolve(self, config: int | None, heur: tuple[Any, ...], args: tuple[Any, ...], given: dict[str, Any]) -> tuple[Any, dict[str, Any], Member]:
         """The variant serving a call (see ``_choose``): exact pattern first, else the most specialized compatible one."""
         want = self._wanted(config, heur, given)
         fits = [m for m in self.members if (config is None or m.config == config)
@@ -335,14 +271,6 @@ class KernelFamily:
                 f"{lines}. Rebuild the family with these patterns (tmlr-build --types / ':16?' / configs / heuristics values), "
                 "or pass arguments one of the variants accepts")
 
-    def _grid(self, grid: Callable[[dict[str, Any]], Any], base: dict[str, Any], args: tuple[Any, ...], given: dict[str, Any]) -> Any:
-        meta = {**base, **dict(zip(self.names, args)), **given}
-        try:
-            return grid(meta)
-        except Exception as e:
-            raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives the chosen variant's constexprs, "
-                            "config kwargs, num_warps/num_stages and the arguments by name") from e
-
     # -- autotuning ----------------------------------------------------------------------------------
     def _known_config(self, key: Key) -> int | None:
         """The config of autotune key ``key`` without benchmarking: chosen before, the only one, or the
@@ -359,43 +287,12 @@ class KernelFamily:
         config = self._known_config(key)
         if config is None:
             if tuner.mode == "tune":  # type: ignore[union-attr]
-                config, times = self._benchmark(key, grid, args, given, stream)
+                config, times = benchmark(self, key, grid, args, given, stream)
                 tuner.record(key, config, times)  # type: ignore[union-attr]
             else:
                 config = tuner.unseen(key)  # type: ignore[union-attr]
         self._choice[key] = config
         return config
-
-    def _benchmark(self, key: Key, grid: Any, args: tuple[Any, ...], given: dict[str, Any], stream: Any) -> tuple[int, list[float]]:
-        """(the fastest config, each config's median ms) for one call, its data left as one launch would leave it."""
-        from ..family import bench
-
-        at = self.index.autotune
-        if at is None or at.has_pre_hook:
-            raise TuningError(f"{self.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
-                                     "runs it, or ship a tuning table (`tmlr tune` needs the same), or load with tuning='strict'")
-        handle = _stream(stream)
-        bench.refuse_capture(handle, f"{self.name}: tuning autotune key {key}")
-        named = {**dict(zip(self.names, args)), **given}
-        preserve = bench.Preserve([bench.extent(named, n, dense=True) for n in at.reset_to_zero],
-                                   [bench.extent(named, n, dense=False) for n in at.restore_value], handle)
-        times, failure = [], None
-        try:
-            for c in range(len(self.configs)):
-                try:
-                    heur = self._heuristics(args, given, c)
-                    kernel, base, _ = self._resolve(c, heur, args, given)
-                    g = self._grid(grid, base, args, given) if callable(grid) else grid
-                    times.append(bench.median_ms(lambda: kernel(g, *args, stream=handle), handle, preserve))
-                except (NoCompatibleVariantError, DriverError) as e:
-                    times.append(float("inf"))
-                    failure = e
-        finally:
-            preserve.close()
-        best = min(range(len(times)), key=times.__getitem__)
-        if times[best] == float("inf"):
-            raise TuningError(f"{self.name}: no config could be benchmarked for key {key} (last error: {failure})")
-        return best, times
 
     def tune(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> tuple[int, list[float]]:
         """Benchmark every config for this call's key, whatever the mode and what is known; remember the
@@ -404,7 +301,7 @@ class KernelFamily:
             raise ArgumentError(f"{self.name}: the kernel has no @triton.autotune configs to tune")
         args, given = self._bind(args, kwargs)
         key = self._key(args, given)
-        config, times = self._benchmark(key, grid, args, given, stream)
+        config, times = benchmark(self, key, grid, args, given, stream)
         self._fast.clear()  # it may hold the variant of the config known before
         if self.tuner.mode == "strict":
             self.tuner.memory[key] = config
@@ -436,9 +333,3 @@ class KernelFamily:
 
     def __repr__(self) -> str:
         return f"KernelFamily({self.name!r}, variants={len(self.members)}, configs={len(self.configs)}, dir={self.directory!r})"
-
-
-def _stream(stream: Any) -> int:
-    if stream is not None:
-        return stream_handle(stream)
-    return default_stream(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))

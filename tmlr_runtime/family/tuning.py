@@ -22,16 +22,13 @@ import json
 import math
 import os
 import tempfile
-from pathlib import Path
 from typing import Any, Iterator
+
+from ..artifact.tuning_table import TABLE_FILE, Key, entry, read_entries, table_doc
 from ..errors import ArgumentError, SchemaError, UnseenKeyError, short_repr
 
-TUNING_SCHEMA_PATH = Path(__file__).parent.parent / "artifact" / "schema" / "tuning.schema.json"
-TABLE_FILE = "tuning.json"
-TUNING_VERSION = 1
 MODES = ("tune", "table", "strict")
 FALLBACKS = ("nearest", "default", "error")
-Key = tuple[Any, ...]
 
 try:
     import fcntl
@@ -56,53 +53,6 @@ def cache_dir() -> str:
 
 def cache_path(index_sha256: str) -> str:
     return os.path.join(cache_dir(), "tuning", f"{index_sha256}.json")
-
-
-def entry(device: str, index_sha256: str, key: Key, config: int, times_ms: list[float | None] | None = None) -> dict[str, Any]:
-    """One table entry; ``times_ms`` (per config, None where it failed) is kept for people, not read."""
-    doc: dict[str, Any] = {"device": device, "index_sha256": index_sha256, "key": list(key), "config": config}
-    if times_ms is not None:
-        doc["times_ms"] = [None if t is None or math.isinf(t) else round(t, 6) for t in times_ms]
-    return doc
-
-
-def table_doc(name: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"schema_version": TUNING_VERSION, "kind": "tuning", "name": name, "entries": entries}
-
-
-def _bad(path: str, where: str, problem: str) -> SchemaError:
-    return SchemaError(f"{path}: {where}: {problem}; not a tmlr tuning table - write it again with `tmlr tune`", path, where)
-
-
-def _check_entry(e: Any, path: str, where: str, configs: int) -> None:
-    if not isinstance(e, dict) or not {"device", "index_sha256", "key", "config"} <= e.keys():
-        raise _bad(path, where, "an entry needs device, index_sha256, key and config")
-    if not isinstance(e["device"], str) or not isinstance(e["index_sha256"], str) or not isinstance(e["key"], list):
-        raise _bad(path, where, "device and index_sha256 are strings, key an array")
-    if not all(v is None or isinstance(v, (int, float, str)) for v in e["key"]):
-        raise _bad(path, f"{where}.key", f"{short_repr(e['key'])} holds a value that is no number, string, bool or null")
-    c = e["config"]
-    if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c < configs:
-        raise _bad(path, f"{where}.config", f"{short_repr(c)} is not a config index (0..{configs - 1})")
-
-
-def read_entries(path: str, configs: int) -> list[dict[str, Any]]:
-    """The checked entries of a table or cache file; [] when it does not exist."""
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError, RecursionError) as e:
-        raise SchemaError(f"{path}: cannot be read as JSON ({e}); delete it or write it again with `tmlr tune`", path) from None
-    if not isinstance(doc, dict) or doc.get("schema_version") != TUNING_VERSION or doc.get("kind") != "tuning":
-        raise _bad(path, "$", f"schema_version {TUNING_VERSION} and kind \"tuning\" are required")
-    entries = doc.get("entries")
-    if not isinstance(entries, list):
-        raise _bad(path, "$.entries", "an array of entries is required")
-    for i, e in enumerate(entries):
-        _check_entry(e, path, f"$.entries[{i}]", configs)
-    return entries
 
 
 def choices(entries: list[dict[str, Any]], device: str, index_sha256: str) -> dict[Key, int]:
@@ -175,12 +125,14 @@ def nearest(key: Key, known: dict[Key, int]) -> Key | None:
 class Tuner:
     """The config choices of one family on one device: ``memory`` is what calls look up first."""
 
-    def __init__(self, name: str, directory: str, index_sha256: str, configs: int, device: str, tuning: str, fallback: str) -> None:
+    def __init__(self, name: str, directory: str, index_sha256: str, configs: int, device: str, tuning: str, fallback: str,
+                 stats: dict[str, os.stat_result | None] | None = None) -> None:
+        """``stats`` gets the stat of the shipped table (None when there is none), for the load cache."""
         check_mode(tuning, fallback)
         self.name, self.sha256, self.configs, self.device = name, index_sha256, configs, device
         self.mode, self.fallback = tuning, fallback
         self.table_path = os.path.join(directory, TABLE_FILE)
-        self.table = choices(read_entries(self.table_path, configs), device, index_sha256)
+        self.table = choices(read_entries(self.table_path, configs, stats), device, index_sha256)
         self._cache: dict[Key, int] | None = None
         self.memory: dict[Key, int] = {}
 

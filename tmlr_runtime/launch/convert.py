@@ -16,7 +16,6 @@ from typing import Any
 
 from ..errors import ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
 from ..abi import TYPES, Parameter
-from . import tensordesc
 from .plan import BF16, BOOL, CONSTEXPR, DIV16, ONE, PTR, TENSORDESC, TMA
 from .pointers import any_pointer
 
@@ -49,7 +48,9 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
     if code == TMA:
         return tma_bytes(p, value)
     if code == TENSORDESC:  # a tuple: the values of the several kernel parameters it becomes
-        return tensordesc.descriptor_args(p, value, device, checks)
+        from .tensordesc import descriptor_args  # imported by the first kernel with a tensor descriptor
+
+        return descriptor_args(p, value, device, checks)
     if code == BF16:
         try:
             return bf16_bits(value)
@@ -131,7 +132,9 @@ def tma_bytes(p: Parameter, value: Any) -> bytes:
     try:
         data = getattr(value, "tensor_map_bytes", None)
         if data is None and getattr(value, "opaque", None) is not None:
-            data = tensordesc.tensor_map_bytes(value)
+            from .tensordesc import tensor_map_bytes
+
+            data = tensor_map_bytes(value)
         elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
             data = value
         elif data is None:

@@ -7,19 +7,12 @@ import threading
 from typing import Any, Callable
 
 from .. import driver
+from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
+from ..artifact.read import read
+from ..errors import ArgumentError, short_repr
 from . import compiled, modules
 from .execute import launch
 from .plan import LaunchPlan
-from ..errors import ArgumentError, SchemaError, short_repr
-from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
-
-_loaded_lock = threading.Lock()
-_loaded: dict[tuple[str, bool], tuple[dict[str, tuple[int, int, int]], "Kernel"]] = {}  # (directory, checks) -> (stamps, Kernel)
-
-
-def _stamp(st: os.stat_result) -> tuple[int, int, int]:
-    """What identifies a file's contents (it was read from this stat's file)."""
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 class Kernel:
@@ -66,24 +59,22 @@ class Kernel:
             raise ArgumentError(f"Kernel.load needs the artifact directory as a str or os.PathLike, got {short_repr(path)} "
                                 f"({type(path).__name__}); pass the directory tmlr-build wrote, e.g. Kernel.load('build/add')",
                                 "path") from None
-        hit = _loaded.get((directory, checks))
-        try:
-            if hit is not None and all(_stamp(os.stat(path)) == stamp for path, stamp in hit[0].items()):
-                return hit[1]
-        except OSError:  # a file read is gone: load again (and say what is missing)
-            pass
-        stats: dict[str, os.stat_result] = {}
-        try:
-            meta = ArtifactMetadata.read(directory, stats)
-        except SchemaError as e:
-            from ..family import dispatch
+        process = driver.PROCESS
+        hit = process.cached((directory, checks)) or process.cached((directory, checks, tuning, fallback))
+        if hit is not None:
+            return hit
+        stats: dict[str, Any] = {}
+        found = read(directory, stats)
+        if found.kind == "family":
+            # The family machinery is imported when a family is met, so a service of single kernels never
+            # imports it; it makes its variants' kernels with this class (it imports nothing of launch/kernel).
+            from ..family.dispatch import KernelFamily
 
-            if e.json_path == "$.schema_version" and dispatch.is_family(directory):
-                return dispatch.KernelFamily.load(directory, checks=checks, tuning=tuning, fallback=fallback)
-            raise
-        kernel = cls(meta, directory, checks=checks, stats=stats)
-        with _loaded_lock:
-            _loaded[directory, checks] = ({path: _stamp(st) for path, st in stats.items()}, kernel)
+            family = KernelFamily(found, cls, checks=checks, tuning=tuning, fallback=fallback, stats=stats)
+            process.remember((directory, checks, tuning, fallback), stats, family)
+            return family
+        kernel = cls(found, directory, checks=checks, stats=stats)
+        process.remember((directory, checks), stats, kernel)
         return kernel
 
     def _plan_for_current(self) -> LaunchPlan:

@@ -1,8 +1,7 @@
-"""The process-wide module cache: one ``CUmodule`` per (CUDA context, cubin sha256), so loading
+"""The module cache (``driver.PROCESS.modules``): one ``CUmodule`` per (CUDA context, cubin sha256), so loading
 an artifact already loaded in the current context does no driver work."""
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, NamedTuple
 from .. import driver
 from ..errors import DeviceLimitError, DriverError
@@ -21,10 +20,6 @@ class LoadedFunction(NamedTuple):
     static_shared: int
     registers: int
     local_bytes: int
-
-
-_lock = threading.Lock()
-_cache: dict[tuple[int, str, str], LoadedFunction] = {}
 
 
 def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
@@ -50,9 +45,9 @@ def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
 def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes]) -> LoadedFunction:
     """The loaded function of ``variant`` in ``context`` (current); ``read_cubin()`` only when its
     module is not loaded there yet."""
-    key = (context, variant.cubin_sha256, variant.entry)
-    with _lock:
-        hit = _cache.get(key)
+    key, process = (context, variant.cubin_sha256, variant.entry), driver.PROCESS
+    with process.lock:
+        hit = process.modules.get(key)
         if hit is None:
             dev, drv = driver.device_info(ordinal), driver.api()
             check_fits(name, variant, dev)
@@ -72,16 +67,17 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
             except BaseException:
                 drv.cuModuleUnload(module)
                 raise
-            hit = _cache[key] = LoadedFunction(context, dev, module, function, static, registers, local)
+            hit = process.modules[key] = LoadedFunction(context, dev, module, function, static, registers, local)
     return hit
 
 
 def clear() -> None:
     """Unload every cached module (for tests and long-lived processes that rotate kernels)."""
-    with _lock:
-        for loaded in _cache.values():
+    process = driver.PROCESS
+    with process.lock:
+        for loaded in process.modules.values():
             try:
                 driver.check(driver.api().cuModuleUnload(loaded.module), "cuModuleUnload")
             except DriverError:
                 pass  # the context may already be gone
-        _cache.clear()
+        process.modules.clear()

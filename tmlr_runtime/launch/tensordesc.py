@@ -20,15 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 from .pointers import any_pointer
 from .. import driver
-from ..errors import ArgumentError, TmlrError, short_repr
+from ..errors import ArgumentError, DescriptorArgumentError, TmlrError, short_repr
 from ..abi import TYPES, Descriptor, Parameter, TensorMapMeta
 
 _TF32 = 11  # CU_TENSOR_MAP_DATA_TYPE_TFLOAT32: Triton's launcher encodes round_f32_to_tf32 as this type
 _I32_MAX = 2**31 - 1
-
-
-class DescriptorArgumentError(ArgumentError):
-    """A tensor descriptor argument does not fit its parameter (block shape, dtype, rank, TMA rules)."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,154 @@
+"""``tmlr inspect`` / ``tmlr verify`` of an artifact directory; a family index is handed to ``cli/family.py``."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .. import driver
+from ..abi import PER_DIM_FIELDS, Descriptor, Parameter
+from ..artifact.elf import functions
+from ..artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin
+from ..errors import CudaUnavailableError, TmlrError
+from ..launch.kernel import Kernel
+
+CheckResult = tuple[str, "bool | None", str]
+DEVICE_CHECK = "this device can load and run it"
+SCHEMA_CHECK = "metadata.json follows the schema"
+_SWIZZLE = {0: "no swizzle", 1: "swizzle 32B", 2: "swizzle 64B", 3: "swizzle 128B"}
+
+
+def describe_param(p: Parameter) -> str:
+    if p.kind == "constexpr":
+        return f"{p.name}={p.value!r} (constexpr)"
+    if p.kind == "equal_to_1":
+        return f"{p.name}: {p.type} (specialized: must be 1)"
+    if p.descriptor is not None:
+        return f"{p.name}: {describe_descriptor(p.descriptor)}"
+    note = "" if p.divisibility != 16 else " (16-byte aligned)" if p.is_pointer else " (divisible by 16)"
+    return f"{p.name}: {p.type}{note}"
+
+
+def _param_json(p: Parameter) -> dict[str, Any]:
+    doc = {k: v for k, v in vars(p).items() if k != "descriptor"}
+    return doc if p.descriptor is None else {**doc, "descriptor": p.descriptor.to_json()}
+
+
+def describe_descriptor(d: Descriptor) -> str:
+    """``tensordesc<fp16[64, 128]> -> tensormap (box [64, 64], swizzle 128B), shape:i32 x2, strides:i64 x2``."""
+    parts = []
+    for f in d.fields:
+        if f == "tensormap" and d.tensormap is not None:
+            m = d.tensormap
+            parts.append(f"tensormap (box {list(m.block_size)}, {_SWIZZLE[m.swizzle]}, data type {m.elem_type}"
+                         f"{', fp4 padded' if m.fp4_padded else ''})")
+        else:
+            parts.append(f"{f} x{d.ndim}" if f in PER_DIM_FIELDS else f)
+    return f"tensordesc<{d.dtype}{list(d.block_shape)}> -> {', '.join(parts)}"
+
+
+def _occupancy(directory: str) -> dict[str, Any] | None:
+    """Blocks per SM for the variant this device would run; None without a usable GPU."""
+    try:
+        kernel = Kernel.load(directory)
+        fn, v = kernel.function, kernel.variant
+        blocks = int(driver.check(driver.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.function, v.threads_per_block, v.shared),
+                                   "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+    except CudaUnavailableError:
+        return None
+    return {"device": fn.device.name, "arch": v.arch, "blocks_per_sm": blocks, "warps_per_sm": blocks * v.num_warps,
+            "registers": fn.registers, "local_bytes": fn.local_bytes}
+
+
+def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
+    regs = v.resources.get("registers")
+    if regs is None:  # not in the metadata: the cubin's own
+        try:
+            fn = functions(read_cubin(directory, v)).get(v.entry)
+            regs = fn.registers if fn else None
+        except TmlrError:
+            pass
+    return {
+        "arch": v.arch, "capability": v.capability, "entry": v.entry,
+        "cubin": {"file": v.cubin_file, "size": v.cubin_size, "sha256": v.cubin_sha256},
+        "num_warps": v.num_warps, "threads_per_block": v.threads_per_block, "num_ctas": v.num_ctas,
+        "cluster_dims": list(v.cluster_dims), "shared": v.shared, "tmem_size": v.tmem_size, "cooperative": v.cooperative, "pdl": v.pdl,
+        "global_scratch": {"size_per_program": v.scratch_size, "align": v.scratch_align}, "hidden_params": list(v.hidden_params),
+        "registers": regs, "spill_stores": v.resources.get("spill_stores"), "spill_loads": v.resources.get("spill_loads"),
+        "provenance": v.provenance,
+    }
+
+
+def inspect_kernel(directory: str, meta: ArtifactMetadata, with_device: bool = True) -> dict[str, Any]:
+    """Everything a person wants to know about a kernel artifact, as a JSON-able dict."""
+    out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
+           "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
+           "signature": [_param_json(p) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants]}
+    if with_device:
+        out["occupancy"] = _occupancy(directory)
+    return out
+
+
+def print_inspect_kernel(info: dict[str, Any]) -> None:
+    print(f"{info['name']}  ({info['directory']}, schema v{info['schema_version']})\n  call      {info['call']}")
+    for v in info["variants"]:
+        spills = "" if v["spill_stores"] is None else f"  spills {v['spill_stores']}st/{v['spill_loads']}ld"
+        extra = (" cooperative" if v["cooperative"] else "") + (" pdl" if v["pdl"] else "")
+        p = v["provenance"]
+        print(f"  {v['arch']:8s}  warps {v['num_warps']} ({v['threads_per_block']} threads)  ctas {v['num_ctas']}  cluster "
+              f"{'x'.join(map(str, v['cluster_dims']))}  shared {v['shared']} B  scratch "
+              f"{v['global_scratch']['size_per_program']} B/program  regs {'?' if v['registers'] is None else v['registers']}{spills}{extra}\n"
+              f"            cubin {v['cubin']['file']}  {v['cubin']['size']} B  sha256 {v['cubin']['sha256']}\n"
+              f"            built by Triton {p.get('triton_version')} / ptxas {p.get('ptxas_version')} from "
+              f"{p.get('source_stage')} {p.get('source_name', '')} (sha256 {p.get('source_sha256', '')[:16]}…)")
+    occ = info.get("occupancy")
+    if occ:
+        print(f"  occupancy on {occ['device']} ({occ['arch']}): {occ['blocks_per_sm']} blocks/SM = {occ['warps_per_sm']} "
+              f"warps/SM, {occ['registers']} registers/thread, {occ['local_bytes']} B local")
+    elif "occupancy" in info:
+        print("  occupancy: no GPU here")
+
+
+def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetadata | None = None) -> list[CheckResult]:
+    """``(check, passed, detail)`` for every check of a kernel artifact (``meta``: its metadata, read already),
+    ``passed`` None for one that could not be made here (no GPU, no jsonschema); never raises for a bad
+    artifact. ``with_device=False`` leaves the device check out."""
+    try:
+        meta = meta or ArtifactMetadata.read(directory)
+    except TmlrError as e:
+        return [(SCHEMA_CHECK, False, str(e))]
+    results = [(SCHEMA_CHECK, True, f"v{meta.schema_version} (this reader: v1-v{SCHEMA_VERSION}), fields checked by the reader"), jsonschema_check(os.path.join(directory, METADATA_FILE), SCHEMA_PATH, "metadata.json validates with jsonschema")]
+    for v in meta.variants:
+        try:
+            data = read_cubin(directory, v)
+            results.append((f"{v.arch}: cubin size and sha256", True, v.cubin_file))
+            funcs = functions(data, v.cubin_file)
+            results.append((f"{v.arch}: entry symbol {v.entry!r} in the cubin", v.entry in funcs,
+                            "" if v.entry in funcs else f"the cubin defines {sorted(funcs) or 'no functions'}; rebuild the artifact"))
+        except TmlrError as e:
+            results.append((f"{v.arch}: cubin size and sha256", False, str(e)))
+    if with_device:
+        try:
+            kernel = Kernel.load(directory)
+            results.append((DEVICE_CHECK, True, f"{kernel.function.device.name}: {kernel.variant.arch}"))
+        except CudaUnavailableError as e:
+            results.append((DEVICE_CHECK, None, f"not checked: loading the cubin on a device needs an NVIDIA GPU and driver ({e})"))
+        except TmlrError as e:
+            results.append((DEVICE_CHECK, False, str(e)))
+    return results
+
+
+def jsonschema_check(path: str, schema_path: Path, what: str) -> CheckResult:
+    """The schema file itself applied to the document at ``path`` by ``jsonschema``, where it is installed."""
+    try:
+        import jsonschema
+    except ImportError:
+        return what, None, "jsonschema not installed: schema check skipped, fields checked by the reader"
+    with open(path, "rb") as f:
+        doc = json.load(f)
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    return (what, True, f"schema/{schema_path.name}") if error is None else (what, False, f"{error.json_path}: {error.message}")
+
+
