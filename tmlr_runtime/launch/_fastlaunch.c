@@ -65,6 +65,49 @@ typedef struct {
     uint64_t mask;           /* PTR, DIV16: the low bits that must be zero */
 } Step;
 
+static PyObject *s_get_device, *s_dtype, *s_data_ptr, *s_stream, *s_fast_attr;
+
+/* How a torch tensor's get_device(), data_ptr() and .dtype are read: the C functions behind them,
+ * found once on the exact tensor type (its methods are METH_NOARGS C methods, .dtype a getset), so
+ * a call skips the attribute lookup and the call protocol; by name where they are something else.
+ * (An instance attribute shadowing the method is not looked for: nobody sets tensor.data_ptr.) */
+typedef struct {
+    PyCFunction get_device, data_ptr;
+    getter dtype;
+    void *dtype_closure;
+} TensorReads;
+
+static PyCFunction noargs_method(PyObject *type, PyObject *name) {
+    PyObject *d = PyObject_GetAttr(type, name);
+    PyCFunction f = NULL;
+    if (d && Py_IS_TYPE(d, &PyMethodDescr_Type) && (((PyMethodDescrObject *)d)->d_method->ml_flags & ~METH_COEXIST) == METH_NOARGS)
+        f = ((PyMethodDescrObject *)d)->d_method->ml_meth;
+    Py_XDECREF(d);  /* the type keeps it */
+    PyErr_Clear();
+    return f;
+}
+
+static void find_tensor_reads(PyObject *type, TensorReads *r) {
+    memset(r, 0, sizeof *r);
+    if (!PyType_Check(type)) return;
+    r->get_device = noargs_method(type, s_get_device);
+    r->data_ptr = noargs_method(type, s_data_ptr);
+    PyObject *d = PyObject_GetAttr(type, s_dtype);
+    if (d && Py_IS_TYPE(d, &PyGetSetDescr_Type) && ((PyGetSetDescrObject *)d)->d_getset->get) {
+        r->dtype = ((PyGetSetDescrObject *)d)->d_getset->get;
+        r->dtype_closure = ((PyGetSetDescrObject *)d)->d_getset->closure;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+}
+
+static PyObject *read_noargs(PyCFunction f, PyObject *name, PyObject *t) {
+    return f ? f(t, NULL) : PyObject_VectorcallMethod(name, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static PyObject *read_dtype(const TensorReads *r, PyObject *t) {
+    return r->dtype ? r->dtype(t, r->dtype_closure) : PyObject_GetAttr(t, s_dtype);
+}
 typedef PyObject *(*RunFn)(PyObject *, PyObject *const *, size_t, PyObject *);
 
 typedef struct {
@@ -94,12 +137,12 @@ typedef struct {
     LaunchKernelExFn launch_ex;
     MemAllocAsyncFn mem_alloc;
     MemFreeAsyncFn mem_free;
+    TensorReads reads;      /* of tensor_type */
     unsigned busy;          /* bit i: pool[i] is in use (changed only under the GIL) */
     char *pool_raw[POOL];   /* what PyMem_Malloc gave */
     void **pool[POOL];      /* void*[nparams], then the aligned parameter data */
 } Executor;
 
-static PyObject *s_get_device, *s_dtype, *s_data_ptr, *s_stream, *s_fast_attr;
 static PyObject *int_classes[4];  /* (not v & 15, v == 1) for each of the four answers */
 
 /* ---- reading the plan at construction ----------------------------------------------------------- */
@@ -310,6 +353,7 @@ static PyObject *executor_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
         || get_obj(extras, "grid3", &self->grid3) || get_obj(extras, "stream_handle", &self->stream_handle)
         || get_obj(extras, "fail", &self->fail))
         goto fail;
+    find_tensor_reads(self->tensor_type, &self->reads);
     self->what_alloc = PyUnicode_FromString("cuMemAllocAsync (global scratch)");
     self->what_free = PyUnicode_FromString("cuMemFreeAsync (global scratch)");
     if (!self->what_alloc || !self->what_free) goto fail;
@@ -376,17 +420,17 @@ static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok) {
     *ok = 0;
     if (self->checks) {
         if (!st->dtype) return 0;
-        PyObject *d = PyObject_VectorcallMethod(s_get_device, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        PyObject *d = read_noargs(self->reads.get_device, s_get_device, t);
         if (!d) { PyErr_Clear(); return 0; }
         long dev = PyLong_AsLong(d);
         Py_DECREF(d);
         if ((dev == -1 && PyErr_Occurred()) || dev != self->device) { PyErr_Clear(); return 0; }
-        PyObject *dtype = PyObject_GetAttr(t, s_dtype);
+        PyObject *dtype = read_dtype(&self->reads, t);
         if (!dtype) { PyErr_Clear(); return 0; }
         Py_DECREF(dtype);  /* torch's dtypes are singletons: compared by identity, as the Python path does */
         if (dtype != st->dtype) return 0;
     }
-    PyObject *p = PyObject_VectorcallMethod(s_data_ptr, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *p = read_noargs(self->reads.data_ptr, s_data_ptr, t);
     if (!p) { PyErr_Clear(); return 0; }
     uint64_t address = PyLong_AsUnsignedLongLong(p);
     Py_DECREF(p);
@@ -646,6 +690,8 @@ typedef struct {
     Py_ssize_t nparts, npos;
     int *what, *pos;
     PyObject *memo, *fallback;  /* fast key -> (launch, Kernel, grid meta); the family's Python call */
+    PyObject *tensor_type;
+    TensorReads reads;          /* of tensor_type */
 } FamilyKey;
 
 static PyObject *int_class(PyObject *v) {
@@ -671,10 +717,12 @@ static PyObject *family_key(FamilyKey *self, PyObject *const *args, Py_ssize_t n
     for (Py_ssize_t k = 0; k < self->nparts; k++) {
         if (self->pos[k] >= nargs) { Py_DECREF(key); PyErr_SetString(PyExc_IndexError, "argument missing"); return NULL; }
         PyObject *v = args[self->pos[k]], *part = NULL;
+        int tensor = Py_TYPE(v) == (PyTypeObject *)self->tensor_type;
         if (self->what[k] == KEY_DTYPE) {
-            part = PyObject_GetAttr(v, s_dtype);
+            part = tensor ? read_dtype(&self->reads, v) : PyObject_GetAttr(v, s_dtype);
         } else if (self->what[k] == KEY_ALIGNED) {
-            PyObject *p = PyObject_VectorcallMethod(s_data_ptr, &v, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            PyObject *p = tensor ? read_noargs(self->reads.data_ptr, s_data_ptr, v)
+                                 : PyObject_VectorcallMethod(s_data_ptr, &v, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             if (p) {
                 unsigned long long address = PyLong_AsUnsignedLongLong(p);  /* an int of 64 bits, as data_ptr() gives */
                 if (!(address == (unsigned long long)-1 && PyErr_Occurred())) part = Py_NewRef(address & 15 ? Py_False : Py_True);
@@ -740,9 +788,9 @@ done:
 }
 
 static PyObject *familykey_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
-    PyObject *parts, *memo, *fallback;
+    PyObject *parts, *memo, *fallback, *tensor_type;
     Py_ssize_t npos;
-    if (!PyArg_ParseTuple(a, "OnO!O:FamilyKey", &parts, &npos, &PyDict_Type, &memo, &fallback)) return NULL;
+    if (!PyArg_ParseTuple(a, "OnO!OO:FamilyKey", &parts, &npos, &PyDict_Type, &memo, &fallback, &tensor_type)) return NULL;
     PyObject *t = PySequence_Fast(parts, "parts");  /* ((position, KEY_*), ...) */
     if (!t) return NULL;
     FamilyKey *self = (FamilyKey *)type->tp_alloc(type, 0);
@@ -754,6 +802,8 @@ static PyObject *familykey_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
     self->pos = PyMem_Calloc(self->nparts + 1, sizeof(int));
     self->memo = Py_NewRef(memo);
     self->fallback = Py_NewRef(fallback);
+    self->tensor_type = Py_NewRef(tensor_type);
+    find_tensor_reads(tensor_type, &self->reads);
     if (!self->what || !self->pos) { PyErr_NoMemory(); goto fail; }
     for (Py_ssize_t k = 0; k < self->nparts; k++) {
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(t, k), "ii", &self->pos[k], &self->what[k])) goto fail;
@@ -775,13 +825,14 @@ static void familykey_dealloc(FamilyKey *self) {
     PyMem_Free(self->pos);
     Py_XDECREF(self->memo);
     Py_XDECREF(self->fallback);
+    Py_XDECREF(self->tensor_type);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyTypeObject FamilyKeyType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tmlr_runtime.launch._fastlaunch.FamilyKey",
-    .tp_doc = "FamilyKey(parts, npos, memo, fallback): a family's dispatch key; key(args) -> tuple.",
+    .tp_doc = "FamilyKey(parts, npos, memo, fallback, tensor_type): a family's dispatch key; key(args) -> tuple.",
     .tp_basicsize = sizeof(FamilyKey),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = familykey_new,

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import sys
 import weakref
 from typing import Any, Callable
 
@@ -133,4 +134,5 @@ def _attributes(drv: Any, variant: Any) -> tuple[tuple[int, tuple[int, ...]], ..
 def family_key(parts: tuple[tuple[int, int], ...], npos: int, memo: dict[Any, Any], fallback: Callable[..., Any]) -> Any:
     """A family's dispatch key ``key(args)`` (``_choose.fast_key_parts``) made by compiled code, which also
     dispatches ``family(grid, *args)`` from ``memo``; None where the compiled path is not active."""
-    return fastlaunch.FamilyKey(parts, npos, memo, fallback) if enabled else None
+    torch = sys.modules.get("torch")  # its tensors' dtype and data_ptr() are read through their C functions
+    return fastlaunch.FamilyKey(parts, npos, memo, fallback, torch.Tensor if torch is not None else type(None)) if enabled else None
