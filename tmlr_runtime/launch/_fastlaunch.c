@@ -58,6 +58,7 @@ enum { KEY_DTYPE, KEY_ALIGNED, KEY_INT_CLASS, KEY_VALUE };  /* family/choose.py:
 #define POOL 8
 #define MAX_ATTRS 4
 #define BASE_ALIGN 64  /* a CUtensorMap passed by value needs its slot 64-byte aligned */
+#define MAX_CALL 64    /* a family call with more arguments goes through Python */
 
 typedef struct {
     int code, first, count;  /* the step's code; its slots */
@@ -486,6 +487,14 @@ static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data) {
     return rc;
 }
 
+/* Whether a call may go on through Python after what just failed here: yes, the exception (an
+ * Exception) cleared; not after KeyboardInterrupt & co., which propagate. */
+static int declined(void) {
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) return 0;
+    PyErr_Clear();
+    return 1;
+}
+
 static PyObject *tuple_of(PyObject *const *items, Py_ssize_t n) {
     PyObject *t = PyTuple_New(n);
     for (Py_ssize_t i = 0; t && i < n; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(items[i]));
@@ -508,13 +517,15 @@ static int grid_axis(PyObject *v, unsigned long long *out) {
 
 /* The grid as (x, y, z), within the device's limits with the cluster multiplied in; -1 to decline. */
 static int grid_dims(Executor *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs, unsigned long long g[3]) {
+    int fast = 0;
     g[0] = g[1] = g[2] = 1;
     if (PyLong_CheckExact(grid)) {
-        if (grid_axis(grid, &g[0]) < 0) return -1;
+        fast = grid_axis(grid, &g[0]) == 0;
     } else if (PyTuple_CheckExact(grid) && PyTuple_GET_SIZE(grid) >= 1 && PyTuple_GET_SIZE(grid) <= 3) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(grid); i++)
-            if (grid_axis(PyTuple_GET_ITEM(grid, i), &g[i]) < 0) return -1;
-    } else {  /* a callable, a list, numpy ints...: Python's grid3 reads it (and checks the limits) */
+        fast = 1;
+        for (Py_ssize_t i = 0; fast && i < PyTuple_GET_SIZE(grid); i++) fast = grid_axis(PyTuple_GET_ITEM(grid, i), &g[i]) == 0;
+    }
+    if (!fast) {  /* a callable, a list, numpy ints, a bad value...: Python's grid3 reads it, or raises */
         PyObject *t = tuple_of(args, nargs);
         if (!t) return -1;
         PyObject *call[2] = {grid, t};
@@ -623,9 +634,7 @@ static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, P
     if (rc == 0) rc = stream_value(self, stream, &s);
     if (rc < 0) {
         self->busy &= ~(1u << slot);
-        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_Exception)) return -1;  /* KeyboardInterrupt & co. go on */
-        PyErr_Clear();
-        return 0;
+        return declined() ? 0 : -1;
     }
     rc = launch_packed(self, kp, data, g, s);
     self->busy &= ~(1u << slot);
@@ -669,8 +678,7 @@ static PyObject *executor_run(PyObject *obj, PyObject *const *args, size_t nargs
     if (rc < 0) return NULL;
     if (rc > 0) Py_RETURN_NONE;
 python:  /* declined before anything happened: the Python executor launches it or raises the typed error */
-    PyErr_Clear();
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    return declined() ? PyObject_Vectorcall(self->fallback, args, nargsf, kwnames) : NULL;
 }
 
 static PyTypeObject ExecutorType = {
@@ -754,34 +762,23 @@ static PyObject *familykey_call(PyObject *obj, PyObject *a, PyObject *kw) {
 static PyObject *familykey_run(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     FamilyKey *self = (FamilyKey *)obj;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs - 2 != self->npos || nkw > 1 || (nkw && !is_stream(PyTuple_GET_ITEM(kwnames, 0)))
+    if (nargs - 2 != self->npos || nargs + nkw > MAX_CALL || nkw > 1 || (nkw && !is_stream(PyTuple_GET_ITEM(kwnames, 0)))
         || PyCallable_Check(args[1]))
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     PyObject *key = family_key(self, args + 2, nargs - 2);
     PyObject *hit = key ? PyDict_GetItemWithError(self->memo, key) : NULL;  /* borrowed */
     Py_XDECREF(key);
-    if (!hit || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 2) {
-        PyErr_Clear();
-        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    }
-    PyObject *kernel = PyTuple_GET_ITEM(hit, 1), *r;
+    if (!hit || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 2)
+        return declined() ? PyObject_Vectorcall(self->fallback, args, nargsf, kwnames) : NULL;
     Py_INCREF(hit);  /* the memo may be cleared while the launch runs Python code */
+    PyObject *call[MAX_CALL], *kernel = PyTuple_GET_ITEM(hit, 1), *r = NULL;
+    memcpy(call, args, (nargs + nkw) * sizeof(PyObject *));
+    call[0] = kernel;  /* the sub-kernel's call: kernel(grid, *args, stream=...) */
     PyObject *fast = PyObject_GetAttr(kernel, s_fast_attr);
-    if (fast && Py_TYPE(fast) == &ExecutorType) {
-        PyObject *stack[64 + 2], **call = stack;
-        if (nargs + nkw > 64) { r = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames); goto done; }
-        memcpy(call, args, (nargs + nkw) * sizeof(PyObject *));
-        call[0] = kernel;
+    if (fast && Py_TYPE(fast) == &ExecutorType)
         r = executor_run(fast, call, nargs, kwnames);
-    } else {
-        PyErr_Clear();
-        PyObject *stack[64 + 2], **call = stack;
-        if (nargs + nkw > 64) { r = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames); goto done; }
-        memcpy(call, args, (nargs + nkw) * sizeof(PyObject *));
-        call[0] = kernel;
+    else if (declined())
         r = PyObject_Vectorcall(PyTuple_GET_ITEM(hit, 0), call, nargs, kwnames);
-    }
-done:
     Py_XDECREF(fast);
     Py_DECREF(hit);
     return r;
