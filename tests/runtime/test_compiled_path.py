@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
 import tmlr_runtime as tr
+from family_sample import make_family, signature
 from fake_driver import (H200, ROOT, constexpr, equal_to_1, fake_cuda_tensor_type, fake_launcher, installed, metadata_doc, param,
                          write_artifact)
 from tmlr_runtime import driver as _driver
@@ -190,3 +193,55 @@ def test_family_key_is_the_python_key(parts):
         assert key(args) == fast_key(parts)(args)
     with pytest.raises(Exception):  # a dtype or data_ptr() of an int, 1.5 & 15: the general path
         key((5, 5, 1.5, 0))
+
+
+def python_functions_run(call: Any) -> list[str]:
+    """The functions of tmlr_runtime's Python code that ``call()`` ran."""
+    seen: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and f"{os.sep}tmlr_runtime{os.sep}" in frame.f_code.co_filename:
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def family_launches(path: str, tmp_path: Any) -> tuple[list[Any], int]:
+    """Calls of a family (aligned, unaligned, fp16 variants) with plain CPU tensors on device -1, each twice
+    (the first call of a key chooses in Python, the next dispatches from the memo): what the driver got."""
+    compiled.enabled = path == "compiled"
+    try:
+        variants = [(None, signature(t, a, "16")) for t, a in (("fp32", True), ("fp32", False), ("fp16", True))]
+        directory = make_family(str(tmp_path / path), variants)
+        with installed(dataclasses.replace(H200, ordinal=-1)) as fake:
+            family = tr.Kernel.load(directory)
+            for dtype, offset in ((torch.float32, 0), (torch.float32, 1), (torch.float16, 0), (torch.float32, 0)):
+                x, y, out = (torch.arange(4097, dtype=dtype)[offset:offset + 4096].clone() if i < 2 else
+                             torch.zeros(4097, dtype=dtype)[offset:offset + 4096] for i in range(3))
+                if offset:  # clone() aligned x and y again
+                    x, y = (torch.zeros(4097, dtype=dtype)[1:].copy_(t) for t in (x, y))
+                for _ in range(2):
+                    out.zero_()
+                    family(4, x, y, out, 4096)
+                    if dtype == torch.float32:  # the fake runs the fp32 variants' add on host memory
+                        assert torch.equal(out, x + y)
+                if path == "compiled":  # a memo hit runs no tmlr Python code: key, dispatch and launch are C
+                    fake.cuLaunchKernel = lambda *a: (0,)
+                    assert python_functions_run(lambda: family(4, x, y, out, 4096, stream=0)) == []
+                    del fake.cuLaunchKernel
+        records = [(r["kernel"], r["grid"], [len(p) for p in r["params"]] if "params" in r else None) for r in fake.launches]
+        return records, fake.c_calls.get("cuLaunchKernel", 0)
+    finally:
+        compiled.enabled = compiled.fastlaunch is not None
+
+
+def test_a_family_dispatches_from_its_memo_in_compiled_code(tmp_path):
+    compiled_records, from_c = family_launches("compiled", tmp_path)
+    python_records, from_python = family_launches("python", tmp_path)
+    assert compiled_records == python_records and len(compiled_records) == 8
+    assert from_c == 8 + 4 and from_python == 0  # every launch from C (and the 4 profiled ones)

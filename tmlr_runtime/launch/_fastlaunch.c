@@ -109,6 +109,14 @@ static PyObject *read_noargs(PyCFunction f, PyObject *name, PyObject *t) {
 static PyObject *read_dtype(const TensorReads *r, PyObject *t) {
     return r->dtype ? r->dtype(t, r->dtype_closure) : PyObject_GetAttr(t, s_dtype);
 }
+/* What a family's key read of a tensor argument, which the sub-kernel's launch takes instead of reading
+ * it again while no Python code has run since (a converter could change anything). */
+typedef struct {
+    PyObject *dtype;  /* compared by identity only; NULL: not read */
+    uint64_t address;
+    int has_address;
+} Seen;
+
 typedef PyObject *(*RunFn)(PyObject *, PyObject *const *, size_t, PyObject *);
 
 typedef struct {
@@ -416,8 +424,8 @@ static int pack_slot(char code, char *at, PyObject *v) {
 }
 
 /* The address of an exact torch tensor passing the checks, or 0 with *ok = 0 where it does not
- * (then the Python converter decides). */
-static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok) {
+ * (then the Python converter decides); `seen`: what a family's key read of it, or NULL. */
+static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok, const Seen *seen) {
     *ok = 0;
     if (self->checks) {
         if (!st->dtype) return 0;
@@ -426,10 +434,14 @@ static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok) {
         long dev = PyLong_AsLong(d);
         Py_DECREF(d);
         if ((dev == -1 && PyErr_Occurred()) || dev != self->device) { PyErr_Clear(); return 0; }
-        PyObject *dtype = read_dtype(&self->reads, t);
+        PyObject *dtype = seen && seen->dtype ? Py_NewRef(seen->dtype) : read_dtype(&self->reads, t);
         if (!dtype) { PyErr_Clear(); return 0; }
         Py_DECREF(dtype);  /* torch's dtypes are singletons: compared by identity, as the Python path does */
         if (dtype != st->dtype) return 0;
+    }
+    if (seen && seen->has_address) {
+        *ok = !(seen->address & st->mask);
+        return seen->address;
     }
     PyObject *p = read_noargs(self->reads.data_ptr, s_data_ptr, t);
     if (!p) { PyErr_Clear(); return 0; }
@@ -440,8 +452,9 @@ static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok) {
     return address;
 }
 
-/* Pack argument `i` (value `v`) into `data`; -1 to decline the call. */
-static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data) {
+/* Pack argument `i` (value `v`) into `data`; -1 to decline the call. *python is set when a
+ * Python helper ran. */
+static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data, const Seen *seen, int *python) {
     Step *st = &self->steps[i];
     char *at = st->count ? data + self->offsets[st->first] : NULL;
     char code = st->count ? self->codes[st->first] : 0;
@@ -462,11 +475,12 @@ static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data) {
     }
     case PTR:
         if (Py_TYPE(v) == (PyTypeObject *)self->tensor_type) {
-            uint64_t address = tensor_address(self, st, v, &ok);
+            uint64_t address = tensor_address(self, st, v, &ok, seen);
             if (ok) { memcpy(at, &address, 8); return 0; }
         }
         break;  /* anything else: the Python converter */
     }
+    *python = 1;
     PyObject *c = PyLong_FromLong(st->code), *pos = PyLong_FromSsize_t(i), *r = NULL;  /* rare: Python converts or checks */
     if (c && pos) {
         PyObject *call[3] = {c, pos, v};
@@ -621,7 +635,7 @@ static int launch_packed(Executor *self, void **kp, char *data, const unsigned l
 
 /* Check, pack and launch `values` (the positional arguments) on `grid`: 1 launched, 0 declined
  * (nothing happened; the exception, if any, cleared), -1 the driver's error raised. */
-static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, Py_ssize_t n, PyObject *stream) {
+static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, Py_ssize_t n, PyObject *stream, const Seen *seen) {
     int slot;
     CUstream s = NULL;
     unsigned long long g[3];
@@ -629,7 +643,8 @@ static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, P
     if (!kp) { PyErr_Clear(); return 0; }
     char *data = self->nparams ? (char *)kp[0] - self->offsets[0] : NULL;
     int rc = 0;
-    for (Py_ssize_t i = 0; i < n && rc == 0; i++) rc = pack_arg(self, i, values[i], data);
+    int python = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) rc = pack_arg(self, i, values[i], data, python || !seen ? NULL : &seen[i], &python);
     if (rc == 0) rc = grid_dims(self, grid, values, n, g);
     if (rc == 0) rc = stream_value(self, stream, &s);
     if (rc < 0) {
@@ -658,9 +673,9 @@ static PyObject *bind_call(Executor *self, PyObject *const *args, Py_ssize_t nar
     return bound;
 }
 
-/* `kernel(grid, *args, stream=None, **kwargs)`: args[0] is the kernel, args[1] the grid. */
-static PyObject *executor_run(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    Executor *self = (Executor *)obj;
+/* `kernel(grid, *args, stream=None, **kwargs)`: args[0] is the kernel, args[1] the grid; `seen`
+ * (one per positional argument, or NULL): what a family's key read of them. */
+static PyObject *executor_call(Executor *self, PyObject *const *args, size_t nargsf, PyObject *kwnames, const Seen *seen) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *stream = NULL;
     CUcontext ctx = NULL;
@@ -668,17 +683,21 @@ static PyObject *executor_run(PyObject *obj, PyObject *const *args, size_t nargs
     if (nargs < 2 || self->ctx_get(&ctx) != 0 || (uintptr_t)ctx != self->context)
         goto python;  /* another context is current: Python plans for it */
     if (nargs - 2 == self->npos && (nkw == 0 || (nkw == 1 && is_stream(PyTuple_GET_ITEM(kwnames, 0))))) {
-        rc = try_launch(self, args[1], args + 2, self->npos, nkw ? args[nargs] : NULL);
+        rc = try_launch(self, args[1], args + 2, self->npos, nkw ? args[nargs] : NULL, seen);
     } else {
         PyObject *bound = bind_call(self, args + 2, nargs - 2, kwnames, &stream);
         if (!bound) goto python;
-        rc = try_launch(self, args[1], &PyTuple_GET_ITEM(bound, 0), self->npos, stream);
+        rc = try_launch(self, args[1], &PyTuple_GET_ITEM(bound, 0), self->npos, stream, NULL);
         Py_DECREF(bound);
     }
     if (rc < 0) return NULL;
     if (rc > 0) Py_RETURN_NONE;
 python:  /* declined before anything happened: the Python executor launches it or raises the typed error */
     return declined() ? PyObject_Vectorcall(self->fallback, args, nargsf, kwnames) : NULL;
+}
+
+static PyObject *executor_run(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    return executor_call((Executor *)obj, args, nargsf, kwnames, NULL);
 }
 
 static PyTypeObject ExecutorType = {
@@ -718,8 +737,9 @@ static PyObject *int_class(PyObject *v) {
     return r;
 }
 
-/* The key of the positional arguments `args` (as _choose.fast_key makes it); NULL with an exception. */
-static PyObject *family_key(FamilyKey *self, PyObject *const *args, Py_ssize_t nargs) {
+/* The key of the positional arguments `args` (as _choose.fast_key makes it); NULL with an exception.
+ * `seen` (nargs of them, zeroed, or NULL) gets what was read of tensors. */
+static PyObject *family_key(FamilyKey *self, PyObject *const *args, Py_ssize_t nargs, Seen *seen) {
     PyObject *key = PyTuple_New(self->nparts);
     if (!key) return NULL;
     for (Py_ssize_t k = 0; k < self->nparts; k++) {
@@ -728,12 +748,14 @@ static PyObject *family_key(FamilyKey *self, PyObject *const *args, Py_ssize_t n
         int tensor = Py_TYPE(v) == (PyTypeObject *)self->tensor_type;
         if (self->what[k] == KEY_DTYPE) {
             part = tensor ? read_dtype(&self->reads, v) : PyObject_GetAttr(v, s_dtype);
+            if (part && tensor && seen) seen[self->pos[k]].dtype = part;
         } else if (self->what[k] == KEY_ALIGNED) {
             PyObject *p = tensor ? read_noargs(self->reads.data_ptr, s_data_ptr, v)
                                  : PyObject_VectorcallMethod(s_data_ptr, &v, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             if (p) {
                 unsigned long long address = PyLong_AsUnsignedLongLong(p);  /* an int of 64 bits, as data_ptr() gives */
                 if (!(address == (unsigned long long)-1 && PyErr_Occurred())) part = Py_NewRef(address & 15 ? Py_False : Py_True);
+                if (part && tensor && seen) seen[self->pos[k]].address = address, seen[self->pos[k]].has_address = 1;
                 Py_DECREF(p);
             }
         } else if (self->what[k] == KEY_INT_CLASS) {
@@ -753,7 +775,7 @@ static PyObject *familykey_call(PyObject *obj, PyObject *a, PyObject *kw) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "key(args) takes one tuple");
         return NULL;
     }
-    return family_key((FamilyKey *)obj, &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t));
+    return family_key((FamilyKey *)obj, &PyTuple_GET_ITEM(t, 0), PyTuple_GET_SIZE(t), NULL);
 }
 
 /* `family(grid, *args, stream=None)`: args[0] is the family. A call with the family's argument
@@ -765,7 +787,9 @@ static PyObject *familykey_run(PyObject *obj, PyObject *const *args, size_t narg
     if (nargs - 2 != self->npos || nargs + nkw > MAX_CALL || nkw > 1 || (nkw && !is_stream(PyTuple_GET_ITEM(kwnames, 0)))
         || PyCallable_Check(args[1]))
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
-    PyObject *key = family_key(self, args + 2, nargs - 2);
+    Seen seen[MAX_CALL];
+    memset(seen, 0, (nargs - 2) * sizeof(Seen));
+    PyObject *key = family_key(self, args + 2, nargs - 2, seen);
     PyObject *hit = key ? PyDict_GetItemWithError(self->memo, key) : NULL;  /* borrowed */
     Py_XDECREF(key);
     if (!hit || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) < 2)
@@ -776,7 +800,7 @@ static PyObject *familykey_run(PyObject *obj, PyObject *const *args, size_t narg
     call[0] = kernel;  /* the sub-kernel's call: kernel(grid, *args, stream=...) */
     PyObject *fast = PyObject_GetAttr(kernel, s_fast_attr);
     if (fast && Py_TYPE(fast) == &ExecutorType)
-        r = executor_run(fast, call, nargs, kwnames);
+        r = executor_call((Executor *)fast, call, nargs, kwnames, seen);
     else if (declined())
         r = PyObject_Vectorcall(PyTuple_GET_ITEM(hit, 0), call, nargs, kwnames);
     Py_XDECREF(fast);
