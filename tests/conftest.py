@@ -22,8 +22,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tmlr_runtime import TmlrError
-from tmlr_runtime import driver  # noqa: E402
+from tmlr_runtime import TmlrError, driver  # noqa: E402
 
 NO_DRIVER_LIBRARY = "no NVIDIA driver library (libcuda) on this machine"
 
@@ -72,13 +71,32 @@ def gpu_skip_reason(markexpr: str) -> str | None:
     return f"needs a CUDA device ({why})"
 
 
+def need_skip_reason(item: pytest.Item) -> str | None:
+    """Why a GPU test marked ``needs_gpus(n)`` or ``needs_sm(major, minor)`` cannot run on this machine (its
+    devices as the driver reports them), in the words of tests/skip_reasons.py; None when it can."""
+    from skip_reasons import NEEDS_SM80, NEEDS_SM90, NEEDS_TWO_GPUS
+
+    count = cuda_device_count()
+    need = item.get_closest_marker("needs_gpus")
+    if need is not None and count < need.args[0]:
+        return f"{NEEDS_TWO_GPUS}: this machine has {count}"
+    need = item.get_closest_marker("needs_sm")
+    if need is not None:
+        have = {(driver.device_info(i).major, driver.device_info(i).minor) for i in range(count)}
+        if have != {tuple(need.args)}:
+            words = NEEDS_SM90 if need.args[0] == 9 else NEEDS_SM80
+            return f"{words} (cubins for sm_{need.args[0]}{need.args[1]} only; this machine has {sorted(have)})"
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``gpu`` tests skip where there is no usable device; those that need more (``needs_gpus``, ``needs_sm``)
+    skip only for the reasons tests/skip_reasons.py names, which tests/gpu_all.sh then judges."""
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
     reason = gpu_skip_reason(config.getoption("markexpr", "") or "")
-    if reason is None:
-        return
-    skip = pytest.mark.skip(reason=reason)
     for item in gpu_items:
-        item.add_marker(skip)
+        why = reason or need_skip_reason(item)
+        if why is not None:
+            item.add_marker(pytest.mark.skip(reason=why))

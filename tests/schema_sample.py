@@ -11,7 +11,6 @@ import copy
 import json
 import random
 import string
-import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,16 +18,17 @@ import jsonschema
 
 import tmlr_runtime as tr
 from tmlr_runtime import abi
+from tmlr_runtime.artifact.metadata import METADATA_FILE as METADATA
 
 ROOT = Path(__file__).resolve().parents[1]
 JSONSCHEMA = jsonschema.Draft202012Validator(json.loads(tr.SCHEMA_PATH.read_text()))
 
 
 def committed_documents(families: bool = False) -> dict[str, Any]:
-    """Every artifact metadata.json git tracks (examples/artifacts, examples/stages/artifacts, tests/gpu/artifacts);
+    """Every shipped artifact metadata.json (examples/artifacts, examples/stages/artifacts, tests/gpu/artifacts, ...),
+    found on disk under examples/ and tests/, so that an unpacked source archive without git runs this too;
     ``families``: the family indexes (schema v3, kind "family") instead."""
-    names = subprocess.run(["git", "ls-files", "*metadata.json"], cwd=ROOT, capture_output=True, text=True,
-                           check=True).stdout.split()
+    names = sorted(p.relative_to(ROOT).as_posix() for top in ("examples", "tests") for p in (ROOT / top).rglob(METADATA))
     docs = {name: json.loads((ROOT / name).read_text()) for name in names}
     return {name: doc for name, doc in docs.items() if (doc.get("kind") == "family") == families}
 

@@ -15,8 +15,10 @@ def main() -> int:
     # script's background job is: Python then raises no KeyboardInterrupt, and tmlr-build would go on
     # waiting for its compile workers.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    if any(arg == "--python" or arg.startswith("--python=") for arg in sys.argv[1:]):
-        from .cli import main as run_cli  # another interpreter compiles: no compile server here
+    args = sys.argv[1:]
+    if not args or "--version" in args or any(arg == "--python" or arg.startswith("--python=") for arg in args):
+        # nothing to compile here: a bare run prints the usage, --version answers, or another interpreter compiles
+        from .cli import main as run_cli
 
         return run_cli()
     try:

@@ -22,6 +22,7 @@ from .common.arch import parse_arch_list, supported_capabilities
 from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
 from .common.jobs import IR_STAGES
 from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
+from .common.triton_check import check_triton_version
 from .version import __version__
 
 
@@ -92,8 +93,37 @@ def make_parser() -> argparse.ArgumentParser:
                    help="build with the Triton of another Python interpreter (e.g. a venv's bin/python holding "
                         "triton==3.9.0): the command runs again as PATH -m tmlr_build with this tmlr-build; that "
                         "interpreter needs a supported Triton and jsonschema")
-    p.add_argument("--version", action="version", version=f"tmlr-build {__version__}")
+    p.add_argument("--version", action=_VersionAction, help="show tmlr-build's version, the Triton and the ptxas it "
+                                                             "builds with, and exit")
+    p.add_argument("--json", action="store_true",
+                   help="print what was written (or the errors) as one JSON object on stdout, for scripts")
     return p
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def version_text() -> str:
+    """tmlr-build's version, then the Triton and each ptxas (with the archs it serves) a build would use,
+    as a compile worker finds them."""
+    from .builder.workers import Task, run_tasks
+
+    lines = [f"tmlr-build {__version__}"]
+    try:
+        check_triton_version()  # missing or unsupported: the install hint, without starting a worker
+        found = run_tasks([Task("tmlr_build.compile.toolchain:describe", (), "tmlr-build --version")], 1)[0]
+        if isinstance(found, BuildError):
+            raise found
+        lines += found
+    except BuildError as e:
+        lines.append(f"Triton: {e}")
+    return "\n".join(lines)
 
 
 def _variant_arguments(v: argparse._ArgumentGroup) -> None:
@@ -166,7 +196,9 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
 
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
-        requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]}}) for r in spec_requests]
+        requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]},
+                                      "default_options": r.default_options - set(given["options"])})
+                     for r in spec_requests]
     for text in args.sources:
         requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args),
                                       metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
@@ -264,16 +296,28 @@ def _summary(report: BuildReport) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run tmlr-build; returns the exit status (0 ok, 1 build failed, 2 bad usage)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args:  # a bare tmlr-build: what to type, as argparse shows it, not only the first missing flag
+        print(make_parser().format_usage().rstrip() + "\ntmlr-build: error: nothing to build: name SRC files or a --spec "
+              "file, and -o OUT (tmlr-build --help lists every option)", file=sys.stderr)
+        return 2
+    as_json = "--json" in args  # known before parsing, so that a usage error is JSON too
     try:
-        python, rest = other_python.split_python(sys.argv[1:] if argv is None else argv)
+        python, rest = other_python.split_python(args)
         if python is not None:
             return other_python.run(python, rest)
-        report, quiet = run(argv)
+        report, quiet = run(args)
     except BuildError as e:
         errors = e.errors if isinstance(e, BuildFailedError) else [e]
         for err in errors:
             print(f"tmlr-build: error: {err}", file=sys.stderr)
-        return 2 if all(isinstance(err, UsageError) for err in errors) else 1
+        report = getattr(e, "report", None)
+        _print_partial(report)
+        status = 2 if all(isinstance(err, UsageError) for err in errors) else 1
+        if as_json:
+            done = {} if report is None else {"written": report.written, "not_written": report.not_written}
+            _print_json(status, errors=[{"type": type(err).__name__, "message": str(err)} for err in errors], **done)
+        return status
     except KeyboardInterrupt:
         print("tmlr-build: interrupted", file=sys.stderr)
         return 130
@@ -284,6 +328,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
         for what in report.skipped_for_triton:
             print(f"tmlr-build: skipped {what}", file=sys.stderr)
+        for note in report.notes:
+            print(f"tmlr-build: {note}", file=sys.stderr)
         for warning in report.warnings:
             print(f"tmlr-build: warning: {warning}", file=sys.stderr)
+    if as_json:
+        _print_json(0, written=report.written, stopped_after=report.stopped_after, skipped=report.skipped,
+                    skipped_for_triton=report.skipped_for_triton, notes=report.notes, warnings=report.warnings)
     return 0
+
+
+def _print_partial(report: BuildReport | None) -> None:
+    """After a failure: what the build wrote and what it did not (nothing is ever half written)."""
+    if report is None:
+        return
+    for line in [*_summary(report), *report.notes, *(f"warning: {w}" for w in report.warnings)]:
+        print(f"tmlr-build: {line}", file=sys.stderr)
+    if report.not_written:
+        what = "nothing was written" if not report.written else f"{len(report.written)} written"
+        print(f"tmlr-build: not written: {', '.join(report.not_written)} ({what}; each artifact already in -o is "
+              "unchanged)", file=sys.stderr)
+
+
+def _print_json(status: int, **fields: Any) -> None:
+    """``--json``: one object on stdout; ``ok`` and ``exit_status`` first, then the report or the errors."""
+    print(json.dumps({"ok": status == 0, "exit_status": status, **fields}, indent=1))

@@ -8,10 +8,13 @@ The bindings are imported on first use, not at ``import tmlr_runtime``, and no d
 before the first :func:`init`.
 """
 from __future__ import annotations
+
 import os
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
+
 from .errors import CudaUnavailableError, DriverError
 
 # What a CUresult means for a tmlr user, and what to do about it.
@@ -36,7 +39,12 @@ _MEANINGS: dict[str, str] = {
     "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED": "this operation is not allowed while the stream is being captured into a CUDA graph",
     "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED": "the stream capture was invalidated by an earlier error",
     "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED": "the CUDA driver library failed to initialise",
+    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": "the NVIDIA driver does not match the CUDA version cuda-python was built for",
+    "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER": "this call needs a newer NVIDIA driver than the installed one",
 }
+# What a driver too old for the installed cuda-python answers (35 is CUDA's "insufficient driver",
+# which cuda-python's CUresult does not name).
+_OLD_DRIVER_RESULTS = ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER", "CUresult 35")
 
 Stamp = tuple[int, int, int]  # what identifies a file's contents: mtime_ns, size, inode
 
@@ -94,8 +102,9 @@ def api() -> Any:
             try:
                 from cuda import cuda as bindings  # cuda-python < 12.6
             except ImportError as e:
-                raise CudaUnavailableError("cuda-python is not installed; `pip install cuda-python` (12.x for CUDA 12 "
-                                           "drivers, 13.x for CUDA 13)") from e
+                raise CudaUnavailableError("cuda-python is not installed; pip install 'cuda-python>=12.3,<13' for a CUDA "
+                                           "12 driver, 'cuda-python>=13,<14' for CUDA 13 (nvidia-smi shows which; from a "
+                                           "tmlr checkout: pip install -e '.[cu12]' or '.[cu13]')") from e
         process.api = bindings
     return process.api
 
@@ -106,7 +115,35 @@ def error(code: int, what: str, cls: type[DriverError] = DriverError) -> DriverE
         name = api().CUresult(code).name
     except ValueError:
         name = f"CUresult {code}"
-    return cls(f"{name}: {_MEANINGS.get(name, 'see the CUDA driver API documentation for this code')} (in {what})", name)
+    meaning = _MEANINGS.get(name, "see the CUDA driver API documentation for this code")
+    note = _mismatch_note() if name in _OLD_DRIVER_RESULTS or what == "cuInit" else ""
+    return cls(f"{name}: {meaning} (in {what}){note}", name)
+
+
+def version_mismatch() -> str:
+    """The fix, when cuda-python is built for a newer CUDA major than the driver supports (cuda-python 13
+    under a CUDA 12 driver); "" when they agree or either version cannot be read."""
+    try:
+        drv = api()
+        built = int(drv.CUDA_VERSION)
+        result = drv.cuDriverGetVersion()
+        supported = int(result[1]) if not int(result[0]) else 0
+    except Exception:  # an old binding without CUDA_VERSION, or no libcuda: nothing to compare
+        return ""
+    if not supported or built // 1000 <= supported // 1000:
+        return ""
+    major = supported // 1000
+    fix = "update the NVIDIA driver (tmlr_runtime needs a CUDA 12 or 13 driver)"
+    if major == 12:
+        fix = ("install the cuda-python of the driver's CUDA major, pip install 'cuda-python>=12.3,<13' (from a tmlr "
+               "checkout: pip install -e '.[cu12]'), or update the NVIDIA driver")
+    return (f"cuda-python here is built for CUDA {built // 1000}.{built % 1000 // 10}, but this NVIDIA driver supports "
+            f"CUDA {major}.{supported % 1000 // 10}: {fix}")
+
+
+def _mismatch_note() -> str:
+    note = version_mismatch()
+    return f"; {note}" if note else ""
 
 
 def check(result: Any, what: str) -> Any:
@@ -127,10 +164,13 @@ def init() -> Any:
             result = drv.cuInit(0)
         except Exception as e:  # cuda-bindings raises its own loader errors when libcuda is absent
             raise CudaUnavailableError(f"the NVIDIA driver library (libcuda) could not be loaded: {e}; tmlr_runtime "
-                                       "needs a machine with an NVIDIA GPU and driver") from None
+                                       f"needs a machine with an NVIDIA GPU and driver{_mismatch_note()}") from None
         code = int(result[0] if isinstance(result, tuple) else result)
         if code:
             raise error(code, "cuInit", CudaUnavailableError)
+        note = version_mismatch()
+        if note:  # cuInit passed, but a later call may need a function this driver lacks: say the fix now
+            warnings.warn(f"tmlr_runtime: {note}", RuntimeWarning, stacklevel=2)
         PROCESS.initialised = True
     return drv
 

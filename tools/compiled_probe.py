@@ -85,7 +85,7 @@ def measure(compiled_on: bool, tmp: str, calls: int) -> dict[str, float]:
     out = {}
     for name, args in (("nop", []), ("nop_args", tensors + NOP_ARGS_INTS), ("add4", tensors[:3] + [1024])):
         k = tr.Kernel.load(shutil.copytree(os.path.join(ARTIFACTS, name), os.path.join(where, name)))
-        assert (k._fast is not None) == compiled_on
+        assert (k._compiled is not None) == compiled_on
         out[f"{name} (ns)"] = per_call(k, args, calls)
     family = tr.Kernel.load(shutil.copytree(os.path.join(ROOT, "tests", "gpu", "artifacts", "add_family"), os.path.join(where, "family")),
                             tuning="table", fallback="default")

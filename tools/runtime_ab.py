@@ -9,7 +9,8 @@ once, device ordinal -1 so that CPU torch tensors take the launcher's inline ten
 and dtype checks). A child reports:
 
 - per call (ns): ``kernel(1, *args)`` of ``examples/artifacts/nop_args`` (5 tensors, 9 ints, 5 constexprs
-  left out) and ``add4`` (3 tensors and an int, all assumed divisible by 16), the median of 9 bursts;
+  left out) and ``add4`` (3 tensors and an int, all assumed divisible by 16), the fastest of 30 bursts of
+  ``--calls``/30 calls (on a shared machine the fastest burst is the one least disturbed);
 - first load (us): ``Kernel.load`` of fresh copies of ``add4`` and ``nop_args`` (the module cache cleared,
   so the cubin is read and hashed each time), the median over ``--loads`` copies.
 
@@ -71,7 +72,7 @@ def install(drv: Any) -> Any:
         return _modules.clear
     from tmlr_runtime import driver
 
-    driver.PROCESS.use(drv)
+    driver.PROCESS = driver.Process(api=drv, initialised=True)
     return driver.PROCESS.modules.clear
 
 
@@ -89,12 +90,12 @@ def child(calls: int, loads: int) -> dict[str, float]:
         for _ in range(2000):
             k(1, *args)
         samples = []
-        for _ in range(9):
+        for _ in range(30):
             t0 = pc()
-            for _ in range(calls // 9):
+            for _ in range(calls // 30):
                 k(1, *args)
-            samples.append((pc() - t0) / (calls // 9) * 1e9)
-        out[f"call {name} (ns)"] = statistics.median(samples)
+            samples.append((pc() - t0) / (calls // 30) * 1e9)
+        out[f"call {name} (ns)"] = min(samples)
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("add4", "nop_args"):
             times = []

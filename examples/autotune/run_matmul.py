@@ -9,18 +9,24 @@ not seen (which must raise UnseenKeyError), checks each result against torch and
 import os
 import sys
 
-import torch
-
-import tmlr_runtime as tr
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "stages")]
+from stage_check import need_gpu  # noqa: E402  (first: it says what to install when torch is missing)
+
+import torch  # noqa: E402
+
+import tmlr_runtime as tr  # noqa: E402
 from tune_cases import cases, grid  # noqa: E402
 
 
 def main() -> int:
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "artifacts", "matmul")
-    family = tr.Kernel.load(path, tuning="strict", fallback="error")
+    need_gpu("matmul family")
+    try:
+        family = tr.Kernel.load(path, tuning="strict", fallback="error")
+    except tr.CudaUnavailableError as e:  # torch sees a GPU that the driver API cannot use: one line, as above
+        print(f"FAIL matmul family needs a CUDA GPU: {str(e).splitlines()[0]}")
+        return 1
     worst, n = 0.0, 0
     for g, args, _ in cases():
         a, b, c = args[:3]

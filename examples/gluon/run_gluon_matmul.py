@@ -10,13 +10,14 @@ import os
 import sys
 from types import SimpleNamespace
 
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "stages"))
 
+from stage_check import close, main  # noqa: E402  (first: it says what to install when torch is missing)
+
+import torch  # noqa: E402
+
 import tmlr_runtime as tr  # noqa: E402
-from stage_check import close, main  # noqa: E402
 
 M, N, K = 256, 192, 512  # multiples of the 64x64x64 tiles, as the kernel requires
 BLOCK = [64, 64]

@@ -1,7 +1,7 @@
 """Run a built fp8 (e4m3) matmul with device-built TMA descriptors: python run_fp8_matmul.py [ARTIFACT_DIR]."""
-import torch
+from stage_check import close, main  # first: it says what to install when torch is missing
 
-from stage_check import close, main
+import torch  # noqa: E402
 
 M, N, K = 256, 192, 256  # multiples of the 64x64x64 tiles
 

@@ -1,7 +1,7 @@
 """Run a built fp16 tl.dot matmul (64x64x32 tiles) against torch: python run_matmul.py [ARTIFACT_DIR]."""
-import torch
+from stage_check import close, main  # first: it says what to install when torch is missing
 
-from stage_check import close, main
+import torch  # noqa: E402
 
 M, N, K = 256, 192, 128  # multiples of the 64x64x32 tiles, as the kernel requires
 

@@ -1,7 +1,7 @@
 """Run a built fused row softmax (BLOCK=1024) against torch: python run_softmax.py [ARTIFACT_DIR]."""
-import torch
+from stage_check import close, main  # first: it says what to install when torch is missing
 
-from stage_check import close, main
+import torch  # noqa: E402
 
 ROWS, COLS, STRIDE = 333, 1000, 1008  # COLS < BLOCK exercises the masked tail; strides were built as :16
 

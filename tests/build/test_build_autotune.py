@@ -16,8 +16,7 @@ from tmlr_build.common import errors as E
 from tmlr_build.common.arch import Target
 from tmlr_build.common.jobs import Job
 from tmlr_build.common.kernel_facts import KernelFacts
-from tmlr_runtime import ArtifactMetadata
-from tmlr_runtime import Parameter
+from tmlr_runtime import ArtifactMetadata, Parameter
 from tmlr_runtime.abi import format_signature
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "autotune"
@@ -136,11 +135,15 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "autotune"
 def test_committed_example_family_is_what_the_spec_builds_and_its_table_verifies(tmp_path: Path) -> None:
     from tmlr_runtime.cli.family import verify_family
 
-    run(["--spec", str(EXAMPLE / "kernels.json"), "-o", str(tmp_path), "-q"])
+    import shutil
+
     built, committed = tmp_path / "matmul", EXAMPLE / "artifacts" / "matmul"
+    shutil.copytree(committed, built)  # the spec's own command, into a copy of the committed folder (issue 19)
+    report, _ = run(["--spec", str(EXAMPLE / "kernels.json"), "-o", str(tmp_path), "-q"])
     files = sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file() and p.name != "tuning.json")
-    assert all((built / f).read_bytes() == (committed / f).read_bytes() for f in files)
+    assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
+    assert all((built / f).read_bytes() == (committed / f).read_bytes() for f in files)  # tuning.json too
+    assert report.notes == [] and report.written == [str(built)]
     checks = verify_family(str(committed), with_device=False)
     assert [c for c in checks if c[1] is False] == []
     assert any(name.startswith("tuning.json") and ok for name, ok, _ in checks)

@@ -183,6 +183,32 @@ def test_triton_frontend_error_names_the_source_line(tmp_path: Path) -> None:
            E.CompileError, "undefined_thing")
 
 
+def test_a_scalar_typed_as_a_pointer_gives_tritons_reason_first_and_names_the_signature(tmp_path: Path) -> None:
+    message = _fails([ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, *i32, 1024", "-o", str(tmp_path), "--arch", "80"],
+                     E.CompileError, "Fix the kernel or its --signature", "pointer type for a scalar")
+    first, rest = message.split("\n", 1)
+    assert "invalid operands of type pointer<int32>" in first and "mask = offs < n" in rest
+    assert message.index("invalid operands") < message.index("^")  # the reason, then the excerpt and its caret
+
+
+def test_cubin_content_is_checked_before_any_flag_and_a_real_cubin_defaults_to_its_own_arch(tmp_path: Path) -> None:
+    (tmp_path / "rand.cubin").write_bytes(os.urandom(4000))
+    for extra in ([], ["--arch", "90"], ["--metadata", str(tmp_path / "none.json")]):
+        _fails([str(tmp_path / "rand.cubin"), "-o", str(tmp_path / "o"), *extra], E.InputKindError, "not a cubin",
+               "pass the .cubin Triton wrote")
+    (tmp_path / "k.ptx.cubin").write_text(".version 8.4\n.target sm_90a\n")
+    _fails([str(tmp_path / "k.ptx.cubin"), "-o", str(tmp_path / "o")], E.InputKindError, "rename it to k.ptx.ptx")
+    run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "ref"), "--arch", "90", "-q"])  # the installed Triton's
+    shutil.copy(tmp_path / "ref" / "add" / "add.sm_90a.cubin", tmp_path / "k.cubin")
+    _fails([str(tmp_path / "k.cubin"), "-o", str(tmp_path / "o")], E.MissingMetadataError, "keep k.json beside it")
+    meta = {"name": "add", "num_warps": 4, "num_ctas": 1, "cluster_dims": [1, 1, 1], "shared": 0, "tmem_size": 0,
+            "global_scratch_size": 0, "global_scratch_align": 1}  # no "target": the cubin's ELF header says sm_90a
+    (tmp_path / "k.json").write_text(json.dumps(meta))
+    run([str(tmp_path / "k.cubin"), "--signature", ADD_SIG, "-o", str(tmp_path / "o"), "-q"])
+    variants = json.loads((tmp_path / "o" / "add" / "metadata.json").read_text())["variants"]
+    assert [v["target"]["arch"] for v in variants] == ["sm_90a"]
+
+
 def test_missing_and_unknown_inputs(tmp_path: Path) -> None:
     _fails([str(tmp_path / "nope.ttir"), "-o", str(tmp_path)], E.InputError, "no such file")
     (tmp_path / "k.cu").write_text("")
@@ -228,6 +254,8 @@ def test_several_failures_are_all_reported(tmp_path: Path) -> None:
     ([ADD, "--signature", ADD_SIG, "-o", "{tmp}", "--arch", "70"], 2, "--arch 70 is not supported"),
     ([f"{EXAMPLES}/kernels/vector_add.py:nope", "-o", "{tmp}", "--arch", "80"], 1, "no @triton.jit kernel"),
     (["-o", "{tmp}"], 2, "nothing to build"),
+    ([ADD, "-o", "{tmp}", "--arch", "80"], 2, "--signature is missing"),  # a usage error, as a missing --arch is
+    ([ADD, "--signature", ADD_SIG, "-o", "{tmp}"], 2, "pass --arch"),
 ])
 def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    argv: list[str], status: int, needle: str) -> None:
@@ -235,6 +263,42 @@ def test_main_prints_a_message_and_exits_non_zero(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert err.startswith("tmlr-build: error: ") and needle in err
     assert "Traceback" not in err
+
+
+def test_a_bare_run_shows_the_usage_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: tmlr-build [-h] -o OUT") and "tmlr-build: error: nothing to build" in err
+
+
+def test_version_names_the_triton_and_each_ptxas_a_build_would_use(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"tmlr-build {tmlr_build.__version__}"
+    assert lines[1].startswith(f"Triton {check_triton_version()} (")
+    ptxas = [line for line in lines if line.startswith("ptxas ")]
+    assert ptxas and "for --arch" in ptxas[0]
+    assert sorted(int(a) for line in ptxas for a in line.rsplit("for --arch ", 1)[1].rstrip(")").split(",")) \
+        == [80, 86, 89, 90, 100]
+
+
+def test_version_without_triton_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmlr_build.cli import version_text
+
+    monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: None)
+    assert version_text().splitlines()[1].startswith("Triton: Triton is not installed; tmlr-build needs it: pip install")
+
+
+def test_json_reports_what_was_written_or_each_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80", "-q", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is True and doc["exit_status"] == 0 and doc["written"] == [str(tmp_path / "add")]
+    assert doc["warnings"] == [] and doc["stopped_after"] is None
+    assert main([f"{EXAMPLES}/kernels/vector_add.py:nope", "-o", str(tmp_path), "--arch", "80", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["ok"], doc["exit_status"], doc["errors"][0]["type"]) == (False, 1, "KernelNotFoundError")
 
 
 def test_all_errors_are_tmlr_errors() -> None:

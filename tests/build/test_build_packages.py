@@ -32,8 +32,9 @@ SIG = "*fp32:16, *fp32:16, i32, 128"
 KERNELS = {"plain": "scale", "tuned": "tuned_scale", "heur": "heur_scale"}
 
 
-def _build(sources: list[str], out: Path, *extra: str) -> None:
-    run([*sources, "--signature", SIG, "-o", str(out), "-q", *extra])
+def _build(sources: list[str], out: Path, *extra: str) -> list[str]:
+    """Build; the report's warnings."""
+    return run([*sources, "--signature", SIG, "-o", str(out), "-q", *extra])[0].warnings
 
 
 def _meta(out: Path, name: str) -> dict:
@@ -47,7 +48,11 @@ def _copy_package(dest: Path) -> Path:
 
 def test_plain_autotuned_and_heuristics_kernels_of_a_package_build_by_name(tmp_path: Path) -> None:
     sources = [f"{KERNLIB}/ops/{module}.py:{kernel}" for module, kernel in KERNELS.items()]
-    _build(sources, tmp_path, "--arch", "80,90")
+    warnings = _build(sources, tmp_path, "--arch", "80,90")
+    # tuned_scale's BLOCK is fixed in the signature: one plain artifact, and the build says its configs went unused
+    assert len(warnings) == 1 and warnings[0].startswith("tuned_scale: every constexpr the 2 @triton.autotune configs")
+    assert "the autotune configs (their num_warps, num_stages) were not used" in warnings[0]
+    assert "leave BLOCK out of the signature" in warnings[0]
     for module, kernel in KERNELS.items():
         doc = _meta(tmp_path, kernel)
         assert [p["name"] for p in doc["signature"]] == ["x_ptr", "out_ptr", "n", "BLOCK"]

@@ -2,7 +2,7 @@
 
 Runs under every supported release (3.3-3.9): the dump headers changed in 3.8, the pipeliner writes
 its own dumps into the log from 3.8, make_llir's first pass moved in 3.5; see docs/debug-loop.md.
-Gluon kernels' dumps: tests/test_gluon.py.
+Gluon kernels' dumps: tests/build/test_gluon.py.
 """
 from __future__ import annotations
 

@@ -29,6 +29,12 @@ def signature(dtype: str, ptr: str, n: str, block: int) -> str:
     return f"{p}, {p}, {p}, {'i32:16' if n else 'i32'}, {block}"
 
 
+def cubin_digests(directory: str) -> dict[str, str]:
+    """arch -> cubin sha256 of a sub-artifact, as the family index records them (docs/variants.md)."""
+    with open(os.path.join(directory, "metadata.json")) as f:
+        return {v["target"]["arch"]: v["cubin"]["sha256"] for v in json.load(f)["variants"]}
+
+
 def main(out: str) -> None:
     kernels = []
     for c, config in enumerate(CONFIGS):
@@ -45,14 +51,15 @@ def main(out: str) -> None:
             json.dump({"arch": [90], "kernels": [{k: v for k, v in e.items() if k not in ("vid", "config")} for e in kernels]}, f)
         subprocess.run([sys.executable, "-m", "tmlr_build", "--spec", spec, "-o", os.path.join(tmp, "built"), "-j", "2", "-q"],
                        check=True, cwd=ROOT)
-        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(os.path.join(out, "v"), ignore_errors=True)  # only what this script writes: other files stay
         for e in kernels:
             shutil.move(os.path.join(tmp, "built", e["name"]), os.path.join(out, "v", e["vid"]))
     params = [{"name": n, "kind": "runtime"} for n in ("x_ptr", "y_ptr", "out_ptr", "n")] + [{"name": "BLOCK", "kind": "constexpr"}]
     index = {"schema_version": 3, "kind": "family", "name": "add", "params": params,
              "autotune": {"key": ["n"], "configs": CONFIGS, "reset_to_zero": [], "restore_value": ["out_ptr"],
                           "has_pre_hook": False, "dtype_in_key": True},
-             "heuristics": [], "variants": [{"dir": f"v/{e['vid']}", "config": e["config"], "signature": e["signature"]} for e in kernels]}
+             "heuristics": [], "variants": [{"dir": f"v/{e['vid']}", "config": e["config"], "signature": e["signature"],
+                                             "cubin_sha256": cubin_digests(os.path.join(out, "v", e["vid"]))} for e in kernels]}
     with open(os.path.join(out, "metadata.json"), "w") as f:
         json.dump(index, f, indent=1)
         f.write("\n")

@@ -39,14 +39,14 @@ def test_the_compiled_path_is_active():
     fns = compiled.entry_points(driver.api())
     assert fns is not None and all(fns), fns  # cuCtxGetCurrent, cuLaunchKernel(Ex), cuMemAllocAsync, cuMemFreeAsync
     k = tr.Kernel.load(ADD)
-    assert k._fast is not None
+    assert k._compiled is not None
 
 
 @pytest.mark.parametrize("checks", [True, False])
 def test_calls_through_the_compiled_path(vectors, checks):
     x, y, out, n = vectors
     k = tr.Kernel.load(ADD, checks=checks)
-    assert k._fast is not None
+    assert k._compiled is not None
     stream = torch.cuda.Stream()
     calls = [
         lambda: k((n + 1023) // 1024, x, y, out, n),  # int grid, torch's current stream

@@ -15,11 +15,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
-from skip_reasons import NEEDS_SM90  # noqa: E402
 from tmlr_runtime.cli import main  # noqa: E402
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
-                                                  reason=f"{NEEDS_SM90} (sm_90a cubins)")]
+pytestmark = [pytest.mark.gpu, pytest.mark.needs_sm(9, 0)]  # sm_90a cubins
 
 FAMILY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts", "add_family")
 
@@ -114,3 +112,20 @@ def test_tmlr_tune_table_serves_strict_mode(tmp_path, cache):
 def test_verify_loads_every_variant_on_the_device(capsys):
     assert main(["verify", FAMILY]) == 0
     assert "every variant loads on this device" in capsys.readouterr().out
+
+
+def test_the_committed_autotune_example_runs_from_its_carried_over_table():
+    # issue 19: examples/autotune/artifacts/matmul/tuning.json, measured on an H200, was carried over by a
+    # rebuild that re-stamped it for the index that now records each cubin's sha256; the example loads the
+    # family with tuning="strict", fallback="error", so a table that no longer matched would fail every shape
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "examples", "autotune", "artifacts", "matmul", "tuning.json")) as f:
+        devices = {e["device"] for e in json.load(f)["entries"]}
+    if torch.cuda.get_device_name() not in devices:
+        pytest.skip(f"the shipped table was measured on {', '.join(sorted(devices))}")
+    done = subprocess.run([sys.executable, os.path.join(root, "examples", "autotune", "run_matmul.py")], cwd=root,
+                          env={**os.environ, "PYTHONPATH": root}, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("PASS"), done.stdout + done.stderr

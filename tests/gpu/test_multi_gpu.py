@@ -15,7 +15,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
-from skip_reasons import NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_runtime import driver  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,10 +22,7 @@ ADD = os.path.join(ROOT, "examples", "artifacts", "add")
 TMA = os.path.join(ROOT, "examples", "artifacts", "tma_scale")
 BLOCK = 1024
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason=NEEDS_TWO_GPUS),
-]
+pytestmark = [pytest.mark.gpu, pytest.mark.needs_gpus(2)]
 
 
 def _blocks(n: int) -> int:
@@ -50,10 +46,6 @@ def _on_both_devices(work) -> None:
     for t in threads:
         t.join()
     assert not errors, errors
-
-
-def _all_sm90() -> bool:
-    return all(torch.cuda.get_device_capability(d) == (9, 0) for d in range(2))
 
 
 def test_one_load_alternating_devices_one_module_per_context() -> None:
@@ -155,8 +147,7 @@ def test_one_process_per_gpu_same_directory() -> None:
         assert p.returncode == 0 and stdout.split() == ["OK", str(dev), str(dev)], stdout + stderr
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2 or not _all_sm90(),
-                    reason=f"{NEEDS_TWO_GPUS} of compute capability 9.0 (sm_90a cubin)")
+@pytest.mark.needs_sm(9, 0)  # the sm_90a cubin, on both devices
 def test_global_scratch_kernel_on_both_devices_at_once() -> None:
     k = tr.Kernel.load(TMA)
     M, N = 256, 512

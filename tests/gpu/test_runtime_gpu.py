@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import tmlr_runtime as tr  # noqa: E402
-from skip_reasons import NEEDS_SM80, NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
+from skip_reasons import NEEDS_SM80, NEEDS_SM90  # noqa: E402
 from tmlr_runtime import driver  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -36,9 +36,7 @@ def capability() -> tuple[int, int]:
     return torch.cuda.get_device_capability()
 
 
-needs_sm90 = pytest.mark.skipif(
-    not torch.cuda.is_available() or capability() != (9, 0), reason=f"{NEEDS_SM90} (sm_90a cubins)"
-)
+needs_sm90 = pytest.mark.needs_sm(9, 0)  # sm_90a cubins
 
 
 def cdiv(a: int, b: int) -> int:
@@ -282,7 +280,7 @@ def test_load_again_does_no_driver_work():
     assert driver.PROCESS.modules == modules  # no module loaded again
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason=NEEDS_TWO_GPUS)
+@pytest.mark.needs_gpus(2)
 def test_launch_while_second_device_current():
     k = tr.Kernel.load(art("add"))
     n = 10_000

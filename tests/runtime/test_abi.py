@@ -8,8 +8,7 @@ import struct
 
 import pytest
 
-from tmlr_runtime import SCHEMA_PATH
-from tmlr_runtime import abi
+from tmlr_runtime import SCHEMA_PATH, abi
 from tmlr_runtime.abi import TYPES, Parameter, Target, format_signature, split_top_level
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())

@@ -282,7 +282,8 @@ ARTIFACTS = [
            edit(lambda d: d["variants"].append(copy.deepcopy(d["variants"][0]))), tr.SchemaError,
            "rebuild it with tmlr-build", SCHEMA),
     Broken("cubin-name-with-path-parts", "cubin.file is ../add.sm_90a.cubin",
-           edit(every_variant("cubin", "file", "../add.sm_90a.cubin")), tr.SchemaError, "plain file name", SCHEMA),
+           edit(every_variant("cubin", "file", "../add.sm_90a.cubin")), tr.SchemaError, "rebuild it with tmlr-build",
+           SCHEMA),
     Broken("cubin-missing", "the device's cubin was not copied", remove_used_cubin, tr.ArtifactError,
            "copy the whole artifact directory", HASH),
     Broken("cubin-truncated", "the cubin was cut short", replace_cubin(lambda b, a: b[: len(b) // 2], False),
@@ -297,7 +298,7 @@ ARTIFACTS = [
     Broken("arch-not-runnable", "only variants this device cannot run (sm_80 on an H200)",
            keep_variants_the_device_cannot_run, tr.NoCompatibleVariantError, "Rebuild with `tmlr-build ... --arch", DEVICE),
     Broken("cluster-kernel-on-sm80", "a cluster kernel (sm_90a only) on an A100", lambda d, w: None,
-           tr.NoCompatibleVariantError, "--num-ctas 1", DEVICE, base="cluster_add", device=A100,
+           tr.NoCompatibleVariantError, "Rebuild with", DEVICE, base="cluster_add", device=A100,
            gpu="sm80"),
     Broken("shared-memory-over-limit", "1 MiB of shared memory per block", edit(every_variant("launch", "shared", 1 << 20)),
            tr.DeviceLimitError, "rebuild with smaller tiles or --num-stages", DEVICE),
@@ -519,6 +520,8 @@ API = [
     Api("load-none", "Kernel.load(None)", lambda w: tr.Kernel.load(None), tr.ArgumentError,
         "pass the directory tmlr-build wrote"),
     Api("load-int", "Kernel.load(3)", lambda w: tr.Kernel.load(3), tr.ArgumentError, "pass the directory tmlr-build wrote"),
+    Api("load-output-folder", "Kernel.load of the folder tmlr-build -o wrote (examples/autotune/artifacts)",
+        lambda w: tr.Kernel.load(EXAMPLES / "autotune" / "artifacts"), tr.ArtifactError, "load one of them"),
     Api("tensor-map-block-shape-int", "make_tensor_map(t, block_shape=64)",
         lambda w: tr.make_tensor_map(w.tensor(), block_shape=64), tr.ArgumentError, "pass block_shape as a tuple of positive ints"),
     Api("tensor-map-block-shape-str", "make_tensor_map(t, block_shape=('a',))",
@@ -530,6 +533,36 @@ API = [
     Api("tensor-map-shape-float", "make_tensor_map(address, (64,), shape=(4096.0,), element_size=4)",
         lambda w: tr.make_tensor_map(w.tensor().data_ptr(), (64,), shape=(4096.0,), element_size=4), tr.ArgumentError,
         "pass shape as a tuple of positive ints"),
+]
+
+
+def family_with_heuristic(w: World, expr: str) -> Path:
+    """A family of the add kernel whose BLOCK comes from the heuristic ``expr`` (a hostile or corrupt index)."""
+    import family_sample
+
+    d = w.root / "family"
+    family_sample.make_family(str(d), [(None, family_sample.signature(block=1024))],
+                              heuristics=[{"name": "BLOCK", "expr": expr, "after_config": False}])
+    return d
+
+
+def call_family(w: World, expr: str) -> None:
+    family = tr.Kernel.load(family_with_heuristic(w, expr))
+    family(1, w.tensor(), w.tensor(), w.tensor(), N)
+
+
+# A family index is data: its heuristic expressions are bounded (issue 19) - 4096 ** 4096 or 1 << 10**10 would
+# otherwise run for minutes or take all memory in the process that loads it.
+API += [
+    Api("heuristic-power-of-call-values", "a family heuristic args['n'] ** args['n'] (n = 4096)",
+        lambda w: call_family(w, "args['n'] ** args['n']"), tr.ArgumentError, "rebuild the family with tmlr-build",
+        gpu="fake"),
+    Api("heuristic-huge-shift", "a family heuristic 1 << 10**10", lambda w: call_family(w, "1 << 10**10"),
+        tr.ArgumentError, "rebuild the family with tmlr-build", gpu="fake"),
+    Api("heuristic-constant-over-64-bits", "a family heuristic with the constant 2**70 written out",
+        lambda w: call_family(w, f"args['n'] + {2 ** 70}"), tr.SchemaError, "rebuild it with tmlr-build", gpu="fake"),
+    Api("heuristic-too-long", "a family heuristic of 5,000 characters",
+        lambda w: call_family(w, "args['n']" + " + 1" * 1250), tr.SchemaError, "rebuild it with tmlr-build", gpu="fake"),
 ]
 
 
@@ -585,6 +618,11 @@ def make_build_inputs(d: Path) -> Path:
         shutil.copy(SOFTMAX / f, d / "release" / f)
     meta = json.loads((SOFTMAX / "softmax.json").read_text())
     (d / "release" / "softmax.json").write_text(json.dumps(dict(meta, triton_version="3.9.0")))
+    split_k = {"source": str(KERNLIB.parent / "autotune" / "split_k.py"), "kernel": "accumulate",
+               "signature": "*fp32:16, *fp32:16, i32", "heuristics": {"LIMIT": [0]}}
+    (d / "contradict.json").write_text(json.dumps({"kernels": [  # a good entry first: it is not compiled either
+        {"source": f"{EXAMPLES}/kernels/vector_add.py", "kernel": "add", "signature": ADD_SIG, "arch": [90]},
+        dict(split_k, options={"num_warps": 4}, arch=[90])]}))
     (d / "flat").mkdir()  # package modules copied out of their package: relative imports cannot work
     for f in ("plain.py", "common.py"):
         shutil.copy(KERNLIB / "ops" / f, d / "flat" / f)
@@ -631,6 +669,9 @@ BUILD = [
           "--arch", "80"], E.KernelNotFoundError, "Write the input as vector_add.py:<kernel_name>"),
     Build("python-without-kernel-name", "a .py without :kernel", lambda i, o: [f"{EXAMPLES}/kernels/vector_add.py", "-o",
           o, "--arch", "80"], E.InputError, "name the kernel to build as"),
+    Build("signature-scalar-as-pointer", "n typed *i32 in the signature (Triton's frontend refuses it)",
+          lambda i, o: [ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, *i32, 1024", "-o", o, "--arch", "80"],
+          E.CompileError, "Fix the kernel or its --signature", ("invalid operands of type pointer<int32>",)),
     Build("signature-too-short", "4 signature entries for 5 parameters",
           lambda i, o: [ADD, "--signature", "*fp32:16, *fp32:16, i32, 1024", "-o", o, "--arch", "80"], E.SignatureError,
           "give one entry per parameter"),
@@ -655,7 +696,8 @@ BUILD = [
           lambda i, o: [f"{i}/release/softmax.ptx", "-o", o], E.TritonReleaseMismatchError,
           "build it with Triton 3.9.0 (tmlr-build --python PATH", ("was made by Triton 3.9.0",)),
     Build("triton-missing", "no Triton installed", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o, "--arch", "80"],
-          E.TritonVersionError, "pip install 'tmlr[build]'", setup=_triton(None)),
+          E.TritonVersionError, "pip install 'triton==3.3.1'", ("pip install -e '.[build]' 'triton==3.3.1'",),
+          setup=_triton(None)),
     Build("output-path-is-a-file", "-o names a file", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", f"{i}/a-file",
           "--arch", "80"], E.OutputPathError, "pick another path or remove the file"),
     Build("output-kernel-dir-is-a-file", "OUT/add exists as a file",
@@ -664,7 +706,7 @@ BUILD = [
     Build("input-missing", "a .ttir that does not exist", lambda i, o: [f"{i}/nope.ttir", "-o", o, "--arch", "90"],
           E.InputError, "check the path"),
     Build("cubin-input-not-elf", "a .cubin input that is not ELF",
-          lambda i, o: [f"{i}/garbage/softmax.cubin", "-o", o], E.InputError, "pass the .cubin Triton wrote"),
+          lambda i, o: [f"{i}/garbage/softmax.cubin", "-o", o], E.InputKindError, "pass the .cubin Triton wrote"),
     Build("spec-unknown-key", "a spec entry with \"kernal\"", lambda i, o: ["--spec", f"{i}/spec.json", "-o", o],
           E.SpecError, "allowed:"),
     Build("unknown-option", "--option num_wraps=8",
@@ -672,7 +714,7 @@ BUILD = [
           "settable CUDAOptions are num_warps"),
     Build("clusters-before-sm90", "--num-ctas 2 with --arch 80",
           lambda i, o: [f"{EXAMPLES}/kernels/cluster_add.py:cluster_add", "--signature", ADD_SIG, "--num-ctas", "2", "-o",
-                        o, "--arch", "80,90"], E.OptionError, "--arch 90"),
+                        o, "--arch", "80,90"], E.OptionError, "build this kernel with --arch 90"),
     Build("nothing-to-build", "no input at all", lambda i, o: ["-o", o], E.UsageError, "name SRC files or a --spec file"),
     Build("python-without-arch", "a .py kernel without --arch", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o],
           E.UsageError, "pass --arch", also=("a Python kernel does not say which GPU architecture",)),
@@ -696,6 +738,9 @@ BUILD = [
           E.InputKindError, "pass the .ttgir file Triton wrote"),
     Build("ttir-saved-as-ttgir", "TTIR in a .ttgir file", lambda i, o: [f"{i}/kind/softmax.ttgir", "-o", o, "--arch", "90"],
           E.InputKindError, "rename it to softmax.ttir", also=("holds TTIR (a tt.func but no ttg.* layouts",)),
+    Build("option-contradicts-autotune-config", "a spec entry's num_warps 4 against a config's 8 (nothing is compiled)",
+          lambda i, o: ["--spec", f"{i}/contradict.json", "-o", o], E.OptionError, "drop the option (or pick configs)",
+          also=("contradicts autotune config 1's num_warps=8",)),
     Build("ptx-saved-as-llir", "PTX in a .llir file", lambda i, o: [f"{i}/kind/softmax.llir", "-o", o, "--arch", "90"],
           E.InputKindError, "rename it to softmax.ptx"),
 ]
@@ -783,7 +828,10 @@ def render_doc() -> str:
         "For `add[grid](x_ptr: *fp32:16, y_ptr: *fp32:16, out_ptr: *fp32:16, n: i32:16, one: i32 = 1, BLOCK=1024)`.\n"
         "Nothing reaches the GPU when a call is refused, and the next correct call works.\n",
         head + "\n".join(_row(c) for c in CALLS) + "\n",
-        "## Other calls (`Kernel.load`, `make_tensor_map`)\n",
+        "## Other calls (`Kernel.load`, `make_tensor_map`, a family's heuristics)\n",
+        "A family index is data: its `@triton.heuristics` expressions are bounded (at most 1000 characters, 40 levels,\n"
+        "integers of at most 64 bits, a power or shift refused before it computes a larger one), so a corrupt or\n"
+        "hostile index is refused at load or at the call instead of hanging the process (docs/variants.md).\n",
         head + "\n".join(_row(c) for c in API) + "\n",
         "## Building (`tmlr-build`)\n",
         head + "\n".join(_row(c) for c in BUILD) + "\n",

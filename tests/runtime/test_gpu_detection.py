@@ -109,3 +109,20 @@ def test_skip_check_command(tmp_path: Path) -> None:
     log.write_text(LOG.replace("SKIPPED [1] tests/gpu/test_runtime_gpu_inputs", "xx").replace("SKIPPED [1] tests/gpu/test_runtime_gpu.py:101", "xx")
                    .replace("SKIPPED [2] tests/runtime/test_bad_inputs", "xx"))
     assert subprocess.run(run, capture_output=True, text=True).returncode == 0
+
+
+def test_gpu_tests_that_need_more_skip_only_for_allowed_reasons(monkeypatch: pytest.MonkeyPatch) -> None:
+    """needs_gpus / needs_sm markers are judged by the driver's devices, and skip in skip_reasons' words:
+    one H200 allows a two-GPU test's skip, never an sm_90 test's."""
+    from types import SimpleNamespace
+
+    h200 = SimpleNamespace(major=9, minor=0)
+    monkeypatch.setattr(conftest, "cuda_device_count", lambda: 1)
+    monkeypatch.setattr(conftest.driver, "device_info", lambda ordinal: h200)
+    item = lambda *marks: SimpleNamespace(get_closest_marker=lambda name: next((m for m in marks if m.name == name), None))  # noqa: E731
+    two, sm90, sm80 = pytest.mark.needs_gpus(2).mark, pytest.mark.needs_sm(9, 0).mark, pytest.mark.needs_sm(8, 0).mark
+    assert conftest.need_skip_reason(item(sm90)) is None and conftest.need_skip_reason(item()) is None
+    assert conftest.need_skip_reason(item(two)).startswith(skip_reasons.ALLOWED)
+    assert conftest.need_skip_reason(item(sm80)).startswith(skip_reasons.NEEDS_SM80)
+    h200.minor = 9  # another sm_9x: an sm_90 test's skip is not allowed there
+    assert not conftest.need_skip_reason(item(sm90)).startswith(skip_reasons.ALLOWED)

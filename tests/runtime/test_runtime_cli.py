@@ -170,3 +170,57 @@ def test_inspect_shows_tensor_descriptors(capsys):
     assert main(["inspect", "--json", "--no-device", desc]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["schema_version"] == 2 and info["signature"][0]["descriptor"]["tensormap"]["block_size"] == [64, 64]
+
+
+# -- issue 19: the -o folder, --strict, a damaged artifact under inspect, tune's refusals ----------------
+OUT_FOLDER = os.path.join(ROOT, "examples", "artifacts")  # a folder as tmlr-build -o writes it
+AUTOTUNE = os.path.join(ROOT, "examples", "autotune", "artifacts", "matmul")
+
+
+def test_inspect_and_verify_of_an_output_folder_take_each_artifact(capsys):
+    assert main(["verify", "--no-device", OUT_FOLDER]) == 0
+    out = capsys.readouterr().out
+    assert f"== {ADD}" in out and f"== {os.path.join(OUT_FOLDER, 'matmul')}" in out
+    assert main(["inspect", "--json", "--no-device", OUT_FOLDER]) == 0
+    infos = json.loads(capsys.readouterr().out)
+    assert [info["name"] for info in infos] == sorted(os.listdir(OUT_FOLDER))
+
+
+def test_loading_an_output_folder_names_the_artifacts_in_it():
+    with pytest.raises(tr.ArtifactError) as e:
+        tr.Kernel.load(OUT_FOLDER)
+    assert f"holding {len(os.listdir(OUT_FOLDER))} artifact(s): {ADD}" in str(e.value)
+    assert f"load one of them, e.g. Kernel.load({ADD!r})" in str(e.value)
+
+
+def test_verify_strict_fails_when_the_device_check_is_skipped(capsys):
+    assert main(["verify", "--strict", "--no-device", ADD]) == 1
+    captured = capsys.readouterr()
+    assert "--strict: 1 check(s)" in captured.err and "this device can load and run it" in captured.err
+    assert main(["verify", "--strict", "--no-device", "--json", AUTOTUNE]) == 1  # the family's table row is no skip
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["check"] for r in rows if r["ok"] is None] == ["this device can load and run it"]
+
+
+@pytest.mark.parametrize("family", [False, True])
+def test_inspect_of_a_damaged_artifact_says_so_and_exits_1(tmp_path, capsys, family):
+    bad = tmp_path / "k"
+    shutil.copytree(AUTOTUNE if family else ADD, bad)
+    cubin = next(p for p in sorted(bad.rglob("*.cubin")))
+    data = bytearray(cubin.read_bytes())
+    data[-1] ^= 0xFF
+    cubin.write_bytes(bytes(data))
+    assert main(["inspect", "--no-device", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert f"DAMAGED   {cubin}: sha256" in out and f"run `tmlr verify {bad}` for every check" in out
+
+
+def test_tune_refuses_a_missing_cases_file_a_plain_artifact_and_a_folder_before_the_driver(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(driver, "init", lambda: pytest.fail("tune touched the driver"))
+    cases = os.path.join(ROOT, "examples", "autotune", "tune_cases.py") + ":cases"
+    for argv, message in (
+            ([AUTOTUNE, "--cases", "nothere.py:cases"], "nothere.py is not a Python file (check the path)"),
+            ([ADD, "--cases", cases], "not a family: nothing to tune"),
+            ([os.path.dirname(AUTOTUNE), "--cases", cases], f"tune a family among them, e.g. tmlr tune {AUTOTUNE}")):
+        assert main(["tune", *argv]) == 1
+        assert message in capsys.readouterr().err

@@ -185,6 +185,8 @@ def index_doc(tmp_path) -> tuple[str, dict]:
     (lambda d: d["autotune"].update(configs=[]), "$.autotune.configs", True),
     (lambda d: d["autotune"]["configs"][0].update(num_warps="4"), "$.autotune.configs[0].num_warps", True),
     (lambda d: d["params"][0].update(kind="pointer"), "$.params[0].kind", True),
+    (lambda d: d["variants"][0].update(cubin_sha256={"sm_90a": "not hex"}), "$.variants[0].cubin_sha256", True),
+    (lambda d: d["variants"][0].update(cubin_sha256={"../x": "0" * 64}), "$.variants[0].cubin_sha256", True),
 ])
 def test_a_bad_index_is_refused_by_the_reader_and_the_schema(tmp_path, change, json_path, schema_too):
     jsonschema = pytest.importorskip("jsonschema")
@@ -214,6 +216,80 @@ def test_a_sub_artifact_that_differs_from_the_index_is_an_integrity_error(tmp_pa
         tr.Kernel.load(d)
 
 
+def test_the_index_records_the_cubin_bytes_so_tables_and_caches_follow_them(tmp_path, fake):
+    # issue 19: a family rebuilt with other cubins (another Triton) must not reuse the old tuning choices
+    from tmlr_runtime.cli.family import verify_family
+    from tmlr_runtime.family.tuning import cache_path, entry, write_entries
+
+    d, doc = index_doc(tmp_path)
+    digests = []
+    for v in doc["variants"]:
+        with open(os.path.join(d, v["dir"], "metadata.json")) as f:
+            v["cubin_sha256"] = {m["target"]["arch"]: m["cubin"]["sha256"] for m in json.load(f)["variants"]}
+        digests.append(v["cubin_sha256"])
+    with open(os.path.join(d, "metadata.json"), "w") as f:
+        json.dump(doc, f)
+    family = tr.Kernel.load(d)
+    write_entries(os.path.join(d, "tuning.json"), "add", [entry("NVIDIA H200", family.index.sha256, [4096, "fp32", "fp32", "fp32"], 1)], 2)
+    assert not [c for c in verify_family(d, with_device=False) if c[1] is False]
+    first = family.index.sha256
+    doc["variants"][0]["cubin_sha256"] = {"sm_90a": "0" * 64}  # as a rebuild with other cubin bytes records them
+    with open(os.path.join(d, "metadata.json"), "w") as f:
+        json.dump(doc, f)
+    other = read_index(d)
+    assert other.sha256 != first and cache_path(other.sha256) != cache_path(first)
+    with pytest.raises(tr.IntegrityError, match="cubins differ from those the family index records"):
+        tr.Kernel.load(d)  # the index no longer matches the bytes under v/
+    checks = verify_family(d, with_device=False)
+    assert [name for name, ok, _ in checks if ok is False] == ["sub-artifacts match the index (signatures, cubin sha256)"]
+
+
+def test_a_stale_table_is_flagged_by_verify(tmp_path, fake):
+    from tmlr_runtime.cli.family import verify_family
+    from tmlr_runtime.family.tuning import entry, write_entries
+
+    d = dtype_family(str(tmp_path / "add"))
+    write_entries(os.path.join(d, "tuning.json"), "add", [entry("NVIDIA H200", "f" * 64, [4096, "fp32", "fp32", "fp32"], 1)], 2)
+    failed = [(name, detail) for name, ok, detail in verify_family(d, with_device=False) if ok is False]
+    assert failed == [("tuning.json is for this index", "1 of 1 entries are stale: they name another index sha256 (the family was "
+                       "rebuilt with other configs, variants or cubin bytes) and are ignored; run `tmlr tune` again")]
+
+
+HOSTILE = [("args['n'] ** args['m']", {"n": 7, "m": 10 ** 7}), ("1 << 10**10", {}), ("10 ** 100", {}),
+           ("args['n'] << args['m']", {"n": 1, "m": 1 << 40}), ("(args['n'] * args['n']) * (args['n'] * args['n'])", {"n": 1 << 40}),
+           ("next_power_of_2(args['x'])", {"x": 1e300}), ("int(args['x'])", {"x": 1e300}), ("args['n'] + 1", {"n": 1 << 100})]
+
+
+@pytest.mark.parametrize("text,args", HOSTILE)
+def test_a_hostile_heuristic_is_refused_before_it_computes_a_huge_number(text, args):
+    from tmlr_runtime.artifact.heuristics import Heuristic, HeuristicLimitError
+
+    h = Heuristic.make("X", text, False)  # inside the whitelist: the bound is on what it computes
+    with pytest.raises(HeuristicLimitError, match="64 bits"):
+        h.evaluate(args)
+
+
+@pytest.mark.parametrize("text", ["args['n'] + " + "1 + " * 300 + "1", "-" * 100 + "args['n']", "9" * 30, "x" * 2000])
+def test_a_heuristic_too_long_deep_or_wide_is_refused_at_load(text):
+    assert check_expression(text) is not None
+
+
+@pytest.mark.parametrize("text", ["args['K'] % args['BLOCK_K'] == 0", "next_power_of_2(args['n'])", "min(max(args['n'] // 256, 1), 8)",
+                                  "cdiv(args['M'], 128) > 1 and not args['X']", "-args['a'] ** 2 < 3 if args['b'] else ~args['c']",
+                                  "abs(int(args['x'])) << 1 | 1", "args['x'] is not None", "args['n'] or 5", "0 < args['n'] <= 8 < 9",
+                                  "args['n'] % 16 == 0 and args['n'] & 15", "2 ** 63 - 1 + args['b']", "args['f'] * 2.5 > 1"])
+def test_a_heuristic_gives_what_python_gives(text):
+    from tmlr_runtime.artifact.heuristics import FUNCTIONS, Heuristic
+
+    for args in ({"K": 64, "BLOCK_K": 32, "n": 1000, "M": 129, "X": 0, "a": 3, "b": 1, "c": 2, "x": 5.5, "f": 0.25},
+                 {"K": 7, "BLOCK_K": 4, "n": 0, "M": 1, "X": True, "a": -1, "b": 0, "c": -7, "x": None, "f": 1e10}):
+        try:
+            want = eval(text, {"__builtins__": {}, "args": args, **FUNCTIONS})  # the reference: Python itself
+        except TypeError:
+            continue
+        assert Heuristic.make("X", text, False).evaluate(args) == want
+
+
 def test_every_committed_family_index_is_valid_to_the_reader_and_the_schema():
     jsonschema = pytest.importorskip("jsonschema")
     from schema_sample import ROOT, committed_documents
@@ -224,3 +300,30 @@ def test_every_committed_family_index_is_valid_to_the_reader_and_the_schema():
     for name, doc in families.items():
         jsonschema.validate(doc, schema)
         assert len(read_index(str(ROOT / os.path.dirname(name))).variants) == len(doc["variants"])
+
+
+def test_a_constexpr_fixed_at_build_is_known_to_heuristics_and_grids(tmp_path, fake):
+    """A heuristic held back (no expression) for a constexpr every variant has one value of: a call that omits
+    it takes that value, as a plain Kernel of the same signature does, and the grid callable sees it."""
+    family = tr.Kernel.load(block_family(tmp_path, [{"name": "BLOCK", "expr": None, "after_config": False}], blocks=(1024,)))
+    x, y, out = tensors(4096)
+    seen = []
+    family(lambda meta: seen.append(meta["BLOCK"]) or (4,), x, y, out, 4096)
+    assert seen == [1024] and fake.launches[-1]["grid"] == (4, 1, 1)
+    assert family.choose(x, y, out, 4096).constexprs["BLOCK"] == 1024
+
+
+def test_a_family_s_first_load_reads_each_file_once(tmp_path, fake, monkeypatch):
+    d = dtype_family(str(tmp_path / "add"))
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: opened.append(os.path.relpath(path, d)) or real_open(path, *a, **k))
+    family = tr.Kernel.load(d)
+    args = tensors(4096)
+    family(4, *args, 4096)
+    launched = family.choose(*args, 4096)
+    assert tr.Kernel.load(launched.directory) is launched.kernel  # a variant's kernel, loaded by its directory: no read either
+    files = [f for f in opened if not f.startswith("..")]
+    metadata = sorted(f for f in files if f.endswith("metadata.json"))
+    assert metadata == sorted(["metadata.json"] + [os.path.join(os.path.relpath(m.directory, d), "metadata.json") for m in family.members])
+    assert len(files) == len(set(files)) and sum(f.endswith(".cubin") for f in files) == 1  # one variant launched: one cubin

@@ -35,13 +35,32 @@ def test_bad_artifact_fails_before_touching_the_driver(tmp_path):
     assert e.value.json_path == "$.variants[0].launch.num_warps"
 
 
-@pytest.mark.parametrize("kernel", ["softmax", "matmul", "fp8_matmul"])
-def test_stage_example_without_gpu_says_so_without_traceback(kernel):
-    pytest.importorskip("torch")
-    stages = os.path.join(ROOT, "examples", "stages")
+RUNNERS = {"softmax": "stages/run_softmax.py", "matmul": "stages/run_matmul.py", "fp8_matmul": "stages/run_fp8_matmul.py",
+           "gluon_matmul": "gluon/run_gluon_matmul.py", "matmul family": "autotune/run_matmul.py"}
+
+
+def _run_example(script: str, *python: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-    p = subprocess.run([sys.executable, os.path.join(stages, f"run_{kernel}.py")], capture_output=True, text=True, env=env,
-                       cwd=stages, timeout=120)
+    path = os.path.join(ROOT, "examples", script)
+    return subprocess.run([sys.executable, *(python or [path])], capture_output=True, text=True, env=env,
+                          cwd=os.path.dirname(path), timeout=120)
+
+
+@pytest.mark.parametrize("name", sorted(RUNNERS))
+def test_example_runner_without_gpu_says_so_without_traceback(name):
+    pytest.importorskip("torch")
+    p = _run_example(RUNNERS[name])
     assert p.returncode == 1
-    assert p.stdout.startswith(f"FAIL {kernel} needs a CUDA GPU: ") and p.stdout.count("\n") == 1, p.stdout
+    assert p.stdout.startswith(f"FAIL {name} needs a CUDA GPU: ") and p.stdout.count("\n") == 1, p.stdout
     assert "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("name", sorted(RUNNERS))
+def test_example_runner_without_torch_says_what_to_install(name):
+    path = os.path.join(ROOT, "examples", RUNNERS[name])
+    blocked = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = [sys.argv[1]]; "
+               "runpy.run_path(sys.argv[0], run_name='__main__')")
+    p = _run_example(RUNNERS[name], "-c", blocked, path)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert p.stdout == (f"FAIL {os.path.basename(path)} needs torch (with CUDA) for its inputs and reference: pip install "
+                        "torch, or from a tmlr checkout pip install -e '.[torch]'\n")

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from schema_sample import (JSONSCHEMA, committed_documents, expected_valid, invalid_change, path_text, reader_verdict,
                            valid_variation)
-from tmlr_runtime import SCHEMA_PATH
-from tmlr_runtime import SCHEMA_VERSION
+from tmlr_runtime import SCHEMA_PATH, SCHEMA_VERSION
 
 ALL_COMMITTED = committed_documents()
 # the documents of a schema version this reader knows (examples/gluon's host descriptors are version 2)

@@ -91,7 +91,7 @@ def test_scratch_freed_through_the_driver_when_cuLaunchKernel_raises(monkeypatch
         fake.scratch.clear()
         # the compiled path calls the driver's C entry point, which cannot raise: the fake's callback
         # turns the exception into CUDA_ERROR_UNKNOWN
-        with pytest.raises(tr.DriverError if k._fast is not None else OverflowError):
+        with pytest.raises(tr.DriverError if k._compiled is not None else OverflowError):
             k((2, 1), src, dst, 64, 64, stream=5)
         assert fake.scratch == [("alloc", 2 * 256, 5), ("free", 0x7F00_0000_0000, 5)]
 

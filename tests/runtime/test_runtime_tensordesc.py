@@ -171,5 +171,5 @@ def test_kernels_without_descriptors_keep_the_plain_pack() -> None:
     with installed():
         k = tr.Kernel.load(os.path.join(ROOT, "examples", "artifacts", "add"))
         d = tr.Kernel.load(os.path.join(ARTIFACTS, "desc_scale"))
-    assert k._plan.pack == k._plan.layout.head.pack_into
-    assert d._plan.pack != d._plan.layout.head.pack_into
+        assert k.plan.pack == k.plan.layout.head.pack_into
+        assert d.plan.pack != d.plan.layout.head.pack_into

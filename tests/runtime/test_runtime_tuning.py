@@ -191,3 +191,15 @@ def test_tmlr_tune_writes_a_valid_table_that_strict_mode_uses(tmp_path, fake, ca
     assert "nofile.py is not a Python file" in capsys.readouterr().err
     assert main(["tune", d, "--cases", "cases"]) == 1
     assert "write it as FILE.py:function" in capsys.readouterr().err
+
+
+def test_an_unreadable_table_is_kept_aside_not_dropped_when_entries_are_merged(tmp_path):
+    # issue 19: `tmlr tune --out TABLE` on a damaged table (or one with a config index this family lacks)
+    path = str(tmp_path / "tuning.json")
+    damaged = b'{"schema_version": 1, "kind": "tuning", "name": "add", "entries": [{"config": 9}]}'
+    with open(path, "wb") as f:
+        f.write(damaged)
+    tuning.write_entries(path, "add", [tuning_table.entry("NVIDIA H200", "a" * 64, [4096], 1)], 2)
+    assert [e["config"] for e in tuning_table.read_entries(path, 2)] == [1]
+    [aside] = [p for p in os.listdir(tmp_path) if p.startswith("tuning.unreadable-")]
+    assert (tmp_path / aside).read_bytes() == damaged

@@ -4,21 +4,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import tmlr_runtime
-from tmlr_runtime import METADATA_FILE
-from tmlr_runtime import SCHEMA_PATH
-from tmlr_runtime import ArtifactMetadata
-from tmlr_runtime import SchemaError
+from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
 from tmlr_runtime.abi import TENSORDESC
 
 from ..common.errors import ArtifactWriteError, OutputPathError
 from ..common.jobs import JobResult
 
 IR_DIR = "ir"
+VARIANTS_DIR = "v"  # a family's variants, one artifact each (family.py)
 # schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
 # parameters), so that a runtime that reads version 1 only still loads every artifact it can launch
 _DESCRIPTOR_SCHEMA = 2
@@ -122,11 +121,29 @@ def prepare_output(out: str) -> str:
     return out
 
 
-def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequence[str] = ()) -> str:
+def built_names(name: str) -> Callable[[str], bool]:
+    """Whether a top-level entry of an artifact directory is tmlr-build's (a rebuild replaces it): metadata.json,
+    the kernel's cubins, ir/ and v/. Everything else there is the user's and survives a rebuild."""
+    cubin = re.compile(re.escape(name) + r"\.sm_[0-9]+a?\.cubin")
+    return lambda entry: entry in (METADATA_FILE, IR_DIR, VARIANTS_DIR) or bool(cubin.fullmatch(entry))
+
+
+def user_entries(final: str, name: str) -> list[str]:
+    """The top-level entries of the existing ``final`` that no build writes (a tuning table, notes)."""
+    if not os.path.isdir(final):
+        return []
+    ours = built_names(name)
+    return sorted(e for e in os.listdir(final) if not ours(e))
+
+
+def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequence[str] = (),
+                    drop: Sequence[str] = ()) -> str:
     """Write ``out/name`` so that readers see the old directory or the complete new one, never a mix.
 
     ``carry``: folders of the old directory (relative) to keep when the new files do not replace
-    them - the IR a user edited in place and is building from must survive the rebuild.
+    them - the IR a user edited in place and is building from must survive the rebuild. Every
+    top-level entry of the old directory that no build writes (:func:`built_names`) is kept as well,
+    unless ``files`` replaces it or ``drop`` names it (the caller kept its bytes under another name).
     """
     final = os.path.join(out, name)
     if os.path.exists(final) and not os.path.isdir(final):
@@ -138,24 +155,35 @@ def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequenc
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
-        for rel in carry:
-            if os.path.isdir(os.path.join(final, rel)) and not os.path.exists(os.path.join(tmp, rel)):
-                shutil.copytree(os.path.join(final, rel), os.path.join(tmp, rel))
+        kept = [e for e in user_entries(final, name) if e not in drop]
+        for rel in [*carry, *kept]:
+            source, target = os.path.join(final, rel), os.path.join(tmp, rel)
+            if os.path.lexists(target) or not os.path.lexists(source):
+                continue
+            if os.path.isdir(source) and not os.path.islink(source):
+                shutil.copytree(source, target, symlinks=True)
+            else:
+                shutil.copy2(source, target, follow_symlinks=False)
         os.chmod(tmp, 0o755)
-        if os.path.isdir(final):
-            # A directory cannot replace a non-empty one in a single rename: move the old one aside first.
-            old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=out)
-            os.replace(final, os.path.join(old, name))
-            try:
-                os.replace(tmp, final)
-            except OSError:
-                os.replace(os.path.join(old, name), final)  # put the previous artifact back
-                raise
-            finally:
-                shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
+        _swap(out, name, tmp, final)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ArtifactWriteError(f"{final}: cannot write the artifact: {e}") from None
+        raise ArtifactWriteError(f"{final}: cannot write the artifact (the previous one, if any, is unchanged): {e}") from None
     return final
+
+
+def _swap(out: str, name: str, tmp: str, final: str) -> None:
+    if not os.path.isdir(final):
+        os.replace(tmp, final)
+        return
+    # A directory cannot replace a non-empty one in a single rename: move the old one aside first.
+    old = tempfile.mkdtemp(prefix=f".{name}.old-", dir=out)
+    os.replace(final, os.path.join(old, name))
+    try:
+        os.replace(tmp, final)
+    except OSError:
+        os.replace(os.path.join(old, name), final)  # put the previous artifact back
+        os.rmdir(old)
+        raise
+    # Only now that the new directory (with every user file copied in) is in place.
+    shutil.rmtree(old, ignore_errors=True)

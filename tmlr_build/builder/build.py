@@ -14,11 +14,17 @@ from ..common.triton_check import check_triton_version, release_in_range
 from . import variants
 from .artifact import artifact_files, prepare_output, write_directory
 from .family import family_files
+from .rebuild_table import TABLE_FILE, table_on_rebuild
 from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
 from .variants import FamilyPlan
 from .workers import Task, run_jobs, run_tasks
 
 CAPTURE_JOB = "tmlr_build.compile.capture:run"
+OPTIONS_JOB = "tmlr_build.compile.options:check_requests"
+# CUDAOptions fields of every Triton release tmlr-build supports (3.3-3.9), which the command line's flags set:
+# only other names need a worker (which imports Triton) to check them before compiling
+_OPTIONS_OF_EVERY_TRITON = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                                      "launch_cooperative_grid", "debug"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,8 @@ class BuildReport:
     skipped_for_triton: list[str] = field(default_factory=list)  # requests written for other Triton releases
     stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
     warnings: list[str] = field(default_factory=list)  # e.g. autotune pruning that the build cannot apply
+    notes: list[str] = field(default_factory=list)  # what a rebuild kept (a tuning table re-stamped)
+    not_written: list[str] = field(default_factory=list)  # names of the requests a failed build did not write
 
 
 def _targets(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
@@ -65,27 +73,23 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
           on_progress: Callable[..., None] | None = None) -> BuildReport:
     """Compile every request for its archs and write ``config.out/<name>/``.
 
-    Kernels whose every arch (and every variant) compiled are written (atomically, one directory
-    each). Then a single failure is raised as itself; several as a BuildFailedError listing each.
+    Every check that needs no compile (inputs, archs, variant plans and their options, names) runs
+    first, for every request: one refusal and nothing is compiled or written. Then kernels whose every
+    arch (and every variant) compiled are written (atomically, one directory each). A failure is raised
+    as itself, several as a BuildFailedError listing each; either carries ``report`` (what was written,
+    what was not).
     """
     triton_version = check_triton_version()
     out = prepare_output(config.out)
     report = BuildReport(stopped_after=config.stop_after)
-    chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]] = []
-    for i, req in enumerate(requests):
-        check_input_kind(req)
-        label = req.name or req.kernel or os.path.basename(req.source)
-        if req.triton is not None and not release_in_range(triton_version, req.triton):
-            report.skipped_for_triton.append(f"{label} (written for Triton {req.triton}; {triton_version} is installed)")
-            continue
-        targets = _targets(req, config)
-        if targets:
-            chosen.append((i, req, targets))
-        else:
-            report.skipped.append(label)
     errors: list[BuildError] = []
+    chosen = _chosen(requests, config, triton_version, report, errors)
     plans = _plan_families(chosen, config, report, errors)
-    jobs, owner = _jobs(chosen, plans, config)
+    jobs, owner = _jobs(chosen, plans, config, errors)
+    _check_names(requests, chosen, plans, errors)
+    if errors:
+        report.not_written += [_label(req, plans.get(i)) for i, req, _ in chosen]
+        raise _failure(errors, report)
     if config.dump_passes is not None:
         jobs = _with_pass_dump(jobs, config.dump_passes)
     progress = on_progress or (_stderr_progress if config.progress and (len(jobs) > 2 or plans) else None)
@@ -95,11 +99,61 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     for (i, vid), outcome in zip(owner, outcomes):
         by_request.setdefault(i, []).append((vid, outcome))
     _write_all(requests, by_request, plans, config, out, report, errors)
-    if len(errors) == 1:
-        raise errors[0]
     if errors:
-        raise BuildFailedError("\n".join(str(e) for e in errors), errors)
+        raise _failure(errors, report)
     return report
+
+
+def _failure(errors: list[BuildError], report: BuildReport) -> BuildError:
+    error = errors[0] if len(errors) == 1 else BuildFailedError("\n".join(str(e) for e in errors), errors)
+    error.report = report  # type: ignore[attr-defined]  # the CLI lists what was written and what was not
+    return error
+
+
+def _label(req: KernelRequest, family: FamilyPlan | None = None) -> str:
+    return family.name if family else req.name or req.kernel or os.path.basename(req.source)
+
+
+def _chosen(requests: Sequence[KernelRequest], config: BuildConfig, triton_version: str, report: BuildReport,
+            errors: list[BuildError]) -> list[tuple[int, KernelRequest, tuple[Target, ...]]]:
+    """The requests to build, each with its targets; a request that fails a check is left out, its error kept."""
+    chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]] = []
+    for i, req in enumerate(requests):
+        label = _label(req)
+        if req.triton is not None and not release_in_range(triton_version, req.triton):
+            report.skipped_for_triton.append(f"{label} (written for Triton {req.triton}; {triton_version} is installed)")
+            continue
+        try:
+            check_input_kind(req)
+            targets = _targets(req, config)
+        except BuildError as e:
+            errors.append(e)
+            report.not_written.append(label)
+            continue
+        if targets:
+            chosen.append((i, req, targets))
+        else:
+            report.skipped.append(label)
+    return chosen
+
+
+def _check_names(requests: Sequence[KernelRequest], chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]],
+                 plans: dict[int, FamilyPlan], errors: list[BuildError]) -> None:
+    """Two requests that would write the same directory (when their names are known before compiling)."""
+    names: dict[str, int] = {}
+    for i, req, _ in chosen:
+        name = plans[i].name if i in plans else req.name or (req.kernel if req.stage == "python" else None)
+        if name is None:
+            continue
+        if name in names:
+            errors.append(_same_name(name, requests[names[name]], req))
+        names.setdefault(name, i)
+
+
+def _same_name(name: str, first: KernelRequest, second: KernelRequest) -> ArtifactWriteError:
+    return ArtifactWriteError(
+        f"two inputs build a kernel named {name!r} ({os.path.basename(first.source)} and "
+        f"{os.path.basename(second.source)}); give one another name (--name or the spec's \"name\")")
 
 
 def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], config: BuildConfig,
@@ -109,7 +163,16 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
     asked = [(i, req, targets) for i, req, targets in chosen if variants.may_be_wrapped(req)]
     tasks = [Task(CAPTURE_JOB, (make_jobs(req, targets[:1], None, False, True)[0],), f"{req.source}:{req.kernel}")
              for _, req, targets in asked]
-    facts = run_tasks(tasks, config.max_workers) if tasks else []
+    with_options = [(i, req) for i, req, _ in chosen if set(req.options) - _OPTIONS_OF_EVERY_TRITON]
+    if with_options:  # option names are Triton's: a worker checks them, beside the wrapper reads
+        where = [(os.path.basename(req.source) + (f":{req.kernel}" if req.kernel else ""), req.options)
+                 for _, req in with_options]
+        tasks.append(Task(OPTIONS_JOB, (where,), "compile options"))
+    outcomes = run_tasks(tasks, config.max_workers) if tasks else []
+    facts = outcomes[:len(asked)]
+    if with_options:
+        checked = outcomes[-1]
+        errors += [checked] if isinstance(checked, BuildError) else [e for e in checked if e is not None]
     plans: dict[int, FamilyPlan] = {}
     for (i, req, targets), fact in zip(asked, facts):
         try:
@@ -121,9 +184,12 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
                                  f"{len(found.variants)} variants; fix the types, configs and heuristic values")
         except BuildError as e:
             errors.append(e)
+            report.not_written.append(_label(req))
             chosen[:] = [c for c in chosen if c[0] != i]
             continue
-        if found is not None:
+        if found is None:
+            report.warnings += filter(None, [variants.unused_configs_warning(req, fact)])
+        else:
             plans[i] = found
             report.warnings += found.warnings
             if config.progress:
@@ -132,20 +198,24 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
 
 
 def _jobs(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], plans: dict[int, FamilyPlan],
-          config: BuildConfig) -> tuple[list[Job], list[tuple[int, str | None]]]:
-    """Every compile job, and for each the request (and variant) it belongs to."""
+          config: BuildConfig, errors: list[BuildError]) -> tuple[list[Job], list[tuple[int, str | None]]]:
+    """Every compile job, and for each the request (and variant) it belongs to; a request whose jobs cannot
+    be made (its metadata JSON unreadable, --stop-after before its stage) adds its error instead."""
     jobs: list[Job] = []
     owner: list[tuple[int, str | None]] = []
     for i, req, targets in chosen:
         family = plans.get(i)
-        for v in family.variants if family else [None]:
-            one = req if v is None else replace(req, signature=v.signature, constexprs=v.constexprs,
-                                                options=v.options)
-            new = make_jobs(one, targets, config.stop_after, config.keep_ir, config.line_info)
-            if v is not None:
-                new = [replace(job, variant=v.vid) for job in new]
-            jobs += new
-            owner += [(i, v.vid if v else None)] * len(new)
+        try:
+            for v in family.variants if family else [None]:
+                one = req if v is None else replace(req, signature=v.signature, constexprs=v.constexprs,
+                                                    options=v.options)
+                new = make_jobs(one, targets, config.stop_after, config.keep_ir, config.line_info)
+                if v is not None:
+                    new = [replace(job, variant=v.vid) for job in new]
+                jobs += new
+                owner += [(i, v.vid if v else None)] * len(new)
+        except BuildError as e:
+            errors.append(e)
     return jobs, owner
 
 
@@ -158,26 +228,37 @@ def _write_all(requests: Sequence[KernelRequest], by_request: dict[int, list[tup
         failed = [o for _, o in outs if isinstance(o, BuildError)]
         if failed:
             errors += _unique(failed)
+            report.not_written.append(_label(requests[i], plans.get(i)))
             continue
         results = [o for _, o in outs if isinstance(o, JobResult)]
         name = results[0].name
-        if name in names:
-            errors.append(ArtifactWriteError(
-                f"two inputs build a kernel named {name!r} ({os.path.basename(requests[names[name]].source)} and "
-                f"{os.path.basename(requests[i].source)}); give one another name (--name or the spec's \"name\")"))
-            continue
-        names[name] = i
         try:
-            if i in plans:
-                grouped: dict[str, list[JobResult]] = {}
-                for vid, o in outs:
-                    grouped.setdefault(str(vid), []).append(o)
-                files = family_files(plans[i], grouped)
-            else:
-                files = artifact_files(name, results, with_metadata=config.stop_after is None)
-            report.written.append(write_directory(out, name, files, _inputs_inside(requests, os.path.join(out, name))))
+            if name in names:
+                raise _same_name(name, requests[names[name]], requests[i])
+            names[name] = i
+            _write_one(requests, i, name, outs, results, plans.get(i), config, out, report)
         except BuildError as e:
             errors.append(e)
+            report.not_written.append(name)
+
+
+def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[tuple[str | None, Any]],
+               results: list[JobResult], family: FamilyPlan | None, config: BuildConfig, out: str,
+               report: BuildReport) -> None:
+    final = os.path.join(out, name)
+    drop: list[str] = []
+    if family is not None:
+        grouped: dict[str, list[JobResult]] = {}
+        for vid, o in outs:
+            grouped.setdefault(str(vid), []).append(o)
+        files = family_files(family, grouped)
+        added, drop, note = table_on_rebuild(final, name, files)
+        files.update(added)
+        if note is not None:
+            (report.notes if TABLE_FILE in added else report.warnings).append(note)
+    else:
+        files = artifact_files(name, results, with_metadata=config.stop_after is None)
+    report.written.append(write_directory(out, name, files, _inputs_inside(requests, final), drop))
 
 
 def _import_validation() -> None:

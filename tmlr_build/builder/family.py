@@ -6,24 +6,24 @@ signature, so that the runtime plans its dispatch from one file (docs/spec-forma
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Sequence
 
-from tmlr_runtime import METADATA_FILE
-from tmlr_runtime import Parameter
+from tmlr_runtime import METADATA_FILE, Parameter
 from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH, FAMILY_VERSION  # the runtime's reader of the index
 from tmlr_runtime.abi import format_signature
 
 from ..common.errors import ArtifactWriteError
 from ..common.jobs import JobResult
-from .artifact import artifact_files, check_schema
+from .artifact import VARIANTS_DIR, artifact_files, check_schema
 from .variants import FamilyPlan
 
-VARIANTS_DIR = "v"
 
 
-def index_document(plan: FamilyPlan) -> dict[str, Any]:
-    """The family index of ``plan`` (metadata.json at the family folder's top)."""
+def index_document(plan: FamilyPlan, digests: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """The family index of ``plan`` (metadata.json at the family folder's top); ``digests``: each variant's
+    arch -> cubin sha256, so that the index's sha256 (which keys tuning tables) follows the bytes."""
     tune = plan.facts.autotune
     autotune = None
     if tune is not None and plan.configs is not None:
@@ -38,14 +38,15 @@ def index_document(plan: FamilyPlan) -> dict[str, Any]:
         "autotune": autotune,
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config}
                        for h in plan.facts.heuristics],
-        "variants": [{"dir": f"{VARIANTS_DIR}/{v.vid}", "config": v.config, "signature": v.full_signature}
-                     for v in plan.variants],
+        "variants": [{"dir": f"{VARIANTS_DIR}/{v.vid}", "config": v.config, "signature": v.full_signature,
+                      "cubin_sha256": digests[v.vid]} for v in plan.variants],
     }
 
 
 def family_files(plan: FamilyPlan, results: dict[str, Sequence[JobResult]]) -> dict[str, bytes]:
     """Relative path -> bytes of the whole family folder; ``results``: each variant's compile results."""
     files: dict[str, bytes] = {}
+    digests: dict[str, dict[str, str]] = {}
     for v in plan.variants:
         built = format_signature(Parameter.from_json(p) for p in results[v.vid][0].signature)
         if built != v.full_signature:
@@ -53,7 +54,9 @@ def family_files(plan: FamilyPlan, results: dict[str, Sequence[JobResult]]) -> d
                                      f"{built!r}; this is a tmlr-build bug, please report it")
         for rel, data in artifact_files(plan.name, results[v.vid], with_metadata=True).items():
             files[f"{VARIANTS_DIR}/{v.vid}/{rel}"] = data
-    doc = index_document(plan)
+        digests[v.vid] = {r.target.arch: hashlib.sha256(r.cubin or b"").hexdigest()
+                          for r in sorted(results[v.vid], key=lambda r: r.target)}
+    doc = index_document(plan, digests)
     validate_index(doc)
     files[METADATA_FILE] = (json.dumps(doc, indent=2) + "\n").encode()
     return files

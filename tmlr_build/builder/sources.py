@@ -29,6 +29,9 @@ class KernelRequest:
     constexprs: dict[str, Any] = field(default_factory=dict)
     arg_names: tuple[str, ...] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # the keys of ``options`` that are a spec's top-level defaults (the entry does not set them): an autotune
+    # config's num_warps/num_stages/... wins over these, as Triton's config wins over a launch default
+    default_options: frozenset[str] = frozenset()
     metadata_path: str | None = None
     archs: tuple[Target, ...] | None = None  # the archs this kernel may be built for (None: any)
     triton: str | None = None  # the Triton releases it may be built with (">=3.4"; None: any)
@@ -153,14 +156,23 @@ _THEN = {"ttir": " and pass --arch (TTIR is portable)", "ttgir": ""}
 
 def check_input_kind(req: KernelRequest) -> None:
     """An IR input must hold the stage its extension names: Triton aborts, or tmlr-build would give
-    a misleading message, on TTIR saved as .ttgir, PTX saved as .llir, or a file that is no IR."""
-    if req.stage not in ("ttir", "ttgir", "llir", "ptx"):
+    a misleading message, on TTIR saved as .ttgir, PTX saved as .llir, or a file that is no IR.
+    Checked first, before any question about flags that such a file would not answer anyway."""
+    if req.stage == "python":
         return
     with open(req.source, "rb") as f:
-        found = stage_of(f.read())
+        data = f.read()
+    name = os.path.basename(req.source)
+    if req.stage == "cubin":
+        if cubin_capability(data) is None:
+            found = stage_of(data)
+            also = f" (it holds {_STAGE_WORDS[found]}: rename it to {os.path.splitext(name)[0]}.{found})" \
+                if found not in (None, "cubin") else ""
+            raise InputKindError(f"{name}: not a cubin (no CUDA ELF header){also}; pass the .cubin Triton wrote")
+        return
+    found = stage_of(data)
     if found == req.stage:
         return
-    name = os.path.basename(req.source)
     if found is None:
         raise InputKindError(
             f"{name}: is not {_STAGE_WORDS[req.stage]}, nor any IR tmlr-build reads (no tt.func, no LLVM 'define', "
@@ -170,6 +182,19 @@ def check_input_kind(req: KernelRequest) -> None:
     then = _THEN.get(found, " and keep Triton's metadata JSON of its compile beside it (or pass --metadata)")
     raise InputKindError(f"{name}: holds {_STAGE_WORDS[found]}{_WHY.get(found, '')}, not {_STAGE_WORDS[req.stage]}: "
                          f"rename it to {stem}.{found}{then}")
+
+
+_EM_CUDA = 190  # e_machine of a CUDA ELF
+
+
+def cubin_capability(data: bytes) -> int | None:
+    """The SM a cubin is compiled for (90 for sm_90a), from its ELF header; None if it is no CUDA ELF.
+    ELF ABI version 7 keeps the SM in e_flags' low byte, version 8 (newer ptxas) in the next byte."""
+    if len(data) < 0x34 or not data.startswith(b"\x7fELF") or int.from_bytes(data[18:20], "little") != _EM_CUDA:
+        return None
+    flags = int.from_bytes(data[0x30:0x34], "little")  # e_flags of a 64-bit ELF
+    sm = (flags >> 8) & 0xFF if data[8] >= 8 else flags & 0xFF
+    return sm or None
 
 
 def default_archs(req: KernelRequest) -> tuple[Target, ...] | None:
@@ -187,7 +212,12 @@ def default_archs(req: KernelRequest) -> tuple[Target, ...] | None:
         meta_path = req.metadata_path or _beside(req.source, ".json")
         if meta_path:
             arch = (_read_json(meta_path, "Triton metadata JSON").get("target") or {}).get("arch")
-            return (Target.from_capability(int(arch)),) if arch is not None else None
+            if arch is not None:
+                return (Target.from_capability(int(arch)),)
+    if req.stage == "cubin":  # no metadata JSON to ask: the cubin's own ELF header
+        with open(req.source, "rb") as f:
+            cap = cubin_capability(f.read(0x34))
+        return (Target.from_capability(cap),) if cap else None
     return None
 
 

@@ -2,7 +2,7 @@
 
     {
       "arch": [80, 90],                       # default archs (--arch overrides)
-      "options": {"num_warps": 4},            # default options for every kernel
+      "options": {"num_warps": 4},            # default options for every kernel (an autotune config's win)
       "kernels": [
         {"source": "kernels/add.py", "kernel": "add", "signature": "*fp32:16, *fp32:16, *fp32:16, i32",
          "constexprs": {"BLOCK": 1024}, "options": {"num_warps": 4}, "arch": [90], "name": "add_1024"}
@@ -69,11 +69,13 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> K
     signature = k.get("signature")
     if signature is not None and not isinstance(signature, str):
         raise SpecError(f'{path}: {where}: "signature" must be a string like "*fp16:16, i32, 128"')
-    options = {**defaults, **_options(path, where, k.get("options", {}))}
+    own = _options(path, where, k.get("options", {}))
+    options = {**defaults, **own}
     metadata = os.path.join(base, k["metadata"]) if "metadata" in k else None
     archs = _archs(path, where, k["arch"]) if "arch" in k else None
     return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
-                         constexprs=dict(constexprs), arg_names=arg_names, options=options, metadata_path=metadata,
+                         constexprs=dict(constexprs), arg_names=arg_names, options=options,
+                         default_options=frozenset(defaults) - frozenset(own), metadata_path=metadata,
                          archs=archs, triton=_triton_range(path, where, k.get("triton")), **_variants(path, where, k))
 
 

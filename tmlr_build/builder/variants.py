@@ -94,6 +94,21 @@ def plan(req: KernelRequest, facts: KernelFacts, archs: int, max_variants: int) 
     return _expand(req, facts, configs, heuristics, entries, archs, max_variants)
 
 
+def unused_configs_warning(req: KernelRequest, facts: KernelFacts) -> str | None:
+    """What to say when :func:`plan` builds an autotuned kernel as one plain artifact: the user fixed every
+    constexpr its configs set, so none of the configs' options (num_warps, num_stages) was applied."""
+    if facts.autotune is None:
+        return None
+    filled, _ = _filled_names(facts, str(req.kernel))
+    names = ", ".join(sorted(n for n, whence in filled.items() if whence == "config"))
+    options = {k: v for k, v in req.options.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
+    used = ", ".join(f"{k}={v}" for k, v in options.items()) or "Triton's defaults"
+    return (f"{req.kernel}: every constexpr the {len(facts.autotune.configs)} @triton.autotune configs set ({names}) is "
+            f"fixed by the signature or --constexpr, so one plain artifact was built with {used}: the autotune configs "
+            f"(their num_warps, num_stages) were not used; to build them as a family, leave {names} out of the "
+            "signature (--configs I,J picks some)")
+
+
 def _filled_names(facts: KernelFacts, label: str) -> tuple[dict[str, str], list[str]]:
     """Constexprs a config or a heuristic sets (name -> "config" | "heuristic"), and what cannot be built per
     variant (an error only when the user does not fix those names)."""
@@ -236,7 +251,8 @@ def _variant(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, 
     options = dict(req.options)
     if config is not None:
         for key, value in config.compile_options().items():
-            if key in options and options[key] != value:
+            # a spec's top-level default yields to the config, as Triton's config wins over a launch default
+            if key in options and options[key] != value and key not in req.default_options:
                 raise OptionError(f"{req.kernel}: option {key}={options[key]!r} contradicts autotune config {index}'s "
                                   f"{key}={value!r}; each config sets its own - drop the option (or pick configs)")
             options[key] = value

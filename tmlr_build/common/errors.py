@@ -54,8 +54,9 @@ class KernelNotFoundError(InputError):
     """The named kernel is not a @triton.jit function of the Python file."""
 
 
-class SignatureError(InputError):
-    """The kernel signature is malformed, of the wrong length, or cannot be recovered."""
+class SignatureError(InputError, UsageError):
+    """The kernel signature is missing, malformed, of the wrong length, or cannot be recovered: what
+    --signature (or a spec's "signature") must give, so a usage error (exit status 2)."""
 
 
 class MissingMetadataError(InputError):
@@ -95,9 +96,10 @@ class ArtifactWriteError(BuildError):
 
 
 class BuildFailedError(BuildError):
-    """Several kernels failed to build; ``errors`` holds each failure (the others were written).
+    """Several kernels failed to build; ``errors`` holds each failure.
 
-    A single failure is raised as itself, so callers can catch the specific class.
+    A single failure is raised as itself, so callers can catch the specific class. Either carries
+    ``report`` (a BuildReport: ``written`` and ``not_written``) when raised by ``build``.
     """
 
     def __init__(self, message: str, errors: Sequence[BuildError] = ()) -> None:

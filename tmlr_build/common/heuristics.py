@@ -8,7 +8,7 @@ else is recorded as no expression, and the caller must pass the value by keyword
 
 Pure Python (no Triton), in common/ because the compile side (compile/capture.py, which may not import
 the parent side) uses it: it hands in the function's code object and its file's source, and checks
-that the globals an expression relies on are what they look like. The runtime's tmlr_runtime/_heuristics.py
+that the globals an expression relies on are what they look like. The runtime's tmlr_runtime/artifact/heuristics.py
 re-checks the same whitelist at load.
 """
 from __future__ import annotations

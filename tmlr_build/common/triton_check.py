@@ -10,7 +10,7 @@ from .errors import TritonVersionError
 # that it is tested with. compile/triton_api.py holds what differs between them.
 TESTED = ("3.3.1", "3.4.0", "3.5.1", "3.6.0", "3.7.1", "3.8.0", "3.9.0")
 SUPPORTED = tuple(v.rsplit(".", 1)[0] for v in TESTED)
-DEFAULT = "3.3.1"  # what pip install 'tmlr[build]' installs
+DEFAULT = "3.3.1"  # the reference: the committed artifacts are built with it, the README's commands pin it
 
 
 def installed_triton_version() -> str | None:
@@ -34,8 +34,9 @@ def check_triton_version(version: str | None = None) -> str:
     """The installed Triton version; raises TritonVersionError unless its major.minor is supported."""
     have = version if version is not None else installed_triton_version()
     if have is None:
-        raise TritonVersionError("Triton is not installed; tmlr-build needs it: pip install 'tmlr[build]' "
-                                 f"(triton=={DEFAULT}), or another supported release: {', '.join(TESTED)}")
+        raise TritonVersionError(f"Triton is not installed; tmlr-build needs it: pip install 'triton=={DEFAULT}' (in a tmlr "
+                                 f"checkout: pip install -e '.[build]' 'triton=={DEFAULT}'), or another supported "
+                                 f"release: {', '.join(TESTED)}")
     if release_of(have) not in SUPPORTED:
         raise TritonVersionError(
             f"Triton {have} is installed, but tmlr-build knows the kernel ABI of Triton {', '.join(SUPPORTED)} "

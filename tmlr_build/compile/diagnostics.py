@@ -66,6 +66,9 @@ def causes(e: BaseException) -> list[str]:
 def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
     detail = str(e).strip() or type(e).__name__
     chain = causes(e)
+    reason = getattr(e, "error_message", None)  # Triton 3.3's CompilationError: repr(cause) after the excerpt
+    if not chain and isinstance(reason, str) and reason.strip() and detail.endswith(reason.strip()):
+        chain, detail = [reason.strip()], detail[: -len(reason.strip())].rstrip()
     if chain:  # the innermost cause is the reason: say it first, then where (each caret) it happened
         where = f"{job.label}: Triton failed in stage {ext}: {chain[-1]}\n{type(e).__name__}: {detail}"
         where += "".join(f"\ncaused by {c}" for c in chain[:-1])
@@ -74,4 +77,8 @@ def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
     notes = diag.text()
     if notes:
         where += "\n" + "\n".join(notes.splitlines()[-40:])
-    return where + "\nFix the kernel or the options; --stop-after and --keep-ir write the IR up to the failing stage"
+    fix = "Fix the kernel or the options"
+    if ext.startswith("python"):  # the types the frontend checks against are the ones --signature gave
+        fix = ("Fix the kernel or its --signature (a type or constexpr value there that does not fit how the kernel uses "
+               "the parameter, such as a pointer type for a scalar, fails here) or the options")
+    return where + f"\n{fix}; --stop-after and --keep-ir write the IR up to the failing stage"

@@ -65,6 +65,19 @@ def check_known(options: dict[str, Any], where: str) -> None:
                           f"{triton.__version__}'s settable CUDAOptions are {', '.join(settable)}")
 
 
+def check_requests(requests: list[tuple[str, dict[str, Any]]], workdir: str) -> list[OptionError | None]:
+    """A worker task run before any compile: for each ``(where, options)`` the OptionError of an option
+    this Triton does not know, else None (the parent never imports Triton, which knows the names)."""
+    out: list[OptionError | None] = []
+    for where, options in requests:
+        try:
+            check_known(options, where)
+            out.append(None)
+        except OptionError as e:
+            out.append(e)
+    return out
+
+
 def merge(explicit: dict[str, Any], recorded: list[dict[str, Any] | None], ttgir_attrs: dict[str, object],
           where: str) -> dict[str, Any]:
     """Merge option sources (see the module docstring) into the dict given to parse_options."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from .heuristics import Heuristic
 from .files import FAMILY_VERSION
-from .rules import BOOL, IDENTIFIER, Invalid, array, at, check, integer, nullable, obj, one_of, string, test
+from .rules import BOOL, IDENTIFIER, IS_ARCH, IS_SHA256, Invalid, array, at, check, integer, nullable, obj, one_of, string, test
 
 FAMILY_SCHEMA_PATH = Path(__file__).with_name("schema") / "family.schema.json"
 _PARAM_KINDS = ("runtime", "constexpr")
@@ -63,6 +63,9 @@ class FamilyVariant:
     dir: str  # relative to the family directory: "v/c0-3fa2b19c0d11"
     config: int | None
     signature: str  # the sub-artifact's full signature text
+    # arch -> sha256 of its cubin (None in an index written before the field): the index's own sha256, which
+    # keys tuning tables and caches, changes whenever a variant's bytes do
+    cubin_sha256: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,11 @@ def _relative(rel: str) -> str:
     return rel
 
 
+_DIGESTS = test(lambda v: type(v) is dict and len(v) > 0 and all(type(k) is str and IS_ARCH(k) and type(d) is str and IS_SHA256(d)
+                                                                  for k, d in v.items()),
+                'an object of arch -> sha256 (lowercase hex), e.g. {"sm_90a": "3fa2..."}')
 _VARIANT = obj({"dir": lambda v: _relative(string(meaning="a relative directory")(v)),
-                "config": nullable(integer(0)), "signature": string(meaning="a signature text")})
+                "config": nullable(integer(0)), "signature": string(meaning="a signature text")}, {"cubin_sha256": _DIGESTS})
 _PARAM = obj({"name": IDENTIFIER, "kind": one_of(_PARAM_KINDS, "runtime or constexpr")})
 _DOCUMENT_RULE = obj({"schema_version": one_of((FAMILY_VERSION,), "3 (a family index)"), "kind": one_of(("family",), '"family"'), "name": IDENTIFIER,
                       "params": array(lambda p: (lambda d: (d["name"], d["kind"]))(_PARAM(p))),

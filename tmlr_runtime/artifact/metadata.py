@@ -17,7 +17,7 @@ from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, 
                    TensorMapMeta)
 from ..errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
 from .files import read_file, read_json
-from .rules import ANY, BOOL, IDENTIFIER, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
+from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
 SCHEMA_VERSION = 2  # the newest this reader reads
@@ -150,7 +150,7 @@ _PARAMETER = {
 }
 _VARIANT = obj({
     "target": obj({"backend": one_of(("cuda",), "'cuda'"), "capability": integer(50),
-                       "arch": string(re.compile(r"sm_[0-9]+a?").fullmatch, "an arch like sm_90a"),
+                       "arch": string(IS_ARCH, "an arch like sm_90a"),
                        "warp_size": one_of((32,), "32")}),
     "entry": IDENTIFIER,
     "cubin": obj({"file": string(CUBIN_FILE, "a plain file name in the artifact directory, ending in .cubin"), "sha256": SHA256,

@@ -129,7 +129,8 @@ def record(cls: type, fields: dict[str, Any]) -> Any:
 
 
 IDENTIFIER = string(re.compile(r"[A-Za-z_][A-Za-z0-9_]*").fullmatch, "an identifier")
-SHA256 = string(re.compile(r"[0-9a-f]{64}").fullmatch, "a sha256 in lowercase hex")
+IS_SHA256, IS_ARCH = re.compile(r"[0-9a-f]{64}").fullmatch, re.compile(r"sm_[0-9]+a?").fullmatch
+SHA256 = string(IS_SHA256, "a sha256 in lowercase hex")
 BOOL = test(lambda v: type(v) is bool, "a boolean")
 ANY: Rule = lambda v: v  # noqa: E731
 

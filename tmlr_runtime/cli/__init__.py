@@ -1,12 +1,16 @@
 """``tmlr``: look at and check artifacts where they are deployed (no Triton needed).
 
-    tmlr inspect DIR [--json] [--no-device]   the call signature, variants, launch data, resources, provenance
-    tmlr verify DIR [--json] [--no-device]    fields (and the schema file itself, with jsonschema installed), hashes,
-                                              entry symbols, and with a GPU that this device can load it; exit 1 on a failure
+    tmlr inspect DIR [--json] [--no-device]   the call signature, variants, launch data, resources, provenance;
+                                              exit 1 when a cubin does not match its recorded size and sha256
+    tmlr verify DIR [--json] [--no-device] [--strict]
+                                              fields (and the schema file itself, with jsonschema installed), hashes,
+                                              entry symbols, and with a GPU that this device can load it; exit 1 on a
+                                              failure, and with --strict also when a check was skipped
     tmlr tune DIR --cases FILE.py:func        a family: benchmark its autotune configs here, write DIR/tuning.json
 
 An artifact directory is inspected and verified by ``cli/artifact.py``, a family directory (index of
-schema v3) by ``cli/family.py``.
+schema v3) by ``cli/family.py``. DIR may also be the folder ``tmlr-build -o`` wrote: inspect and verify
+then take each artifact in it.
 
 Errors become messages and exit codes in one place. A reader that closes the pipe early
 (``tmlr inspect DIR | head``) ends it with status 141, as SIGPIPE ends other commands, and no traceback.
@@ -22,7 +26,7 @@ from typing import Any
 from .. import __version__
 from ..launch import compiled
 from ..errors import TmlrError
-from ..artifact.read import read
+from ..artifact.read import artifacts_in, read
 from . import family as family_cli
 from .artifact import DEVICE_CHECK, SCHEMA_CHECK, CheckResult, inspect_kernel, print_inspect_kernel, verify_kernel
 
@@ -48,6 +52,14 @@ def verify_artifact(directory: str, with_device: bool = True) -> list[CheckResul
     return verify_kernel(directory, with_device, found)
 
 
+def _print_inspect(info: dict[str, Any]) -> None:
+    (family_cli.print_inspect_family if info.get("schema_version") == 3 else print_inspect_kernel)(info)
+    for problem in info["problems"]:
+        print(f"  DAMAGED   {problem}")
+    if info["problems"]:
+        print(f"  run `tmlr verify {info['directory']}` for every check")
+
+
 class _Version(argparse.Action):
     """``--version``: two lines, as written (argparse's own action rewraps them into one)."""
 
@@ -63,35 +75,56 @@ def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="tmlr", description="Inspect and verify tmlr artifacts.")
     parser.add_argument("--version", action=_Version, help="show the version and which launch path is active, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, text in (("inspect", "show an artifact"), ("verify", "check an artifact without launching it (exit 1 on failure)")):
+    for name, text in (("inspect", "show an artifact (exit 1 when a cubin does not match metadata.json)"),
+                       ("verify", "check an artifact without launching it (exit 1 on failure)")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("directory")
+        p.add_argument("directory", help="an artifact, a family, or the folder tmlr-build -o wrote (each artifact in it)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--no-device", action="store_true", help="do not touch the GPU even if there is one")
+    sub.choices["verify"].add_argument("--strict", action="store_true",
+                                       help="a check that could not be made (no GPU, --no-device, no jsonschema) fails too")
     family_cli.add_tune_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "tune":
             return family_cli.run_tune(args)
-        if args.command == "inspect":
-            info = inspect_artifact(args.directory, with_device=not args.no_device)
-            if args.json:
-                print(json.dumps(info, indent=1))
-            else:
-                (family_cli.print_inspect_family if info.get("schema_version") == 3 else print_inspect_kernel)(info)
-            return 0
-        results = verify_artifact(args.directory, with_device=not args.no_device)
-        if args.no_device:
-            results.append((DEVICE_CHECK, None, "not checked: loading the cubin on a device (--no-device)"))
+        directories = artifacts_in(args.directory) or [args.directory]
+        run = _inspect if args.command == "inspect" else _verify
+        outcomes = [run(d, args, header=len(directories) > 1) for d in directories]
         if args.json:
-            print(json.dumps([{"check": c, "ok": ok, "verdict": _VERDICT[ok], "detail": d} for c, ok, d in results], indent=1))
-        else:
-            for check, ok, detail in results:
-                print(f"{_VERDICT[ok]:7s}  {check}{'  - ' + detail if detail else ''}")
-        return 1 if any(ok is False for _, ok, _ in results) else 0
+            print(json.dumps(outcomes[0][1] if len(directories) == 1 else [doc for _, doc in outcomes], indent=1))
+        return max(status for status, _ in outcomes)
     except TmlrError as e:
         print(f"tmlr {args.command}: error: {e}", file=sys.stderr)
         return 1
+
+
+def _inspect(directory: str, args: argparse.Namespace, header: bool) -> tuple[int, Any]:
+    info = inspect_artifact(directory, with_device=not args.no_device)
+    if not args.json:
+        if header:
+            print(f"== {directory}")
+        _print_inspect(info)
+    return (1 if info["problems"] else 0), info
+
+
+def _verify(directory: str, args: argparse.Namespace, header: bool) -> tuple[int, Any]:
+    results = verify_artifact(directory, with_device=not args.no_device)
+    if args.no_device:
+        results.append((DEVICE_CHECK, None, "not checked: loading the cubin on a device (--no-device)"))
+    doc = [{"check": c, "ok": ok, "verdict": _VERDICT[ok], "detail": d} for c, ok, d in results]
+    if not args.json:
+        if header:
+            print(f"== {directory}")
+        for check, ok, detail in results:
+            print(f"{_VERDICT[ok]:7s}  {check}{'  - ' + detail if detail else ''}")
+    # a family without a shipped tuning table is complete: that row informs, it stands for no check left undone
+    skipped = [c for c, ok, _ in results if ok is None and c != family_cli.TABLE_FILE]
+    if args.strict and skipped:
+        print(f"tmlr verify: --strict: {len(skipped)} check(s) of {directory} skipped, which counts as a failure: "
+              f"{'; '.join(skipped)}", file=sys.stderr)
+    failed = any(ok is False for _, ok, _ in results) or (args.strict and bool(skipped))
+    return (1 if failed else 0), (doc if not header else {"directory": directory, "checks": doc})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -80,12 +80,25 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
     }
 
 
+def cubin_problems(directory: str, meta: ArtifactMetadata) -> list[str]:
+    """Why each cubin that does not match its recorded size and sha256 fails (the cheap part of verify)."""
+    problems = []
+    for v in meta.variants:
+        try:
+            read_cubin(directory, v)
+        except TmlrError as e:
+            problems.append(str(e))
+    return problems
+
+
 def inspect_kernel(directory: str, meta: ArtifactMetadata, with_device: bool = True) -> dict[str, Any]:
-    """Everything a person wants to know about a kernel artifact, as a JSON-able dict."""
+    """Everything a person wants to know about a kernel artifact, as a JSON-able dict; ``problems`` lists
+    the cubins that do not match metadata.json."""
     out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
-           "signature": [_param_json(p) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants]}
-    if with_device:
+           "signature": [_param_json(p) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants],
+           "problems": cubin_problems(directory, meta)}
+    if with_device and not out["problems"]:
         out["occupancy"] = _occupancy(directory)
     return out
 

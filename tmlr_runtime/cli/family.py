@@ -16,14 +16,15 @@ import sys
 from typing import Any, Iterable
 
 from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex
-from ..artifact.read import read_index
+from ..artifact.metadata import ArtifactMetadata
+from ..artifact.read import artifacts_in, output_folder_error, read, read_index
 from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
 from ..errors import ArgumentError, CudaUnavailableError, TmlrError
 from ..family.dispatch import KernelFamily
 from ..family.members import read_members
 from ..family.tuning import cache_path, write_entries
 from ..launch.kernel import Kernel
-from .artifact import CheckResult, jsonschema_check, verify_kernel
+from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel
 
 
 def inspect_family(index: FamilyIndex) -> dict[str, Any]:
@@ -39,8 +40,20 @@ def inspect_family(index: FamilyIndex) -> dict[str, Any]:
             "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
         "variants": [{"dir": v.dir, "config": v.config, "signature": v.signature} for v in index.variants],
-        "table": table, "cache_file": cache_path(index.sha256) if at else None,
+        "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": _variant_problems(index),
     }
+
+
+def _variant_problems(index: FamilyIndex) -> list[str]:
+    """The cubins of the variants that do not match their recorded size and sha256."""
+    problems = []
+    for v in index.variants:
+        directory = os.path.join(index.directory, v.dir)
+        try:
+            problems += cubin_problems(directory, ArtifactMetadata.read(directory))
+        except TmlrError as e:
+            problems.append(str(e))
+    return problems
 
 
 def print_inspect_family(info: dict[str, Any]) -> None:
@@ -76,7 +89,8 @@ def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult
     stale = [e for e in entries if e["index_sha256"] != sha256]
     return [(f"{TABLE_FILE} reads", True, f"{len(entries)} entries"), jsonschema_check(path, TUNING_SCHEMA_PATH, f"{TABLE_FILE} validates with jsonschema"),
             (f"{TABLE_FILE} is for this index", not stale,
-             "" if not stale else f"{len(stale)} entries name another index sha256 (the family was rebuilt): run `tmlr tune` again")]
+             "" if not stale else f"{len(stale)} of {len(entries)} entries are stale: they name another index sha256 (the "
+             "family was rebuilt with other configs, variants or cubin bytes) and are ignored; run `tmlr tune` again")]
 
 
 def verify_family(directory: str, with_device: bool = True, index: FamilyIndex | None = None) -> list[CheckResult]:
@@ -90,11 +104,17 @@ def verify_family(directory: str, with_device: bool = True, index: FamilyIndex |
                                   jsonschema_check(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
     for v in index.variants:
         results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_kernel(os.path.join(index.directory, v.dir), False)]
+    check = "sub-artifacts match the index (signatures, cubin sha256)"
     try:
         read_members(index, True, Kernel)
-        results.append(("sub-artifact signatures match the index", True, ""))
+        results.append((check, True, ""))
     except TmlrError as e:
-        return results + [("sub-artifact signatures match the index", False, str(e))]
+        return results + [(check, False, str(e))]
+    unrecorded = sum(v.cubin_sha256 is None for v in index.variants)
+    if unrecorded:
+        results.append(("index records each variant's cubin sha256", None,
+                        f"{unrecorded} variants without: a tuning table keyed by this index cannot tell a rebuild with other "
+                        "cubins; rebuild with tmlr-build (a table whose cubins are unchanged is re-stamped)"))
     if index.autotune:
         results += _table_checks(index.directory, index.sha256, len(index.autotune.configs))
     if with_device:
@@ -115,12 +135,20 @@ def _device_check(index: FamilyIndex) -> CheckResult:
     return check, True, f"{len(family.members)} variants on {family.tuner.device if family.tuner else 'this device'}"
 
 
-def _cases(spec: str) -> Iterable[Any]:
+def _cases_file(spec: str) -> tuple[str, str]:
+    """``FILE.py:func`` -> (path, func), refused before anything is loaded when the file is not there."""
     path, sep, func = spec.rpartition(":")
     if not sep or not path.endswith(".py") or not func.isidentifier():
         raise ArgumentError(f"--cases {spec!r}: write it as FILE.py:function", "cases")
+    if not os.path.isfile(path):
+        raise ArgumentError(f"--cases {spec!r}: {path} is not a Python file (check the path)", "cases")
+    return path, func
+
+
+def _cases(spec: str) -> Iterable[Any]:
+    path, func = _cases_file(spec)
     module_spec = importlib.util.spec_from_file_location("tmlr_tune_cases", path)
-    if module_spec is None or not os.path.isfile(path):
+    if module_spec is None:
         raise ArgumentError(f"--cases {spec!r}: {path} is not a Python file", "cases")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)  # type: ignore[union-attr]
@@ -130,8 +158,20 @@ def _cases(spec: str) -> Iterable[Any]:
     return fn()
 
 
+def _check_tunable(directory: str) -> None:
+    """Refuse, before any driver call, a directory that is no family: there is nothing to tune."""
+    found = artifacts_in(directory)
+    if found:
+        raise output_folder_error(directory, found, f"tune a family among them, e.g. tmlr tune {found[0]} --cases ...")
+    if os.path.isfile(os.path.join(directory, "metadata.json")) and read(directory).kind != "family":
+        raise ArgumentError(f"{directory}: not a family: nothing to tune (a plain artifact has one set of options); "
+                            "tmlr tune takes the family tmlr-build writes for an @triton.autotune kernel", "directory")
+
+
 def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
     """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
+    _cases_file(cases)
+    _check_tunable(directory)
     family = Kernel.load(directory, tuning="strict")
     if not isinstance(family, KernelFamily) or family.tuner is None:
         raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")
@@ -162,3 +202,4 @@ def run_tune(args: argparse.Namespace) -> int:
     new = tune(args.directory, args.cases, out)
     print(f"{out}: {len(new)} entries written", file=sys.stderr)
     return 0
+

@@ -1,4 +1,4 @@
-"""Timing one launch with CUDA events through the driver (``_driver``), as ``triton.testing.do_bench``.
+"""Timing one launch with CUDA events through the driver (``driver``), as ``triton.testing.do_bench``.
 
 :func:`median_ms`: one launch and a synchronize, an estimate over 5 launches, then warm-up and
 timed launches (enough to fill ``warmup_ms`` and ``rep_ms``, capped at ``max_reps``), each timed

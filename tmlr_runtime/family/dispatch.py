@@ -26,7 +26,7 @@ from .. import driver
 from ..launch import compiled
 from ..abi import Parameter
 from ..artifact.family_index import Config, FamilyIndex
-from ..artifact.heuristics import names_used
+from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
 from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
 from ..launch.bind import MISSING, Binder, call_grid
 from ..launch.convert import same_constexpr
@@ -216,6 +216,9 @@ class KernelFamily:
         except KeyError as e:
             raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} reads args[{e}], which this call does not give; "
                                 f"pass {e.args[0]}=... by keyword", h.name) from None
+        except HeuristicLimitError as e:
+            raise ArgumentError(f"{self.name}: heuristic {h.name} = {short_text(h.expr)} is refused: {e}; check the arguments "
+                                "it reads, or rebuild the family with tmlr-build if its index was edited", h.name) from None
         except Exception as e:
             raise ArgumentError(f"{self.name}: heuristic {h.name} = {h.expr} raised {type(e).__name__}: {e}; check the "
                                 "arguments it reads", h.name) from None

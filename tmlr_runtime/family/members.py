@@ -46,6 +46,9 @@ def read_members(index: FamilyIndex, checks: bool, kernel_type: Any) -> list[Mem
         if split_top_level(text) != split_top_level(v.signature):
             raise IntegrityError(f"{directory}: its signature {text!r} differs from the family index's {v.signature!r}; "
                                  "the family directory was changed after the build - rebuild it with tmlr-build", directory)
+        if v.cubin_sha256 is not None and {m.arch: m.cubin_sha256 for m in meta.variants} != v.cubin_sha256:
+            raise IntegrityError(f"{directory}: its cubins differ from those the family index records (a tuning table or cache "
+                                 "keyed by the index would be applied to other bytes); rebuild the family with tmlr-build", directory)
         kinds = [("constexpr" if p.kind == "constexpr" else "runtime") for p in meta.signature]
         if [p.name for p in meta.signature] != names or kinds != [k for _, k in index.params]:
             raise IntegrityError(f"{directory}: its parameters ({', '.join(p.name for p in meta.signature)}) differ from the "

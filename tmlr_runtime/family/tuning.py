@@ -7,7 +7,7 @@ argument with a dtype when the kernel's Triton appends dtypes to the key). Modes
 ``Kernel.load(dir, tuning=..., fallback=...)``:
 
 - ``"tune"`` (default): memory, then the table, then the cache file; an unseen key benchmarks every
-  config (``_bench``) and the choice is kept in memory and merged into the cache file;
+  config (``bench``) and the choice is kept in memory and merged into the cache file;
 - ``"table"``: memory, the table, the cache file; an unseen key takes the fallback, never a benchmark;
 - ``"strict"``: memory and the table only (the user's cache is neither read nor written); an unseen
   key takes the fallback.
@@ -18,6 +18,7 @@ numbers (its other parts equal), ``"default"`` config 0, ``"error"`` :class:`Uns
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -82,7 +83,8 @@ def write_entries(path: str, name: str, new: list[dict[str, Any]], configs: int)
         try:
             old = read_entries(path, configs)
         except SchemaError:
-            old = []  # a damaged cache is rewritten rather than kept failing
+            old = []  # a damaged table or cache is rewritten rather than kept failing, its bytes kept aside
+            keep_aside(path)
         ident = lambda e: (e["device"], e["index_sha256"], json.dumps(e["key"]))  # noqa: E731
         merged = {ident(e): e for e in old}
         merged.update((ident(e), e) for e in new)
@@ -96,6 +98,16 @@ def write_entries(path: str, name: str, new: list[dict[str, Any]], configs: int)
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+def keep_aside(path: str) -> str:
+    """Move a table that cannot be read to ``<stem>.unreadable-<12 hex of its sha256>.json`` beside it
+    (a table can only be remade on the GPU: never dropped); returns the new path."""
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    aside = f"{os.path.splitext(path)[0]}.unreadable-{digest}.json"
+    os.replace(path, aside)
+    return aside
 
 
 def _distance(a: Key, b: Key) -> float | None:

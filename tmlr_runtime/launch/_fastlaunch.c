@@ -66,7 +66,7 @@ typedef struct {
     uint64_t mask;           /* PTR, DIV16: the low bits that must be zero */
 } Step;
 
-static PyObject *s_get_device, *s_dtype, *s_data_ptr, *s_stream, *s_fast_attr;
+static PyObject *s_get_device, *s_dtype, *s_data_ptr, *s_stream, *s_compiled_attr;
 
 /* How a torch tensor's get_device(), data_ptr() and .dtype are read: the C functions behind them,
  * found once on the exact tensor type (its methods are METH_NOARGS C methods, .dtype a getset), so
@@ -798,7 +798,7 @@ static PyObject *familykey_run(PyObject *obj, PyObject *const *args, size_t narg
     PyObject *call[MAX_CALL], *kernel = PyTuple_GET_ITEM(hit, 1), *r = NULL;
     memcpy(call, args, (nargs + nkw) * sizeof(PyObject *));
     call[0] = kernel;  /* the sub-kernel's call: kernel(grid, *args, stream=...) */
-    PyObject *fast = PyObject_GetAttr(kernel, s_fast_attr);
+    PyObject *fast = PyObject_GetAttr(kernel, s_compiled_attr);
     if (fast && Py_TYPE(fast) == &ExecutorType)
         r = executor_call((Executor *)fast, call, nargs, kwnames, seen);
     else if (declined())
@@ -929,9 +929,9 @@ PyMODINIT_FUNC PyInit__fastlaunch(void) {
     s_dtype = PyUnicode_InternFromString("dtype");
     s_data_ptr = PyUnicode_InternFromString("data_ptr");
     s_stream = PyUnicode_InternFromString("stream");
-    s_fast_attr = PyUnicode_InternFromString("_fast");
+    s_compiled_attr = PyUnicode_InternFromString("_compiled");
     for (int i = 0; i < 4; i++) int_classes[i] = PyTuple_Pack(2, i & 2 ? Py_True : Py_False, i & 1 ? Py_True : Py_False);
-    if (!s_get_device || !s_dtype || !s_data_ptr || !s_stream || !s_fast_attr || !int_classes[3]) return NULL;
+    if (!s_get_device || !s_dtype || !s_data_ptr || !s_stream || !s_compiled_attr || !int_classes[3]) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0

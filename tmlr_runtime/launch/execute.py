@@ -22,24 +22,25 @@ from .streams import stream_handle
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
     """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
-    plan = kernel._plan
-    if plan.get_context()[1] != plan.context:  # another context is current: its plan (made once)
-        plan = kernel._plan_for_current()
-    if kwargs or len(args) != plan.npos:
+    fast = kernel._fast  # the plan of the context planned for last, as LaunchPlan.fast
+    if fast[0]()[1] != fast[1]:  # another context is current: launch by its plan (made once)
+        fast = kernel._plan_for_current().fast
+    (_, _, npos, current_stream, device, storage, pointers, unchecked, div16, rest, tensor, pack, max_x, launch_fn, function, block,
+     shared, plan) = fast
+    if kwargs or len(args) != npos:
         args = bind(plan, args, kwargs)
     if stream is None:
-        stream = plan.current_stream(plan.device)
+        stream = current_stream(device)
     elif type(stream) is not int or stream < 0 or stream >= 18446744073709551616:
         stream = stream_handle(stream)
     try:
-        buf, kp, config = plan.storage.slot
+        buf, kp, config = storage.slot
     except AttributeError:  # this thread's first launch
         buf, kp, config = plan.new_slot()
     if args:
         try:
             values = [buf, 0, *args]  # pack_into's first arguments too: pack(*values) then copies once
-            tensor, device = plan.tensor, plan.device
-            for i, dtype, mask in plan.pointers:
+            for i, dtype, mask in pointers:
                 a = values[i]
                 if type(a) is tensor and a.get_device() == device and a.dtype is dtype:
                     values[i] = v = a.data_ptr()
@@ -47,21 +48,21 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
                         raise error(plan, args, None)
                 else:
                     values[i] = convert(PTR, plan.signature[i - 2], a, device, True)
-            if plan.unchecked:  # checks=False (a loop over an empty tuple still makes an iterator)
-                for i in plan.unchecked:
+            if unchecked:  # checks=False (a loop over an empty tuple still makes an iterator)
+                for i in unchecked:
                     a = values[i]
                     values[i] = a.data_ptr() if type(a) is tensor else convert(PTR, plan.signature[i - 2], a, device, False)
-            if plan.div16 and values[plan.div16] % 16:
+            if div16 and values[div16] % 16:
                 raise error(plan, args, None)
-            if plan.rest:
+            if rest:
                 convert_rest(plan, values, args)
-            plan.pack(*values)
+            pack(*values)
         except TmlrError:
             raise
         except Exception as e:  # name the argument: data_ptr() of a sparse tensor raises, so does the struct, so may any __index__
             raise error(plan, args, e) from None
-    if type(grid) is int and 0 < grid <= plan.max_x:
-        r = plan.launch_fn(plan.function, grid, 1, 1, plan.block, 1, 1, plan.shared, stream, kp, 0)
+    if type(grid) is int and 0 < grid <= max_x:
+        r = launch_fn(function, grid, 1, 1, block, 1, 1, shared, stream, kp, 0)
     else:
         r = launch_general(plan, grid, args, buf, kp, config, stream)
     if r[0]:
@@ -110,7 +111,7 @@ def grid3(plan: LaunchPlan, grid: Any, args: tuple[Any, ...]) -> tuple[int, int,
     """``grid`` (an int, 1 to 3 ints, or a callable given the arguments and constexprs by name) as
     ``(x, y, z)`` programs; raises :class:`GridError` unless they fit the device, the cluster multiplied in."""
     if callable(grid):
-        grid = call_grid(grid, {**plan.constexprs, **dict(zip(plan.binder.names, args))},
+        grid = call_grid(grid, {**{p.name: p.value for p in plan.signature if p.kind == "constexpr"}, **dict(zip(plan.binder.names, args))},
                          "a dict of the kernel's arguments and constexprs by name")
     if isinstance(grid, (tuple, list)):
         if not 1 <= len(grid) <= 3:

@@ -8,8 +8,8 @@ from typing import Any, Callable
 
 from .. import driver
 from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
-from ..artifact.read import read
-from ..errors import ArgumentError, short_repr
+from ..artifact.read import artifacts_in, output_folder_error, read
+from ..errors import ArgumentError, ArtifactError, short_repr
 from . import compiled, modules
 from .execute import launch
 from .plan import LaunchPlan
@@ -39,9 +39,10 @@ class Kernel:
         self._contexts: dict[int, LaunchPlan] = {}  # context handle -> its plan
         self._lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
+        self._fast: tuple[Any, ...] = ()  # .fast of the plan of the context planned for last, which a launch checks first
         self._executors: dict[int, Any] = {}  # context handle -> the compiled executor of its plan, or None
-        self._fast: Any = None  # the executor of _plan, which a call runs when there is one
-        self._plan = self._plan_for_current()  # the plan of the context planned for last, which a launch checks first
+        self._compiled: Any = None  # that of the plan planned for last, which a call runs when there is one
+        self._plan_for_current()
 
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
@@ -64,7 +65,14 @@ class Kernel:
         if hit is not None:
             return hit
         stats: dict[str, Any] = {}
-        found = read(directory, stats)
+        try:
+            found = read(directory, stats)
+        except ArtifactError:
+            given = os.fsdecode(os.fspath(path))
+            inside = artifacts_in(given)
+            if inside:
+                raise output_folder_error(given, inside, f"load one of them, e.g. Kernel.load({inside[0]!r})") from None
+            raise
         if found.kind == "family":
             # The family machinery is imported when a family is met, so a service of single kernels never
             # imports it; it makes its variants' kernels with this class (it imports nothing of launch/kernel).
@@ -90,20 +98,25 @@ class Kernel:
                 plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
                 # kept apart from the plan: the executor refers to it (its helpers), so no cycle
                 self._executors[handle] = compiled.executor(plan, launch)
-        self._plan, self._fast = plan, self._executors[handle]
+        self._fast, self._compiled = plan.fast, self._executors[handle]
         return plan
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
     # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword;
     # the plan's compiled executor runs it when there is one, else (and what it declines) execute.launch
-    __call__ = compiled.method("_fast", launch)
+    __call__ = compiled.method("_compiled", launch)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
         return functools.partial(self.__call__, grid)
 
     # -- introspection ---------------------------------------------------------------------------
+    @property
+    def plan(self) -> LaunchPlan:
+        """The launch plan of the current context."""
+        return self._plan_for_current()
+
     @property
     def variant(self) -> Variant:
         """The variant serving the current context."""

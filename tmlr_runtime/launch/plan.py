@@ -93,17 +93,17 @@ class Layout:
     def build(cls, runtime_params: tuple[Parameter, ...], hidden_params: tuple[str, ...]) -> "Layout":
         slots = [s for p in runtime_params for s in param_slots(p)]
         types = [_POINTER_TYPE if t[0] == "*" else TYPES[t] for _, t in slots]
-        offsets, offset = [], 0
+        fmt, offsets, offset = "<", [], 0
         for t in types:
-            offset += -offset % t.align
-            offsets.append(offset)
-            offset += t.size
+            pad = -offset % t.align
+            fmt += f"{pad}x{t.code}" if pad else t.code
+            offsets.append(offset + pad)
+            offset += pad + t.size
         offset += -offset % 8  # then the hidden pointers
         offsets += range(offset, offset + 8 * len(hidden_params), 8)
         names = tuple([name for name, _ in slots]) + tuple(hidden_params)
         sizes = tuple([t.size for t in types]) + (8,) * len(hidden_params)
         formats = tuple([t.code for t in types]) + ("Q",) * len(hidden_params)
-        fmt = "<" + _padded(offsets[: len(types)], sizes, formats, 0)
         return cls(names, tuple(offsets), sizes, formats, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
 
 
@@ -131,18 +131,17 @@ def param_slots(p: Parameter) -> list[tuple[str, str]]:
 
 def steps(signature: tuple[Parameter, ...], npos: int, layout: Layout, checks: bool) -> tuple[Step, ...]:
     """One step per positional parameter (see the module docstring)."""
-    out, slot = [], 0
+    out, slot, offsets, sizes, formats = [], 0, layout.offsets, layout.sizes, layout.formats
     for i, p in enumerate(signature[:npos]):
         c = code(p, checks)
         if p.kind != "runtime":
             out.append((c, i, -1, 0, "", None, 0))
             continue
-        n = len(param_slots(p))
-        offset, end = layout.offsets[slot], layout.offsets[slot + n - 1] + layout.sizes[slot + n - 1]
-        fmt = _padded(layout.offsets[slot: slot + n], layout.sizes[slot: slot + n], layout.formats[slot: slot + n], offset)
-        dtype = torch_dtype(p) if c == PTR and checks else None
-        mask = 15 if checks and p.divisibility == 16 and c in (PTR, DIV16) else 0
-        out.append((c, i, offset, end - offset, fmt, dtype, mask))
+        n = 1 if p.descriptor is None else len(param_slots(p))
+        offset, end = offsets[slot], offsets[slot + n - 1] + sizes[slot + n - 1]
+        fmt = formats[slot] if n == 1 else _padded(offsets[slot: slot + n], sizes[slot: slot + n], formats[slot: slot + n], offset)
+        mask = 15 if c == DIV16 or c == PTR and checks and p.divisibility == 16 else 0
+        out.append((c, i, offset, end - offset, fmt, torch_dtype(p) if c == PTR and checks else None, mask))
         slot += n
     return tuple(out)
 
@@ -198,14 +197,14 @@ class LaunchPlan:
     __slots__ = (
         # the description
         "name", "signature", "checks", "npos", "steps", "size", "fmt", "hidden", "scratch", "function", "block", "shared",
-        "cluster", "max_grid", "use_ex", "context", "device", "variant", "loaded", "layout", "binder", "constexprs", "storage",
+        "cluster", "max_grid", "use_ex", "context", "device", "variant", "loaded", "layout", "storage",
         # the Python executor's: the positions of its values list (each argument's position + 2, after
         # pack_into's buffer and offset) of checked pointers (with dtype and mask), unchecked pointers,
         # the first int to check for divisibility by 16, whether other steps have work, the packing call,
         # torch.Tensor, the context and stream getters, cuLaunchKernel and the largest int grid it takes
         "pointers", "unchecked", "div16", "rest", "pack", "tensor", "get_context", "current_stream", "drv", "launch_fn",
         "max_x",
-        "what",
+        "what", "fast", "_binder",
     )
 
     def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
@@ -225,23 +224,29 @@ class LaunchPlan:
         self.use_ex = variant.is_cluster_launch or variant.cooperative or variant.pdl
         # .slot: (buffer, void** address, CUlaunchConfig), one per thread where a launch writes into them, else one for all
         self.storage: Any = threading.local() if layout.head.size or self.scratch or self.use_ex else SimpleNamespace()
-        self.constexprs = {p.name: p.value for p in signature if p.kind == "constexpr"}
-        self.binder = Binder(name, [p.name for p in signature], [p.kind for p in signature], self.npos,
-                             functools.partial(usage, name, signature))
-        self.what = f"launching {name}"
+        self.what, self._binder = f"launching {name}", None
         self._python_executor(driver.api())
 
     def _python_executor(self, drv: Any) -> None:
         """The fields only the Python executor reads, derived from the steps."""
-        moved = [(c, i + 2, dtype, mask) for c, i, _, _, _, dtype, mask in self.steps]  # values[i + 2]: see __slots__
-        self.pointers = tuple([(i, dtype, mask) for c, i, dtype, mask in moved if c == PTR and self.checks])
-        self.unchecked = tuple([i for c, i, _, _ in moved if c == PTR and not self.checks])
-        div16 = [i for c, i, _, _ in moved if c == DIV16]
+        pointers, unchecked, div16, kept, descriptors, rest = [], [], [], [], [], False
+        for c, i, offset, _, _, dtype, mask in self.steps:
+            if c == PTR and self.checks:  # values[i + 2]: see __slots__
+                pointers.append((i + 2, dtype, mask))
+            elif c == PTR:
+                unchecked.append(i + 2)
+            elif c == DIV16:
+                div16.append(i + 2)
+            elif c != SCALAR and c != IGNORED:
+                rest = True
+            if offset >= 0:
+                kept.append(i)
+            if c == TENSORDESC:
+                descriptors.append(i)
+        self.pointers, self.unchecked = tuple(pointers), tuple(unchecked)
         self.div16 = div16[0] if div16 else 0  # the first apart: a loop costs more
-        self.rest = len(div16) > 1 or any(c not in (SCALAR, PTR, DIV16, IGNORED) for c, *_ in moved)
-        kept = [i for c, i, offset, *_ in self.steps if offset >= 0]
-        descriptors = frozenset([i for c, i, *_ in self.steps if c == TENSORDESC])
-        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, descriptors)
+        self.rest = rest or len(div16) > 1
+        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, frozenset(descriptors))
         torch = sys.modules.get("torch")
         self.tensor = torch.Tensor if torch is not None else _NoTorch
         get_context = drv.cuCtxGetCurrent
@@ -252,8 +257,21 @@ class LaunchPlan:
         self.current_stream = stream_getter()
         self.drv, self.launch_fn = drv, drv.cuLaunchKernel  # the bindings of the load, also where a test fakes them
         self.max_x = 0 if self.scratch or self.use_ex else self.max_grid[0]  # an int grid up to this: cuLaunchKernel here
+        # what execute.launch reads, in the order it unpacks them: one unpack of an exact tuple costs less than as many
+        # attribute loads (3 % of a launch on the CPU, tools/runtime_ab.py)
+        self.fast = (self.get_context, self.context, self.npos, self.current_stream, self.device, self.storage, self.pointers,
+                     self.unchecked, self.div16, self.rest, self.tensor, self.pack, self.max_x, self.launch_fn, self.function,
+                     self.block, self.shared, self)
         if not isinstance(self.storage, threading.local):
             self.new_slot()
+
+    @property
+    def binder(self) -> Binder:
+        """What binds a call with keywords or another count of arguments (made on the first such call)."""
+        if self._binder is None:
+            sig = self.signature
+            self._binder = Binder(self.name, [p.name for p in sig], [p.kind for p in sig], self.npos, functools.partial(usage, self.name, sig))
+        return self._binder
 
     def new_slot(self) -> tuple[memoryview, int, Any]:
         """This thread's ``(buffer, void** address, CUlaunchConfig or None)``, made on its first launch."""

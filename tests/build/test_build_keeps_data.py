@@ -1,0 +1,178 @@
+"""A build never loses data (issue 19): a rebuild keeps every file it did not write, a tuning table follows
+the cubin bytes it was measured on (kept, re-stamped or set aside, never dropped), every check that needs no
+compile runs for the whole request first, and a build that fails part way says what it wrote and what not."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tmlr_build.cli import main, run
+from tmlr_build.common import errors as E
+from tmlr_runtime.cli.family import verify_family
+from tmlr_runtime.family.tuning import cache_path, choices, entry, read_entries, write_entries
+
+ROOT = Path(__file__).resolve().parents[2]
+SPLIT_K = f"{ROOT}/tests/data/autotune/split_k.py:accumulate"
+ADD = f"{ROOT}/examples/kernels/vector_add.py:add"
+ADD_SIG = "*fp32:16, *fp32:16, *fp32:16, i32, 1024"
+DEVICE = "NVIDIA H200"
+
+
+def build_family(out: Path, configs: str = "0") -> Path:
+    """split_k's accumulate: 1 config x MASKED True/False = 2 variants (seconds on a CPU)."""
+    run([SPLIT_K, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs", configs, "-o",
+         str(out), "--arch", "90", "-q"])
+    return out / "accumulate"
+
+
+def index_sha(family: Path) -> str:
+    return hashlib.sha256((family / "metadata.json").read_bytes()).hexdigest()
+
+
+def write_table(family: Path, sha: str) -> bytes:
+    """A tuning table as `tmlr tune` writes it, keyed by the index sha256 ``sha``."""
+    write_entries(str(family / "tuning.json"), "accumulate", [entry(DEVICE, sha, [4096, "fp32", "fp32"], 0, [0.01])], 1)
+    return (family / "tuning.json").read_bytes()
+
+
+def edit_index(family: Path, change) -> None:
+    doc = json.loads((family / "metadata.json").read_text())
+    change(doc)
+    (family / "metadata.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def test_a_rebuild_keeps_the_users_files_and_the_table_of_the_same_bytes(tmp_path: Path) -> None:
+    family = build_family(tmp_path)
+    index = json.loads((family / "metadata.json").read_text())
+    for v in index["variants"]:  # the index records each variant's cubin bytes
+        sub = json.loads((family / v["dir"] / "metadata.json").read_text())
+        assert v["cubin_sha256"] == {"sm_90a": sub["variants"][0]["cubin"]["sha256"]}
+    table = write_table(family, index_sha(family))
+    (family / "README.txt").write_text("measured on the lab's H200\n")
+    (family / "notes").mkdir()
+    (family / "notes" / "run.log").write_text("log\n")
+    report, _ = run([SPLIT_K, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs", "0",
+                     "-o", str(tmp_path), "--arch", "90", "-q"])
+    assert (family / "tuning.json").read_bytes() == table
+    assert (family / "README.txt").read_text() == "measured on the lab's H200\n"
+    assert (family / "notes" / "run.log").read_text() == "log\n"
+    assert report.notes == [] and not any("tuning" in w for w in report.warnings)
+
+
+def test_a_table_of_an_index_without_digests_is_restamped_when_the_cubins_are_unchanged(tmp_path: Path) -> None:
+    family = build_family(tmp_path)
+    new_sha = index_sha(family)
+    edit_index(family, lambda d: [v.pop("cubin_sha256") for v in d["variants"]])  # as written before issue 19
+    old_sha = index_sha(family)
+    table = write_table(family, old_sha)
+    checks = {name: ok for name, ok, _ in verify_family(str(family), with_device=False)}
+    assert checks["index records each variant's cubin sha256"] is None and False not in checks.values()
+    report, _ = run([SPLIT_K, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs", "0",
+                     "-o", str(tmp_path), "--arch", "90", "-q"])
+    assert index_sha(family) == new_sha
+    assert (family / "tuning.json").read_bytes() == table.replace(old_sha.encode(), new_sha.encode())
+    assert choices(read_entries(str(family / "tuning.json"), 1), DEVICE, new_sha) == {(4096, "fp32", "fp32"): 0}
+    assert report.notes == [f"accumulate: kept tuning.json: its configs, variants and cubins are unchanged; 1 entries "
+                            f"now name the new index sha256 {new_sha[:12]}"]
+    assert [c for c in verify_family(str(family), with_device=False) if c[1] is False] == []
+
+
+@pytest.mark.parametrize("change", ["cubin", "configs"])
+def test_a_table_of_other_bytes_is_kept_aside_and_the_build_says_so(tmp_path: Path, change: str,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    family = build_family(tmp_path)
+    if change == "cubin":  # as if another Triton had built the old family: its index records other bytes
+        edit_index(family, lambda d: d["variants"][0].update(cubin_sha256={"sm_90a": "0" * 64}))
+    old_sha = index_sha(family)
+    table = write_table(family, old_sha)
+    argv = [SPLIT_K, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs",
+            "1" if change == "configs" else "0", "-o", str(tmp_path), "--arch", "90"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    aside = family / f"tuning.stale-{old_sha[:12]}.json"
+    assert aside.read_bytes() == table and not (family / "tuning.json").exists()
+    why = "1 of 2 variants have other cubin bytes" if change == "cubin" else "the family's configs, heuristics or variants"
+    assert f"tmlr-build: warning: accumulate: tuning.json was measured on another build ({why}" in err
+    assert f"kept as {aside.name} and not used" in err
+
+
+def test_a_single_artifact_rebuild_keeps_user_files_and_replaces_only_its_own(tmp_path: Path) -> None:
+    run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "80,90", "-q"])
+    add = tmp_path / "add"
+    (add / "README.txt").write_text("notes\n")
+    run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path), "--arch", "90", "-q"])
+    assert sorted(p.name for p in add.iterdir()) == ["README.txt", "add.sm_90a.cubin", "metadata.json"]
+
+
+def spec(tmp_path: Path, doc: dict) -> str:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_a_spec_default_yields_to_the_autotune_config(tmp_path: Path) -> None:
+    path = spec(tmp_path, {"arch": [90], "options": {"num_warps": 2}, "kernels": [
+        {"source": SPLIT_K, "signature": "*fp32:16, *fp32:16, i32", "heuristics": {"LIMIT": [0]}, "configs": [1]},
+        {"source": ADD, "signature": ADD_SIG}]})
+    run(["--spec", path, "-o", str(tmp_path / "out"), "-q"])
+    index = json.loads((tmp_path / "out" / "accumulate" / "metadata.json").read_text())
+    warps = {json.loads((tmp_path / "out" / "accumulate" / v["dir"] / "metadata.json").read_text())["variants"][0]
+             ["launch"]["num_warps"] for v in index["variants"]}
+    assert warps == {8}  # config 1's, not the spec's default
+    add = json.loads((tmp_path / "out" / "add" / "metadata.json").read_text())
+    assert add["variants"][0]["launch"]["num_warps"] == 2  # a kernel without configs takes the default
+
+
+def test_every_entry_is_checked_before_anything_compiles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, {"arch": [90], "kernels": [
+        {"source": ADD, "signature": ADD_SIG},
+        {"source": SPLIT_K, "signature": "*fp32:16, *fp32:16, i32", "heuristics": {"LIMIT": [0]},
+         "options": {"num_warps": 4}},
+        {"source": SPLIT_K, "signature": "*fp32:16, *fp32:16, i32", "name": "acc2"},  # LIMIT has no values
+        {"source": ADD, "signature": ADD_SIG, "name": "add_wraps", "options": {"num_wraps": 8}}]})
+    out = tmp_path / "out"
+    with pytest.raises(E.BuildFailedError) as info:
+        run(["--spec", path, "-o", str(out), "-q"])
+    # every entry is checked, the first refusal did not stop the others
+    assert [str(e).split(":")[0] for e in info.value.errors] == ["vector_add.py", "accumulate", "accumulate"]
+    assert "cannot set Triton option(s) num_wraps" in str(info.value.errors[0])
+    assert "heuristic LIMIT" in str(info.value.errors[2])
+    assert [type(e) for e in info.value.errors] == [E.OptionError, E.OptionError, E.SpecError]
+    assert info.value.report.not_written == ["accumulate", "acc2", "add", "add_wraps"]
+    assert list(out.iterdir()) == []
+    assert main(["--spec", path, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "[1/" not in err  # no compile progress: nothing was compiled
+    assert "tmlr-build: not written: " in err and "nothing was written" in err
+
+
+def test_a_build_that_fails_part_way_says_what_it_wrote_and_what_not(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, {"arch": [90], "kernels": [
+        {"source": ADD, "signature": ADD_SIG},
+        {"source": ADD, "signature": ADD_SIG.replace("1024", "1000"), "name": "add_1000"}]})  # arange needs 2**k
+    out = tmp_path / "out"
+    assert main(["--spec", path, "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"tmlr-build: wrote {out / 'add'}" in err
+    assert "tmlr-build: not written: add_1000 (1 written;" in err
+    assert sorted(p.name for p in out.iterdir()) == ["add"]
+
+
+@pytest.mark.skipif(not os.environ.get("TMLR_TEST_OTHER_PYTHON"), reason="TMLR_TEST_OTHER_PYTHON not set")
+def test_a_family_rebuilt_by_another_triton_does_not_reuse_the_table(tmp_path: Path,
+                                                                    capfd: pytest.CaptureFixture[str]) -> None:
+    # the issue's case: same configs and signatures, other cubins - the old index and cache path were the same
+    family = build_family(tmp_path)
+    first = index_sha(family)
+    write_table(family, first)
+    argv = [SPLIT_K, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs", "0", "-o",
+            str(tmp_path), "--arch", "90"]
+    assert main(["--python", os.environ["TMLR_TEST_OTHER_PYTHON"], *argv]) == 0
+    assert index_sha(family) != first and cache_path(index_sha(family)) != cache_path(first)
+    assert "2 of 2 variants have other cubin bytes" in capfd.readouterr().err  # printed by the other interpreter
+    assert (family / f"tuning.stale-{first[:12]}.json").exists() and not (family / "tuning.json").exists()
