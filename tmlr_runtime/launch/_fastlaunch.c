@@ -434,9 +434,11 @@ static uint64_t tensor_address(Executor *self, Step *st, PyObject *t, int *ok, c
         long dev = PyLong_AsLong(d);
         Py_DECREF(d);
         if ((dev == -1 && PyErr_Occurred()) || dev != self->device) { PyErr_Clear(); return 0; }
-        PyObject *dtype = seen && seen->dtype ? Py_NewRef(seen->dtype) : read_dtype(&self->reads, t);
-        if (!dtype) { PyErr_Clear(); return 0; }
-        Py_DECREF(dtype);  /* torch's dtypes are singletons: compared by identity, as the Python path does */
+        PyObject *dtype = seen ? seen->dtype : NULL;  /* torch's dtypes are singletons: compared by identity, as */
+        if (!dtype) {                                   /* the Python path does */
+            if (!(dtype = read_dtype(&self->reads, t))) { PyErr_Clear(); return 0; }
+            Py_DECREF(dtype);
+        }
         if (dtype != st->dtype) return 0;
     }
     if (seen && seen->has_address) {
