@@ -938,8 +938,7 @@ PyMODINIT_FUNC PyInit__fastlaunch(void) {
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0
         || PyModule_AddObjectRef(m, "FamilyKey", (PyObject *)&FamilyKeyType) < 0
-        || PyModule_AddObjectRef(m, "Method", (PyObject *)&MethodType) < 0
-        || PyModule_AddIntConstant(m, "POOL", POOL) < 0) {
+        || PyModule_AddObjectRef(m, "Method", (PyObject *)&MethodType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
