@@ -228,25 +228,17 @@ class LaunchPlan:
         self._python_executor(driver.api())
 
     def _python_executor(self, drv: Any) -> None:
-        """The fields only the Python executor reads, derived from the steps."""
-        pointers, unchecked, div16, kept, descriptors, rest = [], [], [], [], [], False
-        for c, i, offset, _, _, dtype, mask in self.steps:
-            if c == PTR and self.checks:  # values[i + 2]: see __slots__
-                pointers.append((i + 2, dtype, mask))
-            elif c == PTR:
-                unchecked.append(i + 2)
-            elif c == DIV16:
-                div16.append(i + 2)
-            elif c != SCALAR and c != IGNORED:
-                rest = True
-            if offset >= 0:
-                kept.append(i)
-            if c == TENSORDESC:
-                descriptors.append(i)
-        self.pointers, self.unchecked = tuple(pointers), tuple(unchecked)
+        """The fields only the Python executor reads, derived from the steps (a value's index in its
+        values list is its position + 2: see __slots__)."""
+        steps = self.steps
+        self.pointers = tuple([(s[1] + 2, s[5], s[6]) for s in steps if s[0] == PTR]) if self.checks else ()
+        self.unchecked = () if self.checks else tuple([s[1] + 2 for s in steps if s[0] == PTR])
+        div16 = [s[1] + 2 for s in steps if s[0] == DIV16]
         self.div16 = div16[0] if div16 else 0  # the first apart: a loop costs more
-        self.rest = rest or len(div16) > 1
-        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, frozenset(descriptors))
+        self.rest = len(div16) > 1 or not {s[0] for s in steps} <= {SCALAR, PTR, DIV16, IGNORED}
+        kept = [s[1] for s in steps if s[2] >= 0]
+        descriptors = frozenset([s[1] for s in steps if s[0] == TENSORDESC])
+        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, descriptors)
         torch = sys.modules.get("torch")
         self.tensor = torch.Tensor if torch is not None else _NoTorch
         get_context = drv.cuCtxGetCurrent
