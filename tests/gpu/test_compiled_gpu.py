@@ -96,8 +96,10 @@ def test_a_refused_call_launches_nothing(vectors):
     out.fill_(7)
     with pytest.raises(tr.PointerArgumentError, match="float16"):
         k((n + 1023) // 1024, x.half(), y, out, n)
-    with pytest.raises(tr.ScalarArgumentError, match="divisible by 16"):
-        k((n + 1023) // 1024, x, y, out, n + 1)
+    with pytest.raises(tr.PointerArgumentError, match="not 16-byte aligned"):
+        k((n + 1023) // 1024, x[1:], y, out, n - 1)
+    with pytest.raises(tr.ScalarArgumentError, match="must be in"):
+        k((n + 1023) // 1024, x, y, out, 2**31)
     torch.cuda.synchronize()
     assert bool((out == 7).all())
 
@@ -114,7 +116,7 @@ def test_a_family_dispatches_from_compiled_code(tmp_path, monkeypatch):
         family(lambda meta: ((n + meta["BLOCK"] - 1) // meta["BLOCK"],), x, y, out, n)
         torch.cuda.synchronize()
         assert torch.equal(out, x + y)
-    block = family.choose(x, y, out, n).meta.constexprs.get("BLOCK", 1024)
+    block = family.choose(x, y, out, n).constexprs.get("BLOCK", 1024)
     out.zero_()
     family((n + block - 1) // block, x, y, out, n)
     torch.cuda.synchronize()
