@@ -19,6 +19,7 @@ import argparse
 import ctypes
 import json
 import os
+import pathlib
 import shutil
 import statistics
 import subprocess
@@ -117,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{m:20s} " + "  ".join(f"{w} {row[w]['median']:7.0f} [{row[w]['min']:.0f}-{row[w]['max']:.0f}]" for w in runs)
               + f"  compiled/python {row['compiled']['median'] / row['python']['median']:.2f}")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=1)
+        pathlib.Path(a.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0
 
 

@@ -118,10 +118,14 @@ typedef struct {
 } Seen;
 
 typedef PyObject *(*RunFn)(PyObject *, PyObject *const *, size_t, PyObject *);
+typedef struct {  /* how an Executor and a FamilyKey start: what `Method` calls */
+    PyObject_HEAD
+    RunFn run;
+} Runnable;
 
 typedef struct {
     PyObject_HEAD
-    RunFn run;  /* every object the `Method` descriptor dispatches to starts so */
+    RunFn run;  /* as Runnable */
     uintptr_t context;
     int device, checks;
     Py_ssize_t npos, nslots, nparams;
@@ -715,7 +719,7 @@ static PyTypeObject ExecutorType = {
 /* ---- a family's dispatch key, and its call --------------------------------------------------------- */
 typedef struct {
     PyObject_HEAD
-    RunFn run;
+    RunFn run;  /* as Runnable */
     Py_ssize_t nparts, npos;
     int *what, *pos;
     PyObject *memo, *fallback;  /* fast key -> (launch, Kernel, grid meta); the family's Python call */
@@ -879,7 +883,7 @@ static PyObject *method_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     if (!target) return NULL;
     PyObject *r;
     if (Py_TYPE(target) == &ExecutorType || Py_TYPE(target) == &FamilyKeyType)
-        r = ((Executor *)target)->run(target, args, PyVectorcall_NARGS(nargsf), kwnames);
+        r = ((Runnable *)target)->run(target, args, PyVectorcall_NARGS(nargsf), kwnames);
     else
         r = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     Py_DECREF(target);
