@@ -245,3 +245,16 @@ def test_a_family_dispatches_from_its_memo_in_compiled_code(tmp_path):
     python_records, from_python = family_launches("python", tmp_path)
     assert compiled_records == python_records and len(compiled_records) == 8
     assert from_c == 8 + 4 and from_python == 0  # every launch from C (and the 4 profiled ones)
+
+
+def test_bindings_without_entry_points_launch_through_python(monkeypatch):
+    """cuda-python too old for cuGetProcAddress, or a driver that refuses it: the Python path, same launch."""
+    doc = metadata_doc([param("x", "*fp32", 16), param("n", "i32")])
+    launch, fake = fake_launcher(doc, device=-1)
+    good = fake.launches
+    monkeypatch.setattr(type(fake), "cuGetProcAddress", lambda self, *a: (_ for _ in ()).throw(AttributeError("no cuGetProcAddress")))
+    launch2, fake2 = fake_launcher(doc, device=-1)
+    x = torch.zeros(4)
+    launch(1, (x, 3), {}, 0)
+    launch2(1, (x, 3), {}, 0)
+    assert good[-1]["params"] == fake2.launches[-1]["params"] and fake.c_calls and not fake2.c_calls
