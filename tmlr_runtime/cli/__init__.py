@@ -35,7 +35,7 @@ _VERDICT = {True: "ok", False: "FAIL", None: "skipped"}
 
 def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]:
     """Everything a person wants to know about an artifact or a family, as a JSON-able dict."""
-    found = read(directory)
+    found = read(os.path.abspath(directory))
     if found.kind == "family":
         return family_cli.inspect_family(found)
     return inspect_kernel(directory, found, with_device)
@@ -44,7 +44,7 @@ def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]
 def verify_artifact(directory: str, with_device: bool = True) -> list[CheckResult]:
     """``(check, passed, detail)`` for every check of an artifact or a family (see ``verify_kernel``)."""
     try:
-        found = read(directory)
+        found = read(os.path.abspath(directory))
     except TmlrError as e:
         return [(SCHEMA_CHECK, False, str(e))]
     if found.kind == "family":

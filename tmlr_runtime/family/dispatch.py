@@ -24,7 +24,6 @@ from typing import Any, Callable
 
 from .. import driver
 from ..launch import compiled
-from ..abi import Parameter
 from ..artifact.family_index import Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
 from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
@@ -87,7 +86,7 @@ class KernelFamily:
         return tuple(i for i in runtime if len({(p.kind, p.type, p.divisibility) for p in (m.meta.signature[i] for m in self.members)}) > 1)
 
     def _fast_key_parts(self) -> tuple[tuple[int, int], ...] | None:
-        """See ``choose.fast_key_parts``; None when a heuristic reads a pointer or a constexpr (only the general path knows)."""
+        """See ``choose.fast_key_parts``; None when a heuristic reads a pointer or a constexpr not fixed at build (only the general path knows)."""
         sig = self.members[0].meta.signature
         raw = [i for i in self._key_pos if i < self.npos] if self.tuner is not None else []
         derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics} \

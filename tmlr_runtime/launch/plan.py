@@ -10,8 +10,8 @@
   descriptor's fields with the padding between them); ``dtype`` is the torch dtype a tensor must have
   (None: not checked); ``mask`` holds the low bits that must be zero (15: a pointer assumed 16-byte
   aligned or an int assumed divisible by 16).
-- ``size``: bytes of the packed buffer, 64-byte aligned; ``fmt`` packs the runtime parameters at
-  offset 0; the hidden trailing pointers (``hidden``: name and offset) stay zero, but for global
+- ``size``: bytes of the packed buffer (whose base is 64-byte aligned); ``fmt`` packs the runtime
+  parameters at offset 0; the hidden trailing pointers (``hidden``: name and offset) stay zero, but for global
   scratch (``scratch``: bytes per program, alignment, offset), allocated per launch.
 - the launch: ``function``, ``block`` (threads), ``shared`` bytes, ``cluster``, ``max_grid``, and
   ``use_ex`` for ``cuLaunchKernelEx`` (clusters, cooperative and PDL launches).
@@ -203,8 +203,7 @@ class LaunchPlan:
         # the first int to check for divisibility by 16, whether other steps have work, the packing call,
         # torch.Tensor, the context and stream getters, cuLaunchKernel and the largest int grid it takes
         "pointers", "unchecked", "div16", "rest", "pack", "tensor", "get_context", "current_stream", "drv", "launch_fn",
-        "max_x",
-        "what", "fast", "_binder",
+        "max_x", "what", "fast", "_binder",
     )
 
     def __init__(self, name: str, signature: tuple[Parameter, ...], variant: Variant, loaded: LoadedFunction, checks: bool) -> None:
