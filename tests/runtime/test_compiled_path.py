@@ -258,3 +258,14 @@ def test_bindings_without_entry_points_launch_through_python(monkeypatch):
     launch(1, (x, 3), {}, 0)
     launch2(1, (x, 3), {}, 0)
     assert good[-1]["params"] == fake2.launches[-1]["params"] and fake.c_calls and not fake2.c_calls
+
+
+@pytest.mark.parametrize("directory", ["examples/artifacts/" + n for n in ("add", "add4", "cluster_add", "grid_sync", "matmul",
+                                                                            "matmul_big_smem", "nop", "nop_args", "scalars", "tma_scale")]
+                         + ["tests/gpu/artifacts/" + n for n in ("desc_scale", "tma_host_copy")])
+def test_every_committed_artifact_gets_a_compiled_executor(directory):
+    """The executor reads every plan the committed artifacts make (scalars, TMA and tensor descriptors,
+    clusters, cooperative launches, global scratch), so none of them falls back to Python for good."""
+    with installed(H200):
+        kernel = tr.Kernel.load(os.path.join(ROOT, directory))
+        assert kernel._compiled is not None

@@ -222,7 +222,7 @@ static int parse_format(Executor *self, const char *fmt, Py_ssize_t offset, Py_s
         if (*c == 's' && count == 128) { size = 128; count = 1; }
         else if ((size = code_size(*c)) < 0) return -1;
         for (Py_ssize_t k = 0; k < count; k++, n++, offset += size) {
-            if (self->nslots >= capacity) return -1;
+            if (self->nslots >= capacity || offset + size > (Py_ssize_t)self->size) return -1;
             self->codes[self->nslots] = *c;
             self->offsets[self->nslots++] = offset;
         }
@@ -252,7 +252,9 @@ static int read_steps(Executor *self, PyObject *plan) {
             goto done;
         st->first = (int)self->nslots;
         st->count = offset < 0 ? 0 : parse_format(self, fmt, offset, capacity);
-        if (position != i || st->code < SCALAR || st->code > IGNORED || st->count < 0 || offset + size > (Py_ssize_t)self->size) {
+        int slots = st->code == TENSORDESC ? st->count : st->code >= CONSTEXPR ? 0 : 1;  /* what pack_arg writes */
+        if (position != i || st->code < SCALAR || st->code > IGNORED || st->count != slots || (st->code == TENSORDESC && !slots)
+            || (st->code == PTR && self->codes[st->first] != 'Q') || offset + size > (Py_ssize_t)self->size) {
             PyErr_Format(PyExc_ValueError, "plan.steps[%zd] cannot be executed", i);
             goto done;
         }
