@@ -50,6 +50,7 @@ CONSTEXPR = 7  # not passed; must equal the compiled value
 ONE = 8  # an int specialized to 1: not passed; must be 1
 IGNORED = 9  # a constexpr or an int specialized to 1 with checks off: nothing to do
 Step = tuple[int, int, int, int, str, Any, int]
+_INLINE = frozenset((SCALAR, PTR, DIV16, IGNORED))  # the codes the Python executor handles without convert
 
 _TYPE_CODES = {"i1": BOOL, "u1": BOOL, "bf16": BF16, TMA_DESC: TMA, "tensordesc": TENSORDESC}
 _POINTER_TYPE = TritonType("*", "Q", 8, 8, None, None, (), None, None, False, False)  # how any pointer is passed
@@ -137,12 +138,17 @@ def steps(signature: tuple[Parameter, ...], npos: int, layout: Layout, checks: b
         if p.kind != "runtime":
             out.append((c, i, -1, 0, "", None, 0))
             continue
-        n = 1 if p.descriptor is None else len(param_slots(p))
-        offset, end = offsets[slot], offsets[slot + n - 1] + sizes[slot + n - 1]
-        fmt = formats[slot] if n == 1 else _padded(offsets[slot: slot + n], sizes[slot: slot + n], formats[slot: slot + n], offset)
-        mask = 15 if c == DIV16 or c == PTR and checks and p.divisibility == 16 else 0
-        out.append((c, i, offset, end - offset, fmt, torch_dtype(p) if c == PTR and checks else None, mask))
-        slot += n
+        offset = offsets[slot]
+        if p.descriptor is None:
+            size, fmt, slot = sizes[slot], formats[slot], slot + 1
+        else:  # its fields' slots, with the padding between them
+            n = len(param_slots(p))
+            size = offsets[slot + n - 1] + sizes[slot + n - 1] - offset
+            fmt, slot = _padded(offsets[slot: slot + n], sizes[slot: slot + n], formats[slot: slot + n], offset), slot + n
+        if c == PTR:
+            out.append((c, i, offset, size, fmt, torch_dtype(p) if checks else None, 15 if checks and p.divisibility == 16 else 0))
+        else:
+            out.append((c, i, offset, size, fmt, None, 15 if c == DIV16 else 0))
     return tuple(out)
 
 
@@ -229,15 +235,23 @@ class LaunchPlan:
     def _python_executor(self, drv: Any) -> None:
         """The fields only the Python executor reads, derived from the steps (a value's index in its
         values list is its position + 2: see __slots__)."""
-        steps = self.steps
-        self.pointers = tuple([(s[1] + 2, s[5], s[6]) for s in steps if s[0] == PTR]) if self.checks else ()
-        self.unchecked = () if self.checks else tuple([s[1] + 2 for s in steps if s[0] == PTR])
-        div16 = [s[1] + 2 for s in steps if s[0] == DIV16]
+        pointers, unchecked, div16, kept, descriptors, rest = [], [], [], [], [], False
+        for c, i, offset, _, _, dtype, mask in self.steps:
+            if c == PTR and self.checks:
+                pointers.append((i + 2, dtype, mask))
+            elif c == PTR:
+                unchecked.append(i + 2)
+            elif c == DIV16:
+                div16.append(i + 2)
+            elif c == TENSORDESC:
+                descriptors.append(i)
+            rest = rest or c not in _INLINE
+            if offset >= 0:
+                kept.append(i)
+        self.pointers, self.unchecked = tuple(pointers), tuple(unchecked)
         self.div16 = div16[0] if div16 else 0  # the first apart: a loop costs more
-        self.rest = len(div16) > 1 or not {s[0] for s in steps} <= {SCALAR, PTR, DIV16, IGNORED}
-        kept = [s[1] for s in steps if s[2] >= 0]
-        descriptors = frozenset([s[1] for s in steps if s[0] == TENSORDESC])
-        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, descriptors)
+        self.rest = rest or len(div16) > 1
+        self.pack = _packer(self.layout.head.pack_into, kept, self.npos, frozenset(descriptors))
         torch = sys.modules.get("torch")
         self.tensor = torch.Tensor if torch is not None else _NoTorch
         get_context = drv.cuCtxGetCurrent

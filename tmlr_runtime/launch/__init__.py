@@ -1,0 +1,2 @@
+"""Launching one artifact: ``Kernel`` (``kernel``), the launch plan made at load (``plan``), the Python executor
+of a plan (``execute``), and the conversion of each argument (``convert``, ``pointers``, ``streams``, ``tensordesc``)."""
