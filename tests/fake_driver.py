@@ -16,6 +16,9 @@ where tmlr depends on it:
 - ``cuMemAllocAsync`` / ``cuMemFreeAsync`` (global scratch) are recorded in ``scratch``;
 - ``cuTensorMapEncodeTiled`` records its arguments (as plain ints and lists) in ``tensor_maps`` and
   returns a map whose 16 words are the address, the rank, the data type and 13 words counting up;
+- ``cuGetProcAddress`` gives the compiled launch path (``tmlr_runtime._fastlaunch``) C callbacks
+  into these same fakes (``cuCtxGetCurrent``, the launches, global scratch); one that raises returns
+  ``CUDA_ERROR_UNKNOWN`` and leaves the exception in ``raised``;
 - ``cuLaunchKernel`` / ``cuLaunchKernelEx`` record each launch (with the bytes of each parameter
   when ``param_sizes`` is set; they return ``result`` or raise ``error`` when those are set), and
   for the ``add`` kernel of ``examples/kernels/vector_add.py`` (BLOCK 1024) also *run* it on host
@@ -67,6 +70,31 @@ class _Function:
     name: str
     registers: int
 
+    def __int__(self) -> int:  # the handle the compiled path passes back to FakeDriver's callbacks
+        return id(self)
+
+
+# The C prototypes of the driver entry points the compiled path calls (as _fastlaunch.c declares them)
+class _Attribute(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [*((f, ctypes.c_uint) for f in ("gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ",
+                                              "sharedMemBytes")),
+                ("hStream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_Attribute)), ("numAttrs", ctypes.c_uint)]
+
+
+_U, _P = ctypes.c_uint, ctypes.c_void_p
+_PROTOTYPES = {
+    "cuCtxGetCurrent": ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)),
+    "cuLaunchKernel": ctypes.CFUNCTYPE(ctypes.c_int, _P, _U, _U, _U, _U, _U, _U, _U, _P, _P, _P),
+    "cuLaunchKernelEx": ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_LaunchConfig), _P, _P, _P),
+    "cuMemAllocAsync": ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, _P),
+    "cuMemFreeAsync": ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, _P),
+}
+_UNKNOWN = 999  # CUDA_ERROR_UNKNOWN
+
 
 class FakeDriver:
     """The subset of ``cuda.bindings.driver`` that tmlr_runtime calls, for one device."""
@@ -88,6 +116,10 @@ class FakeDriver:
         self.allocations: dict[int, Any] = {}  # cuMemAlloc'd host buffers by address
         self.memory_ops: list[tuple[Any, ...]] = []  # ("alloc"|"free"|"memset"|"copy", ...)
         self.unbacked: set[int] = set()  # allocations too large to back: memsets there are only recorded
+        self.functions: dict[int, _Function] = {}  # by handle, for the compiled path's callbacks
+        self.raised: list[BaseException] = []  # what a fake called through a C callback raised
+        self.c_calls: dict[str, int] = {}  # how often each C callback was called
+        self._callbacks: dict[str, Any] = {}  # kept alive while this driver lives
 
     def __getattr__(self, name: str) -> Any:  # enums and structs come from the real bindings
         return getattr(self._real, name)
@@ -128,7 +160,9 @@ class FakeDriver:
         found = module.symbols.get(name.decode())
         if found is None:
             return _NOT_FOUND, None
-        return _OK, _Function(found.name, found.registers or 0)
+        f = _Function(found.name, found.registers or 0)
+        self.functions[int(f)] = f
+        return _OK, f
 
     def cuModuleUnload(self, module: _Module) -> tuple[int]:
         return (_OK,)
@@ -158,6 +192,46 @@ class FakeDriver:
         if self.tensor_map_error != _OK:
             return (self.tensor_map_error, None)
         return (_OK, SimpleNamespace(opaque=[address, rank, int(data_type), *range(len(self.tensor_maps), len(self.tensor_maps) + 13)]))
+
+    # -- the compiled path: C callbacks into the fakes above and below ------------------------
+    def cuGetProcAddress(self, symbol: bytes, version: int, flags: int) -> tuple[int, int, int]:
+        name = symbol.decode()
+        if name not in _PROTOTYPES:
+            return _OK, 0, 1  # CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+        if name not in self._callbacks:
+            self._callbacks[name] = _PROTOTYPES[name](functools.partial(self._from_c, getattr(self, "_c_" + name)))
+        return _OK, ctypes.cast(self._callbacks[name], ctypes.c_void_p).value or 0, 0
+
+    def _from_c(self, fake: Callable[..., int], *args: Any) -> int:
+        name = fake.__name__.removeprefix("_c_")
+        self.c_calls[name] = self.c_calls.get(name, 0) + 1
+        try:
+            return fake(*args)
+        except BaseException as e:  # a C caller cannot take an exception: keep it for the test
+            self.raised.append(e)
+            return _UNKNOWN
+
+    def _c_cuCtxGetCurrent(self, out: Any) -> int:
+        out[0] = self.context
+        return _OK
+
+    def _c_cuLaunchKernel(self, f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: int | None,
+                          params: int, extra: int | None) -> int:
+        return int(self.cuLaunchKernel(self.functions[f], gx, gy, gz, bx, by, bz, shared, stream or 0, params, extra or 0)[0])
+
+    def _c_cuLaunchKernelEx(self, config: Any, f: int, params: int, extra: int | None) -> int:
+        c = config[0]
+        view = SimpleNamespace(**{name: getattr(c, name) for name, _ in _LaunchConfig._fields_ if name not in ("attrs", "hStream")},
+                               hStream=c.hStream or 0, attrs=[(c.attrs[i].id, tuple(c.attrs[i].value)) for i in range(c.numAttrs)])
+        return int(self.cuLaunchKernelEx(view, self.functions[f], params, extra or 0)[0])
+
+    def _c_cuMemAllocAsync(self, out: Any, nbytes: int, stream: int | None) -> int:
+        err, address = self.cuMemAllocAsync(nbytes, stream or 0)
+        out[0] = address
+        return int(err)
+
+    def _c_cuMemFreeAsync(self, address: int, stream: int | None) -> int:
+        return int(self.cuMemFreeAsync(address, stream or 0)[0])
 
     # -- launches -----------------------------------------------------------------------------
     def _record(self, launch: dict[str, Any], params: int) -> tuple[int]:

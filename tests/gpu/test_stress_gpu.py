@@ -229,6 +229,7 @@ def test_one_kernel_8_threads_2_streams_with_scratch_kernels_alongside() -> None
         "seconds": round(elapsed, 3),
         "add_launches_per_s": round(sum(verified) / elapsed) if elapsed > 0 else None,
         "device": torch.cuda.get_device_name(0),
+        "launch_path": "compiled" if add._compiled is not None else "python",  # TMLR_PURE_PYTHON=1 or no extension: python
         "errors": errors,
     }
     path = os.environ.get("TMLR_STRESS_REPORT")

@@ -10,7 +10,7 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import constexpr, equal_to_1, fake_launcher, metadata_doc, param
-from tmlr_runtime.launch import streams
+from tmlr_runtime.launch import compiled, streams
 from tmlr_runtime.launch.pointers import tensor_pointer
 from tmlr_runtime.artifact.metadata import Parameter
 
@@ -259,6 +259,6 @@ def test_threads_get_their_own_buffers():
         t.join()
     assert not errors
     seen = [(struct.unpack("<Q", r["params"][0])[0], struct.unpack("<q", r["params"][1])[0]) for r in rec.launches]
-    assert len(seen) == 2400
+    assert len(seen) == 2400 and rec.c_calls.get("cuLaunchKernel", 0) == (2400 if compiled.enabled else 0)  # the compiled path's buffers too
     for ptr, n in seen:
         assert ptr == 0x1000 * (n // 1000 + 1)  # each launch saw its own thread's values

@@ -2,6 +2,7 @@
 output pipe."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import pytest
 import fake_driver
 import tmlr_runtime as tr
 from tmlr_runtime import driver
+from tmlr_runtime.launch import compiled
 from tmlr_runtime.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -128,7 +130,19 @@ def test_version(capsys):
     assert e.value.code == 0
     pyproject = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
     version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
-    assert capsys.readouterr().out == f"tmlr {version}\n" and tr.__version__ == version
+    assert capsys.readouterr().out == f"tmlr {version}\n{compiled.describe()}\n" and tr.__version__ == version
+
+
+def test_version_says_which_launch_path_is_active():
+    """The second line of ``tmlr --version``; TMLR_PURE_PYTHON=1 forces the Python path."""
+    def version(**env: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "tmlr_runtime", "--version"], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONPATH": ROOT, **env})
+        return out.stdout.splitlines()[1]
+
+    assert version(TMLR_PURE_PYTHON="1") == "launch path: pure Python (TMLR_PURE_PYTHON is set)"
+    built = importlib.util.find_spec("tmlr_runtime.launch._fastlaunch") is not None
+    assert version(TMLR_PURE_PYTHON="0").startswith("launch path: compiled (_fastlaunch." if built else "launch path: pure Python (the extension")
 
 
 @pytest.mark.parametrize("args", [["inspect", "--no-device", ADD], ["inspect", "--json", "--no-device", ADD],

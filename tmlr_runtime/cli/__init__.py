@@ -24,6 +24,7 @@ import sys
 from typing import Any
 
 from .. import __version__
+from ..launch import compiled
 from ..errors import TmlrError
 from ..artifact.read import artifacts_in, read
 from . import family as family_cli
@@ -59,9 +60,20 @@ def _print_inspect(info: dict[str, Any]) -> None:
         print(f"  run `tmlr verify {info['directory']}` for every check")
 
 
+class _Version(argparse.Action):
+    """``--version``: two lines, as written (argparse's own action rewraps them into one)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"tmlr {__version__}\n{compiled.describe()}")
+        parser.exit()
+
+
 def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="tmlr", description="Inspect and verify tmlr artifacts.")
-    parser.add_argument("--version", action="version", version=f"tmlr {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and which launch path is active, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (("inspect", "show an artifact (exit 1 when a cubin does not match metadata.json)"),
                        ("verify", "check an artifact without launching it (exit 1 on failure)")):

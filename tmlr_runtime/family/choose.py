@@ -69,22 +69,26 @@ def int_entry(value: Any) -> str:
     return f"{ty}:16" if value % 16 == 0 else ty
 
 
-_DTYPE, _ALIGNED, _INT_CLASS, _VALUE = range(4)  # what fast_key reads of an argument
+_DTYPE, _ALIGNED, _INT_CLASS, _VALUE = range(4)  # what fast_key reads of an argument (KEY_* in _fastlaunch.c)
 
 
-def fast_key(dtypes: list[int], aligned: list[int], ints: list[int], raw: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """A function of a call's positional arguments whose value fixes the family's whole choice: the
+def fast_key_parts(dtypes: list[int], aligned: list[int], ints: list[int], raw: list[int]) -> tuple[tuple[int, int], ...]:
+    """What a family's fast key reads, as (position, _DTYPE | _ALIGNED | _INT_CLASS | _VALUE): the
     dtypes of the pointers whose dtype differs between variants or is in the autotune key, the
     alignment of those whose alignment differs, the class of the distinguishing ints (divisible by
-    16, equal to 1) and the values the autotune key and the heuristics read. The plan is made once per
-    family; the function raises for pointers without ``.dtype``/``.data_ptr()`` (ints, CuPy), which
-    take the general path."""
-    plan = tuple([(i, _DTYPE) for i in dtypes] + [(i, _ALIGNED) for i in aligned]
+    16, equal to 1) and the values the autotune key and the heuristics read."""
+    return tuple([(i, _DTYPE) for i in dtypes] + [(i, _ALIGNED) for i in aligned]
                  + [(i, _INT_CLASS) for i in ints if i not in raw] + [(i, _VALUE) for i in raw])
+
+
+def fast_key(parts: tuple[tuple[int, int], ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A function of a call's positional arguments whose value fixes the family's whole choice (see
+    :func:`fast_key_parts`; the compiled path makes the same key in C). It raises for pointers without
+    ``.dtype``/``.data_ptr()`` (ints, CuPy), which take the general path."""
 
     def key(args: tuple[Any, ...]) -> tuple[Any, ...]:
         out = []
-        for i, what in plan:
+        for i, what in parts:
             v = args[i]
             if what == _DTYPE:
                 out.append(v.dtype)

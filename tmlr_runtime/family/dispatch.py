@@ -23,13 +23,14 @@ import os
 from typing import Any, Callable
 
 from .. import driver
+from ..launch import compiled
 from ..artifact.family_index import Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
 from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
 from ..launch.bind import MISSING, Binder, call_grid
 from ..launch.convert import same_constexpr
 from .bench import GRID_META, benchmark
-from .choose import accepts, dtype_name, exact, fast_key, int_entry, pointer_entry, specialization
+from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
 from .members import Member, read_members
 from .tuning import Key, Tuner
 
@@ -68,7 +69,10 @@ class KernelFamily:
         self._choice: dict[Key, int] = self.tuner.memory if self.tuner else {}
         self._memo: dict[Any, tuple[Any, dict[str, Any], Member]] = {}
         self._fast: dict[tuple[Any, ...], tuple[Any, Any, dict[str, Any]]] = {}  # fast key -> (launch, sub-kernel, grid meta base)
-        self._fast_key_of = None if self._positional_constexprs else self._fast_key()
+        parts = None if self._positional_constexprs else self._fast_key_parts()
+        # the compiled path's key also dispatches a call from the memo (__call__); else the Python key
+        self._fast_call = None if parts is None else compiled.family_key(parts, self.npos, self._fast, KernelFamily._call_python)
+        self._fast_key_of = self._fast_call or (None if parts is None else fast_key(parts))
         self._fast_n = -1 if self._fast_key_of is None else self.npos  # the argument count the fast path takes
 
     def _fixed_constexprs(self) -> dict[str, Any]:
@@ -81,8 +85,8 @@ class KernelFamily:
         """The runtime parameters whose pattern differs between variants."""
         return tuple(i for i in runtime if len({(p.kind, p.type, p.divisibility) for p in (m.meta.signature[i] for m in self.members)}) > 1)
 
-    def _fast_key(self) -> Callable[[tuple[Any, ...]], tuple[Any, ...]] | None:
-        """See ``choose.fast_key``; None when a heuristic reads a pointer or a constexpr not fixed at build (only the general path knows)."""
+    def _fast_key_parts(self) -> tuple[tuple[int, int], ...] | None:
+        """See ``choose.fast_key_parts``; None when a heuristic reads a pointer or a constexpr not fixed at build (only the general path knows)."""
         sig = self.members[0].meta.signature
         raw = [i for i in self._key_pos if i < self.npos] if self.tuner is not None else []
         derived = self._config_names | {"num_warps", "num_stages", "num_ctas", "maxnreg"} | {h.name for h in self.index.heuristics} \
@@ -102,9 +106,9 @@ class KernelFamily:
         ints = [i for i in self._dist if not sig[i].is_pointer]
         if any(differ(i, "type") for i in ints):
             raw += ints  # int types differ (i32 / i64): the value decides
-        return fast_key(dtypes, [i for i in pointers if differ(i, "divisibility")], ints, sorted(set(raw)))
+        return fast_key_parts(dtypes, [i for i in pointers if differ(i, "divisibility")], ints, sorted(set(raw)))
 
-    def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+    def _call_python(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
         """``family(grid, *args, stream=None, **constexprs)``: choose the variant, then launch it."""
         if len(args) == self._fast_n and not kwargs:
             try:
@@ -115,6 +119,9 @@ class KernelFamily:
                 grid = call_grid(grid, {**base, **dict(zip(self.names, args))}, GRID_META)
             return launch(kernel, grid, *args, stream=stream)
         return self._call(grid, args, kwargs, stream)
+
+    # the compiled key's dispatch (a call the memo knows, with no callable grid) runs it, else _call_python
+    __call__ = compiled.method("_fast_call", _call_python)
 
     def _call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
         """A call the fast memo does not know: every step of the module docstring."""

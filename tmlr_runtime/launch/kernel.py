@@ -10,7 +10,7 @@ from .. import driver
 from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
 from ..artifact.read import artifacts_in, output_folder_error, read
 from ..errors import ArgumentError, ArtifactError, short_repr
-from . import modules
+from . import compiled, modules
 from .execute import launch
 from .plan import LaunchPlan
 
@@ -40,6 +40,8 @@ class Kernel:
         self._lock = threading.Lock()
         self._read_stats = {} if stats is None else stats  # path -> fstat of each file read
         self._fast: tuple[Any, ...] = ()  # .fast of the plan of the context planned for last, which a launch checks first
+        self._executors: dict[int, Any] = {}  # context handle -> the compiled executor of its plan, or None
+        self._compiled: Any = None  # that of the plan planned for last, which a call runs when there is one
         self._plan_for_current()
 
     # -- loading ---------------------------------------------------------------------------------
@@ -94,13 +96,16 @@ class Kernel:
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
                                               lambda: read_cubin(self.directory, variant, self._read_stats))
                 plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
-        self._fast = plan.fast
+                # kept apart from the plan: the executor refers to it (its helpers), so no cycle
+                self._executors[handle] = compiled.executor(plan, launch)
+        self._fast, self._compiled = plan.fast, self._executors[handle]
         return plan
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
-    # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword
-    __call__ = launch
+    # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword;
+    # the plan's compiled executor runs it when there is one, else (and what it declines) execute.launch
+    __call__ = compiled.method("_compiled", launch)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """Triton-style ``kernel[grid](*args, stream=None)``."""
