@@ -192,7 +192,7 @@ NOT_ALIKE = "Triton 3.3: a process's second compile gives other bytes, so the ji
 MM_SIG = "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32"
 
 
-def _job(path: Path, stage_dir: Path | None = None) -> Any:
+def _job(path: Path) -> Any:
     return make_jobs(request(str(path)), parse_arch_list("90"), None, False, True)[0]
 
 
@@ -255,10 +255,21 @@ def _files(artifact: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in Path(artifact).iterdir() if p.is_file()}
 
 
+def _compile_with_triton(path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton's own in-process compile, as a developer's process does beside the jit (its LLVM options stay set)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    with monkeypatch.context() as m:
+        m.setenv("TRITON_CACHE_DIR", str(cache_dir))
+        assert triton.compile(str(path), target=GPUTarget("cuda", 90, 32)).asm["cubin"]
+
+
 @pytest.mark.skipif(not ALIKE, reason=NOT_ALIKE)
 def test_here_and_in_a_worker_give_the_same_bytes(stage_dir: Path, matmul_dir: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """A sequence of edits compiled in this process, each against a worker's build of the same bytes."""
+    """A sequence of edits compiled in this process (after other compiles, by tmlr and by Triton itself), each
+    against a worker's build of the same bytes."""
     monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")  # removed for the compile on both paths
     ir = tmp_path / "ir"
     shutil.copytree(matmul_dir, ir)
@@ -268,6 +279,7 @@ def test_here_and_in_a_worker_give_the_same_bytes(stage_dir: Path, matmul_dir: P
     args = (*fake, 256, 256, 256, 256, 256, 256)
     here, worker = jit(matmul_module.matmul), jit(matmul_module.matmul, isolate=True)
     jit(vector_add.add).build_only(*_args(), BLOCK=1024, arch=90, ttgir_dir=str(stage_dir / "ir" / "sm_90a"))
+    _compile_with_triton(stage_dir / "ir" / "sm_90a" / "add.ttgir", tmp_path / "triton-cache", monkeypatch)
     for k in ("1", "2", "0"):  # this process has compiled before each: its bytes must not depend on that
         (ir / "matmul.ttgir").write_text(text.replace("dense<0.000000e+00> : tensor<64x64xf32, #mma",
                                                       f"dense<{k}.000000e+00> : tensor<64x64xf32, #mma"))
