@@ -139,11 +139,13 @@ def test_ir_that_does_not_match_the_call(stage_dir: Path, cache: Path) -> None:
 
 
 @pytest.mark.gpu
-def test_edited_ttgir_is_launched_without_restart(stage_dir: Path, cache: Path, tmp_path: Path) -> None:
+def test_edited_ttgir_is_launched_without_restart(stage_dir: Path, cache: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
     ir = tmp_path / "ir"
     shutil.copytree(stage_dir / "ir" / "sm_90a", ir)
+    spy = _Spy(monkeypatch)
     k = jit(vector_add.add)
     # n = 4001 is not divisible by 16: the same specialization ("i32") the kept IR was built with.
     x, y = torch.randn(4001, device="cuda"), torch.randn(4001, device="cuda")
@@ -161,6 +163,7 @@ def test_edited_ttgir_is_launched_without_restart(stage_dir: Path, cache: Path, 
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x - y)
     assert k.builds == 2
+    assert spy.calls == ["here" if ALIKE else "workers"] * 2  # beside torch and CUDA: built in this process
 
 
 def test_launch_loads_once_and_passes_args_in_order(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
