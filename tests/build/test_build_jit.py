@@ -106,9 +106,13 @@ def test_stage_dirs_build_the_same_cubin_and_hit_the_cache(stage_dir: Path, cach
     assert k.builds == 3  # unchanged content, options and specialization: no rebuild
     k.build_only(*_args(), BLOCK=1024, arch=90, num_warps=4, ttgir_dir=str(ir))  # default-equal but new options
     assert k.builds == 4
-    (ir / "add.ttgir").write_text((ir / "add.ttgir").read_text() + "\n// edited\n")
+    original = (ir / "add.ttgir").read_text()
+    (ir / "add.ttgir").write_text(original + "\n// edited\n")
     k.build_only(*_args(), BLOCK=1024, arch=90, ttgir_dir=str(ir))
     assert k.builds == 5  # the edited file is picked up on the next call
+    (ir / "add.ttgir").write_text(original)
+    k.build_only(*_args(), BLOCK=1024, arch=90, ttgir_dir=str(ir))
+    assert k.builds == 5  # the original bytes again: their artifact is in the cache
 
 
 def test_python_source_without_a_dir(cache: Path) -> None:
@@ -135,11 +139,13 @@ def test_ir_that_does_not_match_the_call(stage_dir: Path, cache: Path) -> None:
 
 
 @pytest.mark.gpu
-def test_edited_ttgir_is_launched_without_restart(stage_dir: Path, cache: Path, tmp_path: Path) -> None:
+def test_edited_ttgir_is_launched_without_restart(stage_dir: Path, cache: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
     ir = tmp_path / "ir"
     shutil.copytree(stage_dir / "ir" / "sm_90a", ir)
+    spy = _Spy(monkeypatch)
     k = jit(vector_add.add)
     # n = 4001 is not divisible by 16: the same specialization ("i32") the kept IR was built with.
     x, y = torch.randn(4001, device="cuda"), torch.randn(4001, device="cuda")
@@ -157,6 +163,7 @@ def test_edited_ttgir_is_launched_without_restart(stage_dir: Path, cache: Path, 
     torch.cuda.synchronize()
     torch.testing.assert_close(out, x - y)
     assert k.builds == 2
+    assert spy.calls == ["here" if ALIKE else "workers"] * 2  # beside torch and CUDA: built in this process
 
 
 def test_launch_loads_once_and_passes_args_in_order(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,3 +181,126 @@ def test_launch_loads_once_and_passes_args_in_order(cache: Path, monkeypatch: py
         k[(4,)](*_args(), BLOCK=1024, arch=90, num_warps=4)
     assert len(loads) == 1 and k.builds == 1
     assert calls[0][0] == (4,) and calls[0][1][3:] == (1000, 1024) and calls[0][2] is None
+
+
+# --- where the jit compiles: in this process (Triton imported, a stage file) or in workers ------------------
+
+from tmlr_build.builder import in_process  # noqa: E402
+from tmlr_build.builder.sources import make_jobs  # noqa: E402
+from tmlr_build.builder.workers import Task  # noqa: E402
+from tmlr_build.compile.triton_api import current as triton_api  # noqa: E402
+
+ALIKE = triton_api().compiles_alike_in_one_process
+NOT_ALIKE = "Triton 3.3: a process's second compile gives other bytes, so the jit keeps workers there"
+MM_SIG = "*fp16:16, *fp16:16, *fp16:16, i32:16, i32:16, i32:16, i32:16, i32:16, i32:16, 64, 64, 32"
+
+
+def _job(path: Path) -> Any:
+    return make_jobs(request(str(path)), parse_arch_list("90"), None, False, True)[0]
+
+
+def test_where_jobs_are_compiled(stage_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ttgir, python = _job(stage_dir / "ir" / "sm_90a" / "add.ttgir"), _job(Path(f"{vector_add.__file__}:add"))
+    assert in_process.usable([ttgir]) is ALIKE  # Triton is imported here (the jit imports it)
+    assert not in_process.usable([python])  # a Python kernel: its compile would change this process's Triton
+    assert not in_process.usable([ttgir, python]) and not in_process.usable([])
+    monkeypatch.setenv("PTXAS_OPTIONS", "-O1")  # read into Triton's option defaults at import, in this process
+    assert not in_process.usable([ttgir])
+    monkeypatch.delenv("PTXAS_OPTIONS")
+    monkeypatch.delitem(sys.modules, "triton")  # the command line's process: Triton not imported
+    assert not in_process.usable([ttgir])
+
+
+class _Spy:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import tmlr_build.builder.build as build_module
+
+        self.calls: list[str] = []
+        for name, module, attr in (("workers", build_module, "run_jobs"), ("here", in_process, "run_jobs")):
+            real = getattr(module, attr)
+            monkeypatch.setattr(module, attr, lambda *a, _n=name, _r=real, **k: self.calls.append(_n) or _r(*a, **k))
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_the_jit_builds_a_stage_file_here_unless_isolated(stage_dir: Path, cache: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, isolate: bool) -> None:
+    spy = _Spy(monkeypatch)
+    k = jit(vector_add.add, isolate=isolate)
+    k.build_only(*_args(), BLOCK=1024, arch=90, ttgir_dir=str(stage_dir / "ir" / "sm_90a"))
+    k.build_only(*_args(), BLOCK=1024, arch=90)  # the Python source: always a worker
+    assert spy.calls == ["here" if ALIKE and not isolate else "workers", "workers"]
+    build([request(str(stage_dir / "ir" / "sm_90a" / "add.ttgir"))], BuildConfig(out=str(tmp_path), progress=False))
+    assert spy.calls[-1] == "workers"  # the library's default (and the command line): workers
+
+
+def test_a_task_here_leaves_the_environment_and_directory_as_they_were(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # scrub_environment is what a compile does to its process first: unset TRITON_* and set its own cache
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    before = dict(os.environ)
+    assert in_process.run_here(Task("tmlr_build.compile.options:scrub_environment", (True,), "scrub")) is None
+    assert dict(os.environ) == before and os.getcwd() == str(tmp_path)
+    failed = in_process.run_here(Task("tmlr_build.compile.options:scrub_environment", (), "bad call"))
+    assert isinstance(failed, BuildError) and "bad call: unexpected TypeError" in str(failed)
+
+
+@pytest.fixture(scope="module")
+def matmul_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("keepir-mm")
+    build([request(f"{matmul_module.__file__}:matmul", signature=MM_SIG, options={"num_warps": 4, "num_stages": 2})],
+          BuildConfig(out=str(out), archs=parse_arch_list("90"), keep_ir=True, progress=False))
+    return out / "matmul" / "ir" / "sm_90a"
+
+
+def _files(artifact: str) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in Path(artifact).iterdir() if p.is_file()}
+
+
+def _compile_with_triton(path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triton's own in-process compile, as a developer's process does beside the jit (its LLVM options stay set)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    with monkeypatch.context() as m:
+        m.setenv("TRITON_CACHE_DIR", str(cache_dir))
+        assert triton.compile(str(path), target=GPUTarget("cuda", 90, 32)).asm["cubin"]
+
+
+@pytest.mark.skipif(not ALIKE, reason=NOT_ALIKE)
+def test_here_and_in_a_worker_give_the_same_bytes(stage_dir: Path, matmul_dir: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sequence of edits compiled in this process (after other compiles, by tmlr and by Triton itself), each
+    against a worker's build of the same bytes."""
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")  # removed for the compile on both paths
+    ir = tmp_path / "ir"
+    shutil.copytree(matmul_dir, ir)
+    text = (ir / "matmul.ttgir").read_text()
+    assert "dense<0.000000e+00> : tensor<64x64xf32, #mma" in text
+    fake = (FakeTensor(1024, "torch.float16"), FakeTensor(2048, "torch.float16"), FakeTensor(4096, "torch.float16"))
+    args = (*fake, 256, 256, 256, 256, 256, 256)
+    here, worker = jit(matmul_module.matmul), jit(matmul_module.matmul, isolate=True)
+    jit(vector_add.add).build_only(*_args(), BLOCK=1024, arch=90, ttgir_dir=str(stage_dir / "ir" / "sm_90a"))
+    _compile_with_triton(stage_dir / "ir" / "sm_90a" / "add.ttgir", tmp_path / "triton-cache", monkeypatch)
+    for k in ("1", "2", "0"):  # this process has compiled before each: its bytes must not depend on that
+        (ir / "matmul.ttgir").write_text(text.replace("dense<0.000000e+00> : tensor<64x64xf32, #mma",
+                                                      f"dense<{k}.000000e+00> : tensor<64x64xf32, #mma"))
+        monkeypatch.setenv("TMLR_CACHE_DIR", str(tmp_path / "here"))
+        a = here.build_only(*args, BM=64, BN=64, BK=32, arch=90, ttgir_dir=str(ir))
+        monkeypatch.setenv("TMLR_CACHE_DIR", str(tmp_path / "worker"))
+        b = worker.build_only(*args, BM=64, BN=64, BK=32, arch=90, ttgir_dir=str(ir))
+        assert _files(a) == _files(b), k
+    assert here.builds == worker.builds == 3
+    assert os.environ["TRITON_DISABLE_LINE_INFO"] == "1"
+
+
+@pytest.mark.skipif(not ALIKE, reason=NOT_ALIKE)
+def test_bad_ir_here_is_a_compile_error(stage_dir: Path, cache: Path, tmp_path: Path) -> None:
+    ir = tmp_path / "ir"
+    shutil.copytree(stage_dir / "ir" / "sm_90a", ir)
+    (ir / "add.ttgir").write_text((ir / "add.ttgir").read_text().replace("arith.addf", "arith.nosuchop", 1))
+    cwd = os.getcwd()
+    with pytest.raises(BuildError, match=r"add\.ttgir"):
+        jit(vector_add.add).build_only(*_args(), BLOCK=1024, arch=90, ttgir_dir=str(ir))
+    assert os.getcwd() == cwd

@@ -11,7 +11,7 @@ from ..common.arch import Target
 from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, UsageError
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
-from . import variants
+from . import in_process, variants
 from .artifact import artifact_files, prepare_output, write_directory
 from .family import family_files
 from .rebuild_table import TABLE_FILE, table_on_rebuild
@@ -38,6 +38,8 @@ class BuildConfig:
     progress: bool = True
     dump_passes: str | None = None  # write Triton's MLIR pass dump of the (single) job to this file
     max_variants: int = variants.DEFAULT_MAX_VARIANTS  # a family build over this many variants is refused
+    # compile stage files in this process where Triton is imported already (in_process.py; @tmlr_build.jit)
+    in_process: bool = False
 
 
 @dataclass
@@ -93,8 +95,11 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     if config.dump_passes is not None:
         jobs = _with_pass_dump(jobs, config.dump_passes)
     progress = on_progress or (_stderr_progress if config.progress and (len(jobs) > 2 or plans) else None)
-    outcomes = run_jobs(jobs, config.max_workers, progress,
-                        while_waiting=_import_validation if config.stop_after is None else None)
+    if config.in_process and in_process.usable(jobs):
+        outcomes = in_process.run_jobs(jobs, progress)
+    else:
+        outcomes = run_jobs(jobs, config.max_workers, progress,
+                            while_waiting=_import_validation if config.stop_after is None else None)
     by_request: dict[int, list[tuple[str | None, JobResult | BuildError]]] = {}
     for (i, vid), outcome in zip(owner, outcomes):
         by_request.setdefault(i, []).append((vid, outcome))

@@ -42,11 +42,14 @@ def _current_capability() -> int:
 class JitKernel:
     """What ``@tmlr_build.jit`` returns; ``kernel[grid](...)`` or ``kernel.build_only(...)``."""
 
-    def __init__(self, fn: Any) -> None:
+    def __init__(self, fn: Any, isolate: bool = False) -> None:
         import triton
 
         self.fn = fn if isinstance(fn, triton.runtime.JITFunction) else triton.jit(fn)
         self.__name__ = self.fn.__name__
+        # False: a stage file is compiled in this process (builder/in_process.py); True: in a worker process,
+        # where a crash of Triton/LLVM on bad IR becomes an error instead of ending this process
+        self.isolate = isolate
         self.builds = 0  # how many times a build ran (cache misses), for tests and diagnostics
         self._loaded: dict[str, Any] = {}
 
@@ -94,7 +97,7 @@ class JitKernel:
             req = request(source, signature=spec.signature, options=spec.options, name=self.__name__)
             self.builds += 1
             try:
-                build([req], BuildConfig(out=out, archs=(target,), progress=False))
+                build([req], BuildConfig(out=out, archs=(target,), progress=False, in_process=not self.isolate))
             except SignatureError as e:
                 # The build's hint speaks of --signature; here the signature came from the call's arguments.
                 raise SignatureError(f"{e} (signature derived from the call {self.__name__}[grid](...): "
@@ -112,10 +115,13 @@ class JitKernel:
         return kernel(grid, *spec.values, stream=stream)
 
 
-def jit(fn: Any = None, **triton_kwargs: Any) -> Any:
-    """``@tmlr_build.jit`` / ``@tmlr_build.jit(do_not_specialize=[...])``: like ``@triton.jit``."""
+def jit(fn: Any = None, *, isolate: bool = False, **triton_kwargs: Any) -> Any:
+    """``@tmlr_build.jit`` / ``@tmlr_build.jit(do_not_specialize=[...])``: like ``@triton.jit``.
+
+    ``isolate=True``: build stage files in worker processes too (slower per edit; a Triton/LLVM crash on
+    bad IR is reported as CompilerCrashError instead of ending this process)."""
     import triton
 
     if fn is None:
-        return lambda f: JitKernel(triton.jit(f, **triton_kwargs))
-    return JitKernel(triton.jit(fn) if not isinstance(fn, triton.runtime.JITFunction) else fn)
+        return lambda f: JitKernel(triton.jit(f, **triton_kwargs), isolate)
+    return JitKernel(triton.jit(fn) if not isinstance(fn, triton.runtime.JITFunction) else fn, isolate)

@@ -55,14 +55,26 @@ def _child(send: Connection, task: Task, workdir: str) -> None:
     """All a worker runs: the task, whose result or BuildError goes back through ``send``."""
     _exit_with_parent()
     try:
-        module, name = task.function.split(":")
-        outcome = getattr(importlib.import_module(module), name)(*task.args, workdir)
-    except BuildError as e:
-        outcome = e
-    except BaseException as e:  # a bug in tmlr-build or an unexpected Triton failure: keep the trace
-        trace = "".join(traceback.format_exception(e)[-6:])
-        outcome = CompileError(f"{task.label}: unexpected {type(e).__name__}: {e}\n{trace}")
+        outcome = outcome_of(task, workdir)
+    except BaseException as e:  # SystemExit, KeyboardInterrupt: still an answer for the parent
+        outcome = _unexpected(task, e)
     send.send(outcome)
+
+
+def outcome_of(task: Task, workdir: str) -> Any:
+    """Run ``task`` in this process: its result, or its BuildError (also in_process.py's way to run one)."""
+    try:
+        module, name = task.function.split(":")
+        return getattr(importlib.import_module(module), name)(*task.args, workdir)
+    except BuildError as e:
+        return e
+    except Exception as e:  # a bug in tmlr-build or an unexpected Triton failure: keep the trace
+        return _unexpected(task, e)
+
+
+def _unexpected(task: Task, e: BaseException) -> CompileError:
+    trace = "".join(traceback.format_exception(e)[-6:])
+    return CompileError(f"{task.label}: unexpected {type(e).__name__}: {e}\n{trace}")
 
 
 def _exit_with_parent() -> None:

@@ -5,7 +5,8 @@ This drives Triton's backend stages directly instead of calling ``triton.compile
 ptxas report. The stage functions, the metadata they fill in and the ptxas flags are Triton's own,
 so the cubin bytes are the same as ``triton.compile``'s (tests/build/test_build_stages.py checks this),
 except that source file names are made machine-independent first (source_names.py).
-Importing this module imports Triton; the parent process never does.
+Importing this module imports Triton; the parent process never does, except where the caller has imported
+Triton already and a stage file is compiled in its process (builder/in_process.py, @tmlr_build.jit).
 """
 from __future__ import annotations
 

@@ -27,6 +27,10 @@ class _Release:
     pointer_descriptor: tuple[str, ...] | None  # a host TensorDescriptor's kernel params without TMA; None: none
     # Autotuner.run appends str(arg.dtype) of every argument that has a dtype to the tuning key (3.3-3.9 alike)
     dtype_in_key: bool = True
+    # Whether a compile gives the same bytes whatever the process compiled before. Not in 3.3: make_ptx turns
+    # on LLVM's global nvptx-short-ptr option after make_llir has laid out the module without it, so every
+    # compile after a process's first gets another data layout (3.4-3.8 set it before, 3.9 passes it along).
+    compiles_alike_in_one_process: bool = True
 
 
 _ONE = ("global_scratch",)
@@ -37,7 +41,7 @@ _POINTER_34 = ("base", "shape:i64", "strides:i64", "shape:i32", "strides:i64")
 _POINTER_35 = ("base", "shape:i64", "strides:i64", "padding:i1", "shape:i32", "strides:i64")
 _POINTER_37 = ("base", "shape:i64", "strides:i64", "padding:i1", "round_f32_to_tf32:i1", "shape:i32", "strides:i64")
 _RELEASES = {
-    "3.3": _Release(_ONE, (), None),
+    "3.3": _Release(_ONE, (), None, compiles_alike_in_one_process=False),
     "3.4": _Release(_ONE, (), _POINTER_34),
     "3.5": _Release(_TWO, (), _POINTER_35),
     "3.6": _Release(_TWO, (), _POINTER_35),
@@ -64,6 +68,7 @@ class TritonAPI:
     cluster_dims_option: bool  # 3.3-3.5: CUDAOptions.cluster_dims, and make_ttgir records metadata cluster_dims
     bool_type: str  # what the JIT makes of a Python bool: "i1" (3.3) or "u1"
     dtype_in_key: bool  # see _Release
+    compiles_alike_in_one_process: bool  # see _Release
 
     @property
     def host_descriptors(self) -> bool:
@@ -263,7 +268,7 @@ def current() -> TritonAPI:
         ptxas_flags=release.ptxas_flags, pointer_descriptor=release.pointer_descriptor,
         make_ir_takes_target=make_ir_params[1:2] == ["target"], language=_language(nvidia),
         cluster_dims_option="cluster_dims" in fields, bool_type=mangle_type(True),
-        dtype_in_key=release.dtype_in_key)
+        dtype_in_key=release.dtype_in_key, compiles_alike_in_one_process=release.compiles_alike_in_one_process)
 
 
 def _language(nvidia: Any) -> Any:
