@@ -13,7 +13,7 @@ import tmlr_runtime
 from tmlr_build.common import errors as E
 from tmlr_build.common.mlir_text import read_function
 from tmlr_build.common.signature import parse_signature
-from tmlr_build.common.tensordesc import descriptor_json, parse_type, tensormap
+from tmlr_build.common.tensordesc import descriptor_json, parse_type, read_sidecar_entry, tensormap
 from tmlr_build.common.triton_check import SUPPORTED, TESTED, release_in_range, release_range
 from tmlr_build.compile import triton_api
 from tmlr_runtime.abi import Parameter
@@ -67,6 +67,17 @@ def test_descriptor_fields_per_release() -> None:
     # 3.5 added the padding flag, 3.7 the tf32 rounding flag, between the two copies of shape and strides
     assert ("padding:i1" in plain) == release_in_range(API.version, ">=3.5")
     assert ("round_f32_to_tf32:i1" in plain) == release_in_range(API.version, ">=3.7")
+
+
+def test_a_sidecar_keeps_the_descriptor_type_text_and_is_checked_like_metadata() -> None:
+    # the sidecar (--keep-ir's <name>.tmlr.json) holds the build's form of a descriptor: Triton's type text
+    entries = [Parameter("d", "runtime", "tensordesc<fp16[64, 128]>"), Parameter("n", "runtime", "i32", 16),
+               Parameter("BLOCK", "constexpr", value=64)]
+    assert [read_sidecar_entry(p.to_json(), "k.tmlr.json") for p in entries] == entries
+    with pytest.raises(tmlr_runtime.SchemaError, match=r"k\.tmlr\.json: \$\.divisibility"):
+        read_sidecar_entry({**entries[0].to_json(), "divisibility": 3}, "k.tmlr.json")
+    with pytest.raises(tmlr_runtime.SchemaError, match=r"\$\.type: 'tensordesc<half\[8\]>'"):
+        read_sidecar_entry({**entries[0].to_json(), "type": "tensordesc<half[8]>"}, "k.tmlr.json")
 
 
 def test_release_ranges() -> None:

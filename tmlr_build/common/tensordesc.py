@@ -10,11 +10,13 @@ lowered it to TMA, what encoding the CUtensorMap needs besides the call's tensor
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from tmlr_runtime.abi import POINTEE_TYPES, TENSORDESC, Parameter
+from tmlr_runtime.artifact.metadata import read_parameter
 
 from .errors import UnsupportedKernelError
 
@@ -44,6 +46,17 @@ def parse_type(text: str | None) -> DescriptorType | None:
 
 def is_descriptor(p: Parameter) -> bool:
     return p.kind == "runtime" and parse_type(p.type) is not None
+
+
+def read_sidecar_entry(doc: Any, path: str) -> Parameter:
+    """One ``signature`` entry of a ``<name>.tmlr.json`` sidecar, checked by metadata.json's rules (a SchemaError
+    naming ``path`` otherwise). The sidecar is the build's form: a descriptor keeps Triton's type text
+    (``tensordesc<fp16[64, 64]>``), which metadata.json writes as ``tensordesc`` plus a descriptor object."""
+    text = doc.get("type") if isinstance(doc, dict) and doc.get("kind") == "runtime" else None
+    if parse_type(text) is None:
+        return read_parameter(doc, path)
+    # every other field by the same rules: the type stands in as a plain scalar while they are checked
+    return dataclasses.replace(read_parameter({**doc, "type": "i32"}, path), type=text)
 
 
 def tensormap(meta: dict[str, Any], where: str) -> dict[str, Any]:

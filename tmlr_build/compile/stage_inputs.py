@@ -12,7 +12,6 @@ from typing import Any
 
 import triton
 from tmlr_runtime.abi import TYPES
-from tmlr_runtime.artifact.metadata import read_parameter
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
@@ -21,7 +20,7 @@ from ..common.arch import triton_target
 from ..common.errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError,
                              OptionError, SignatureError, TritonReleaseMismatchError)
 from ..common.jobs import STAGES, Job
-from ..common.tensordesc import is_descriptor, parse_type as parse_descriptor_type
+from ..common.tensordesc import is_descriptor, parse_type as parse_descriptor_type, read_sidecar_entry
 from . import options as opts, python_source, triton_api
 from .diagnostics import Diagnostics, compiler_style, stage_failure
 
@@ -287,7 +286,7 @@ def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Parameter] | 
             sig.check_against_ir(base, params, ir_params)
         return params
     if job.sidecar and job.sidecar.get("signature") is not None:
-        return [read_parameter(p, f"{os.path.splitext(base)[0]}.tmlr.json") for p in job.sidecar["signature"]]
+        return [read_sidecar_entry(p, f"{os.path.splitext(base)[0]}.tmlr.json") for p in job.sidecar["signature"]]
     if ir_params is None:
         stem = os.path.splitext(base)[0]
         raise SignatureError(
