@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import re
 from pathlib import Path
 
@@ -32,18 +33,18 @@ def test_the_tests_need_no_git() -> None:
         assert not calls.search(path.read_text(encoding="utf-8")), path
 
 
-def _ratios(row: str) -> list[float]:
-    return [float(cell.split()[0]) for cell in row.strip().strip("|").split("|")[1:]]
+def test_readme_launch_ranges_are_the_committed_results() -> None:
+    """The README's launch ranges are the min and max, over nop/nop_args/add4, of the medians in the committed
+    H200 results of the compiled path, and of the pure-Python path against the lean launch."""
+    def medians(name: str, ratio: str) -> list[float]:
+        doc = json.loads((ROOT / "benchmarks" / "results" / f"h200-2026-12-04-launch-{name}.json").read_text())
+        m = doc["questions"]["launch"]["measurements"]
+        return [m[f"{w}/tmlr÷{ratio}"]["median"] for w in ("nop", "nop_args", "add4")]
 
-
-def test_readme_launch_ranges_apply_one_rule_to_both_processes() -> None:
-    """The README's ranges for checks on and checks=False span the medians of the Triton 3.6.0 and 3.3.1
-    processes alike (docs/performance.md's table)."""
-    table = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
-    rows = {m.group(1): _ratios(m.group(0)) for m in re.finditer(r"^\| (Triton [\d.]+, tmlr .*?) \|.*$", table, re.M)}
-    on = [r for name, ratios in rows.items() if name.endswith("checks on") for r in ratios]
-    off = [r for name, ratios in rows.items() if "checks=False" in name for r in ratios]
-    assert len(on) == len(off) == 6, rows
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert f"**{min(on):.2f}–{max(on):.2f} ×** a lean hand-written" in readme
-    assert f"{min(off):.2f}–{max(off):.2f} × with `checks=False`" in readme
+    for name, ratio, text in (("compiled", "lean", "**{:.2f}–{:.2f} ×** a lean"),
+                              ("compiled", "c_floor", "**{:.2f}–{:.2f} ×** `cuLaunchKernel`"),
+                              ("compiled", "triton", "**{:.2f}–{:.2f} ×** Triton 3.6's"),
+                              ("pure", "lean", "it is {:.2f}–{:.2f} × the lean")):
+        values = medians(name, ratio)
+        assert text.format(min(values), max(values)) in readme, (name, ratio, values)
