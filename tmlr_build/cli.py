@@ -144,6 +144,9 @@ def _output_arguments(b: argparse._ArgumentGroup) -> None:
     b.add_argument("--stop-after", choices=IR_STAGES, dest="stop_after",
                    help="write the IR up to this stage (and what rebuilding from it needs), no cubin")
     b.add_argument("--no-line-info", action="store_true", help="strip source line info from the cubin")
+    b.add_argument("--ptx", action="store_true",
+                   help="also keep each portable target's PTX (sm_80 -> compute_80, not sm_90a), which the driver compiles "
+                        "at load on a newer GPU that no cubin runs on")
     b.add_argument("--dump-passes", metavar="FILE", dest="dump_passes",
                    help="write Triton's IR before each MLIR pass to FILE (MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE "
                         "in the compile worker only; one SRC, one --arch); split it with --split-dump")
@@ -197,10 +200,10 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
         requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]},
-                                      "default_options": r.default_options - set(given["options"])})
+                                      "default_options": r.default_options - set(given["options"]), "ptx": r.ptx or args.ptx})
                      for r in spec_requests]
     for text in args.sources:
-        requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args),
+        requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args), ptx=args.ptx,
                                       metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
     return requests, archs
 

@@ -210,6 +210,13 @@ class Target:
     def arch_specific(self) -> bool:  # sm_90a: runs on exactly its own capability
         return self.arch.endswith("a")
 
+    def ptx(self) -> "Target":
+        """The target of this portable cubin target's PTX (sm_80 -> compute_80); ValueError for an arch-specific one,
+        whose PTX runs on its own GPU only."""
+        if self.arch_specific or self.is_ptx:
+            raise ValueError(f"{self.arch} has no portable PTX target; use a target like sm_80")
+        return Target(self.capability, f"compute_{self.capability}")
+
     @property
     def is_ptx(self) -> bool:  # compute_80: PTX, which the driver compiles at load
         return self.arch.startswith("compute_")
