@@ -198,6 +198,16 @@ class Target:
             raise ValueError(f"{str(text)!r} is not a compute capability; write it like 80 or 90")
         return cls.from_capability(int(digits))
 
+    @staticmethod
+    def device(text: str) -> tuple[int, int]:
+        """A GPU's compute capability (major, minor) from ``"9.0"``, ``"90"`` or ``"sm_90"``; ValueError for other text."""
+        major, dot, minor = str(text).strip().partition(".")
+        if dot:
+            if not (major.isdigit() and len(minor) == 1 and minor.isdigit()):
+                raise ValueError(f"{str(text)!r} is not a compute capability; write it like 9.0 or 8.6")
+            return int(major), int(minor)
+        return divmod(Target.parse(text).capability, 10)
+
     @classmethod
     def of_ptx(cls, arch: str) -> "Target":
         """The target of PTX for a virtual arch (``"compute_80"``); ValueError for other text."""
