@@ -200,3 +200,19 @@ def test_a_damaged_ptx_is_refused_before_the_driver_sees_it(tmp_path) -> None:
     with installed(H200) as fake, pytest.raises(tr.IntegrityError, match="k.compute_80.ptx"):
         tr.Kernel.load(d)
     assert fake.loaded == []
+
+
+def test_the_committed_ptx_artifact_runs_from_its_ptx_on_a_fake_h200() -> None:
+    """The CPU twin of tests/gpu/test_ptx_gpu.py: the fake driver gets add's PTX text and runs add on host memory."""
+    torch = pytest.importorskip("torch")
+    from fake_driver import ROOT, fake_cuda_tensor_type
+
+    cuda_tensor = fake_cuda_tensor_type(0)
+    n = 4096
+    x, y = torch.randn(n).as_subclass(cuda_tensor), torch.randn(n).as_subclass(cuda_tensor)
+    out = torch.empty(n).as_subclass(cuda_tensor)
+    with installed(H200) as fake:
+        with pytest.warns(tr.PtxJitWarning, match="add_ptx: no cubin of the artifact runs on"):
+            kernel = tr.Kernel.load(os.path.join(ROOT, "tests", "gpu", "artifacts", "add_ptx"))
+        kernel(n // 1024, x, y, out, n)
+    assert fake.loaded == ["ptx:add"] and torch.equal(out, x + y)
