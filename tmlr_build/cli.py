@@ -280,7 +280,7 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
         raise UsageError("--metadata: a .mlir pass-dump file is TTIR/TTGIR; it takes no Triton metadata JSON")
     given = _given(args)
     return build_from_dump(path, args.out, parse_arch_list(args.arch) if args.arch else None, given.pop("options"),
-                           given.pop("name"), **given, **config)
+                           given.pop("name"), **given, ptx=args.ptx, **config)
 
 
 def _summary(report: BuildReport) -> list[str]:

@@ -76,7 +76,10 @@ def test_ptx_targets() -> None:
     t = Target.of_ptx("compute_80")
     assert (t.capability, t.is_ptx, t.arch_specific, t.version) == (80, True, False, "8.0")
     assert t.runs_on(8, 0) and t.runs_on(8, 9) and t.runs_on(9, 0) and t.runs_on(12, 1) and not t.runs_on(7, 5)
-    assert not Target(80, "sm_80").is_ptx
+    assert not Target(80, "sm_80").is_ptx and Target(86, "sm_86").ptx() == Target(86, "compute_86")
+    for specific in (Target(90, "sm_90a"), t):
+        with pytest.raises(ValueError, match="no portable PTX target"):
+            specific.ptx()
     for bad in ("sm_80", "compute_", "compute_90a", "80"):
         with pytest.raises(ValueError, match="compute_80"):
             Target.of_ptx(bad)
