@@ -17,8 +17,8 @@ from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, 
                    TensorMapMeta)
 from ..errors import ArtifactError, IntegrityError, SchemaError, short_repr
 from .files import read_file, read_json
-from .targets import choose
 from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
+from .targets import choose
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
 SCHEMA_VERSION = 4  # the newest this reader reads

@@ -11,7 +11,7 @@ from typing import Any
 from .. import driver
 from ..abi import PER_DIM_FIELDS, Descriptor, Parameter
 from ..artifact.elf import functions
-from ..artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin, read_ptx
+from ..artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSIONS, ArtifactMetadata, Variant, read_cubin, read_ptx
 from ..errors import CudaUnavailableError, NoCompatibleVariantError, PtxJitWarning, TmlrError
 from ..launch.kernel import Kernel
 
@@ -156,7 +156,7 @@ def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetada
         meta = meta or ArtifactMetadata.read(directory)
     except TmlrError as e:
         return [(SCHEMA_CHECK, False, str(e))]
-    results = [(SCHEMA_CHECK, True, f"v{meta.schema_version} (this reader: v1-v{SCHEMA_VERSION}), fields checked by the reader"), jsonschema_check(os.path.join(directory, METADATA_FILE), SCHEMA_PATH, "metadata.json validates with jsonschema")]
+    results = [(SCHEMA_CHECK, True, f"v{meta.schema_version} (this reader: {', '.join(f'v{n}' for n in SCHEMA_VERSIONS)}), fields checked by the reader"), jsonschema_check(os.path.join(directory, METADATA_FILE), SCHEMA_PATH, "metadata.json validates with jsonschema")]
     for v in meta.variants:
         try:
             data = read_cubin(directory, v)
