@@ -45,6 +45,7 @@ def make_parser() -> argparse.ArgumentParser:
                     "Needs Triton 3.3 to 3.9, no GPU.",
         epilog="examples:\n"
                "  tmlr-build k.py:add --signature '*fp16:16, *fp16:16, *fp16:16, i32, 1024' -o out --arch 80,90\n"
+               "  tmlr-build k.py:add --signature ... -o out --arch 80,90 --ptx   (+ compute_80 PTX for newer GPUs)\n"
                "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
                "  tmlr-build add.ptx --metadata add.json -o out\n"
                "  tmlr-build --spec examples/kernels.json -o out --arch 80,90\n"
