@@ -3,8 +3,9 @@
 #   OUT=DIR bash benchmarks/run_all.sh [launch.py options, e.g. --rounds 10]
 # Runs benchmarks/launch.py (launch cost, the 1M-element add, CUDA graphs, family dispatch),
 # benchmarks/gpu_time.py (GPU time under tmlr and under Triton's launcher), benchmarks/start_load.py
-# (process start, Kernel.load) and benchmarks/edit_loop.py (an edited .ttgir rebuilt and launched, tmlr's
-# jit against triton.compile), each in its own process: about 5 minutes on an H200. Writes three
+# (process start, Kernel.load), benchmarks/edit_loop.py (an edited .ttgir rebuilt and launched, tmlr's
+# jit against triton.compile) and benchmarks/ptx_launch.py (a kernel loaded from PTX against one from a
+# cubin), each in its own process: about 5 minutes on an H200. Writes three
 # files to OUT (default benchmarks/out, git-ignored): results.json (every question, one schema:
 # benchmarks/harness.py), results.md (its tables) and run.log (the console).
 # TMLR_PURE_PYTHON and the other environment pass through; results.json records it.
@@ -32,6 +33,7 @@ run() {
   "$py" benchmarks/gpu_time.py ${gt[@]+"${gt[@]}"} --json "$parts/2-gpu-time.json" || rc=1
   "$py" benchmarks/start_load.py --json "$parts/3-start-load.json" || rc=1
   "$py" benchmarks/edit_loop.py --json "$parts/4-edit-loop.json" || rc=1
+  "$py" benchmarks/ptx_launch.py --json "$parts/5-ptx-launch.json" || rc=1
   if ls "$parts"/*.json >/dev/null 2>&1; then
     "$py" benchmarks/harness.py merge "$parts"/*.json --out "$out/results.json" &&
       "$py" benchmarks/harness.py markdown "$out/results.json" >"$out/results.md" &&

@@ -9,8 +9,9 @@ the real bindings' (they import without libcuda); the calls are fakes that behav
 where tmlr depends on it:
 
 - ``cuModuleLoadData`` reads the image with ``tmlr_runtime.artifact.elf`` (not an ELF cubin:
-  ``CUDA_ERROR_INVALID_IMAGE``), ``cuModuleGetFunction`` looks the entry up in its symbol table
-  (missing: ``CUDA_ERROR_NOT_FOUND``);
+  ``CUDA_ERROR_INVALID_IMAGE``), or PTX text ending in one NUL (its ``.entry`` names; no NUL at the end:
+  ``CUDA_ERROR_INVALID_PTX``) and records ``ptx:<entries>`` in ``loaded``; ``cuModuleGetFunction`` looks
+  the entry up in its symbol table (missing: ``CUDA_ERROR_NOT_FOUND``);
 - ``cuPointerGetAttribute`` calls every address device memory of its device, except those put in
   ``host_addresses`` (pinned host memory) or ``unknown_addresses`` (memory CUDA does not know);
 - ``cuMemAllocAsync`` / ``cuMemFreeAsync`` (global scratch) are recorded in ``scratch``;
@@ -37,6 +38,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import tempfile
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
@@ -56,7 +58,7 @@ H200 = driver.DeviceInfo(
 A100 = dataclasses.replace(H200, name="NVIDIA A100 (fake)", major=8, minor=0, max_shared_optin=166912,
                            cluster_launch=False)
 
-_OK, _INVALID_VALUE, _INVALID_IMAGE, _NOT_FOUND = 0, 1, 200, 500
+_OK, _INVALID_VALUE, _INVALID_IMAGE, _INVALID_PTX, _NOT_FOUND = 0, 1, 200, 218, 500
 _CONTEXT = 0xC0C0
 
 
@@ -149,8 +151,15 @@ class FakeDriver:
 
     # -- modules ------------------------------------------------------------------------------
     def cuModuleLoadData(self, image: bytes) -> tuple[int, Any]:
+        image = bytes(image)
+        if image[:4] != b"\x7fELF" and b".entry" in image:  # PTX, which the driver reads up to its NUL
+            if not image.endswith(b"\0") or b"\0" in image[:-1]:
+                return _INVALID_PTX, None
+            names = re.findall(rb"\.entry\s+([A-Za-z_][A-Za-z0-9_]*)", image)
+            self.loaded.append("ptx:" + ",".join(sorted(n.decode() for n in names)))
+            return _OK, _Module({n.decode(): SimpleNamespace(name=n.decode(), registers=0) for n in names})
         try:
-            symbols = functions(bytes(image))
+            symbols = functions(image)
         except IntegrityError:
             return _INVALID_IMAGE, None
         self.loaded.append(",".join(sorted(symbols)))

@@ -117,6 +117,18 @@ def _resources(v: dict[str, Any], rng: random.Random) -> None:
         v["resources"] = {k: _int(rng, 0, 255) for k in rng.sample(keys, rng.randint(0, len(keys)))}
 
 
+def _ptx(doc: dict[str, Any], rng: random.Random) -> None:
+    """Give a variant PTX (with schema_version 4, mostly) or take it away."""
+    v = rng.choice(doc["variants"])
+    if "ptx" in v and rng.random() < 0.3:
+        del v["ptx"]
+        return
+    v["ptx"] = {"file": rng.choice(["k.ptx", "add.compute_80.ptx", "a-b..ptx"]), "sha256": "".join(rng.choices("0123456789abcdef", k=64)),
+                "size": _int(rng, 1), "arch": f"compute_{rng.randint(0, 200)}"}
+    if rng.random() < 0.9:  # else a version 1 or 2 document with PTX: invalid to both
+        doc["schema_version"] = 4
+
+
 def _provenance(v: dict[str, Any], rng: random.Random) -> None:
     p = v["provenance"]
     p["source_stage"] = rng.choice(["python", "ttir", "ttgir", "llir", "ptx", "cubin"])
@@ -131,7 +143,8 @@ def _provenance(v: dict[str, Any], rng: random.Random) -> None:
 VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     lambda doc, rng: doc.update(name=_ident(rng)),
     # version 1 with a tensordesc parameter is invalid: expected_valid says so, and the reader must agree
-    lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0, 2, 2.0, 2])),
+    # and so is version 1 or 2 with a variant's PTX
+    lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0, 2, 2.0, 2, 4, 4.0])),
     lambda doc, rng: _signature(doc["signature"], rng),
     lambda doc, rng: _another_variant(doc["variants"], rng),
     _variant_knob(lambda v, rng: v["target"].update(capability=_int(rng, 50, 200), warp_size=rng.choice([32, 32.0]),
@@ -147,6 +160,7 @@ VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
                                                      hidden_params=rng.sample(["global_scratch", "profile_scratch"], rng.randint(0, 2)))),
     _variant_knob(_resources),
     _variant_knob(_provenance),
+    _ptx,
 ]
 
 
@@ -170,6 +184,7 @@ def json_paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 BAD_VALUES = [None, True, -1, 0, 33, 2**64, 1.5, float("nan"), "", "x", "add\n", "../k.cubin", "sm_90b", "A" * 64, [], [1, 1, 1],
+              "compute_90a", "k.cubin", 3,
               ["global_scratch", "global_scratch"], {}, {"x": 1}, "tensordesc", "shape:u8", ["tensormap"], [0] * 6]
 
 

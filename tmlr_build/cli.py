@@ -45,6 +45,7 @@ def make_parser() -> argparse.ArgumentParser:
                     "Needs Triton 3.3 to 3.9, no GPU.",
         epilog="examples:\n"
                "  tmlr-build k.py:add --signature '*fp16:16, *fp16:16, *fp16:16, i32, 1024' -o out --arch 80,90\n"
+               "  tmlr-build k.py:add --signature ... -o out --arch 80,90 --ptx   (+ compute_80 PTX for newer GPUs)\n"
                "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
                "  tmlr-build add.ptx --metadata add.json -o out\n"
                "  tmlr-build --spec examples/kernels.json -o out --arch 80,90\n"
@@ -144,6 +145,9 @@ def _output_arguments(b: argparse._ArgumentGroup) -> None:
     b.add_argument("--stop-after", choices=IR_STAGES, dest="stop_after",
                    help="write the IR up to this stage (and what rebuilding from it needs), no cubin")
     b.add_argument("--no-line-info", action="store_true", help="strip source line info from the cubin")
+    b.add_argument("--ptx", action="store_true",
+                   help="also keep each portable target's PTX (sm_80 -> compute_80, not sm_90a), which the driver compiles "
+                        "at load on a newer GPU that no cubin runs on")
     b.add_argument("--dump-passes", metavar="FILE", dest="dump_passes",
                    help="write Triton's IR before each MLIR pass to FILE (MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE "
                         "in the compile worker only; one SRC, one --arch); split it with --split-dump")
@@ -197,10 +201,10 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
         requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]},
-                                      "default_options": r.default_options - set(given["options"])})
+                                      "default_options": r.default_options - set(given["options"]), "ptx": r.ptx or args.ptx})
                      for r in spec_requests]
     for text in args.sources:
-        requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args),
+        requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args), ptx=args.ptx,
                                       metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
     return requests, archs
 
@@ -277,7 +281,7 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
         raise UsageError("--metadata: a .mlir pass-dump file is TTIR/TTGIR; it takes no Triton metadata JSON")
     given = _given(args)
     return build_from_dump(path, args.out, parse_arch_list(args.arch) if args.arch else None, given.pop("options"),
-                           given.pop("name"), **given, **config)
+                           given.pop("name"), **given, ptx=args.ptx, **config)
 
 
 def _summary(report: BuildReport) -> list[str]:

@@ -13,7 +13,8 @@ from .abi import Parameter
 from .artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
 from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
                      DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
-                     PointerArgumentError, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError, UnseenKeyError)
+                     PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError,
+                     UnseenKeyError)
 from .launch.kernel import Kernel
 
 __version__ = "0.1.0"
@@ -21,7 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
     "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily", "METADATA_FILE",
-    "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "SCHEMA_PATH", "SCHEMA_VERSION",
+    "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH", "SCHEMA_VERSION",
     "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningError", "UnseenKeyError", "Variant", "make_tensor_map",
 ]
 

@@ -177,7 +177,8 @@ def split_top_level(text: str, brackets: str = "([{", quotes: str = "'\"") -> li
 
 @dataclass(frozen=True, order=True)
 class Target:
-    """A compile target: the compute capability (major * 10 + minor) and the ptxas arch name."""
+    """A compile target: the compute capability (major * 10 + minor) and the arch name: ptxas's
+    ``--gpu-name`` for a cubin (``sm_90a``), the virtual arch for PTX (``compute_80``)."""
 
     capability: int  # 90
     arch: str  # "sm_90a": what ptxas --gpu-name was given
@@ -197,14 +198,50 @@ class Target:
             raise ValueError(f"{str(text)!r} is not a compute capability; write it like 80 or 90")
         return cls.from_capability(int(digits))
 
+    @staticmethod
+    def device(text: str) -> tuple[int, int]:
+        """A GPU's compute capability (major, minor) from ``"9.0"``, ``"90"`` or ``"sm_90"``; ValueError for other text."""
+        major, dot, minor = str(text).strip().partition(".")
+        if dot:
+            if not (major.isdigit() and len(minor) == 1 and minor.isdigit()):
+                raise ValueError(f"{str(text)!r} is not a compute capability; write it like 9.0 or 8.6")
+            return int(major), int(minor)
+        return divmod(Target.parse(text).capability, 10)
+
+    @classmethod
+    def of_ptx(cls, arch: str) -> "Target":
+        """The target of PTX for a virtual arch (``"compute_80"``); ValueError for other text."""
+        digits = arch.removeprefix("compute_")
+        if digits == arch or not digits.isdigit():
+            raise ValueError(f"{arch!r} is not a PTX target; write it like compute_80")
+        return cls(int(digits), arch)
+
     @property
     def arch_specific(self) -> bool:  # sm_90a: runs on exactly its own capability
         return self.arch.endswith("a")
 
+    def ptx(self) -> "Target":
+        """The target of this portable cubin target's PTX (sm_80 -> compute_80); ValueError for an arch-specific one,
+        whose PTX runs on its own GPU only."""
+        if self.arch_specific or self.is_ptx:
+            raise ValueError(f"{self.arch} has no portable PTX target; use a target like sm_80")
+        return Target(self.capability, f"compute_{self.capability}")
+
+    @property
+    def is_ptx(self) -> bool:  # compute_80: PTX, which the driver compiles at load
+        return self.arch.startswith("compute_")
+
+    @property
+    def version(self) -> str:  # "9.0"
+        return "%d.%d" % divmod(self.capability, 10)
+
     def runs_on(self, major: int, minor: int) -> bool:
-        """Whether its cubin runs on a device of compute capability major.minor: SASS is forward
-        compatible within one major version only, an arch-specific one on its own capability only."""
+        """Whether it runs on a device of compute capability major.minor: SASS is forward compatible
+        within one major version only, an arch-specific one on its own capability only; PTX (not
+        arch-specific) on its own capability and every later one, the driver compiling it at load."""
         c_major, c_minor = divmod(self.capability, 10)
+        if self.is_ptx:
+            return (c_major, c_minor) <= (major, minor)
         if self.arch_specific:
             return (c_major, c_minor) == (major, minor)
         return c_major == major and c_minor <= minor

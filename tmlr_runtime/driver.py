@@ -21,7 +21,8 @@ from .errors import CudaUnavailableError, DriverError
 _MEANINGS: dict[str, str] = {
     "CUDA_ERROR_INVALID_IMAGE": "the cubin is not a valid image for this device or driver; rebuild it for this GPU's arch with tmlr-build",
     "CUDA_ERROR_NO_BINARY_FOR_GPU": "the cubin was compiled for another architecture; rebuild with --arch matching this GPU",
-    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "the installed driver is older than the toolchain that built the cubin; update the NVIDIA driver",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "the installed driver is older than the toolchain that built the cubin or PTX; update the NVIDIA driver",
+    "CUDA_ERROR_INVALID_PTX": "the driver could not compile the artifact's PTX for this GPU; build a cubin for this GPU's arch with tmlr-build --arch",
     "CUDA_ERROR_NOT_FOUND": "the entry symbol is not in the cubin; the metadata and cubin do not belong together - rebuild the artifact",
     "CUDA_ERROR_OUT_OF_MEMORY": "the GPU is out of memory; free memory or launch a smaller problem",
     "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too many registers or threads for this launch; rebuild with fewer --num-warps or a --maxnreg limit",

@@ -107,3 +107,13 @@ class TuningError(TmlrError):
 
 class UnseenKeyError(TmlrError):
     """No config is known for an autotune key and the mode may not benchmark (fallback="error")."""
+
+
+# --- warnings ------------------------------------------------------------------------------------
+class PtxJitWarning(UserWarning):
+    """A kernel was loaded from its PTX, which the driver compiled for this GPU (no cubin of the artifact runs
+    here): said once per load, with what it cost; ``seconds`` holds that cost, ``arch`` the GPU's (``sm_90``)."""
+
+    def __init__(self, message: str, seconds: float = 0.0, arch: str = "") -> None:
+        super().__init__(message)
+        self.seconds, self.arch = seconds, arch

@@ -45,7 +45,7 @@ np = pytest.importorskip("numpy")
 import fake_driver  # noqa: E402
 import tmlr_runtime as tr  # noqa: E402
 from fake_driver import A100, H200  # noqa: E402
-from skip_reasons import NEEDS_SM80, NEEDS_TWO_GPUS  # noqa: E402
+from skip_reasons import NEEDS_SM80, NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
 from tmlr_build.common import errors as E  # noqa: E402
 from tmlr_runtime import driver  # noqa: E402
 from tmlr_runtime.cli import main as tmlr_main  # noqa: E402
@@ -136,6 +136,8 @@ def gpu_skip_reason(case: Any) -> str | None:
     """Why this GPU cannot show ``case`` (None: it can)."""
     if case.gpu == "sm80" and torch.cuda.get_device_capability()[0] != 8:
         return f"{NEEDS_SM80}: {case.id} needs a real sm_80 device, this one is sm_{''.join(map(str, torch.cuda.get_device_capability()))}"
+    if case.gpu == "sm90" and torch.cuda.get_device_capability() != (9, 0):
+        return f"{NEEDS_SM90}: {case.id} needs a real sm_90 device, this one is sm_{''.join(map(str, torch.cuda.get_device_capability()))}"
     if case.gpu == "two GPUs" and torch.cuda.device_count() < 2:
         return f"{NEEDS_TWO_GPUS}: {case.id} needs a second device"
     return None
@@ -226,6 +228,17 @@ def remove_used_cubin(d: Path, w: World) -> None:
     (d / v["cubin"]["file"]).unlink()
 
 
+def ptx_artifact(change: Callable[[Path], None]) -> Callable[[Path, World], None]:
+    """tests/gpu/artifacts/add_ptx (an sm_80 cubin and compute_80 PTX: an sm_90 device loads the PTX) in the
+    artifact's place, then ``change`` applied to its PTX file."""
+    def breaker(d: Path, w: World) -> None:
+        shutil.rmtree(d)
+        shutil.copytree(ROOT / "tests" / "gpu" / "artifacts" / "add_ptx", d)
+        change(d / "add_ptx.compute_80.ptx")
+
+    return breaker
+
+
 def write(text: str) -> Callable[[Path, World], None]:
     def breaker(d: Path, w: World) -> None:
         (d / "metadata.json").write_text(text)
@@ -235,6 +248,7 @@ def write(text: str) -> Callable[[Path, World], None]:
 
 SCHEMA = "metadata.json follows the schema"
 HASH = "cubin size and sha256"
+PTX_HASH = "ptx compute_80 size and sha256"
 ENTRY = "entry symbol"
 DEVICE = "this device can load and run it"
 
@@ -249,7 +263,7 @@ class Broken:
     verify: str  # the check `tmlr verify` reports as FAIL
     base: str = "add"  # which examples/artifacts/<base> is broken
     device: driver.DeviceInfo = H200  # the fake device on cpu
-    gpu: str = "any"  # where a real GPU can show it: "any", "sm80", or "fake" (nowhere: fake device facts)
+    gpu: str = "any"  # where a real GPU can show it: "any", "sm80", "sm90", or "fake" (nowhere: fake device facts)
 
 
 NO_CLUSTERS = dataclasses.replace(H200, name="NVIDIA H200 without cluster launch (fake)", cluster_launch=False)
@@ -295,6 +309,11 @@ ARTIFACTS = [
     Broken("cubin-of-another-kernel", "nop's cubin in add's place (hashes updated): entry symbol missing",
            replace_cubin(lambda b, a: (ARTIFACTS_DIR / "nop" / f"nop.{a}.cubin").read_bytes(), True),
            tr.DriverError, "rebuild the artifact", ENTRY),
+    Broken("ptx-missing", "the PTX that an H200 loads (sm_80 cubin, compute_80 PTX) was not copied",
+           ptx_artifact(lambda p: p.unlink()), tr.ArtifactError, "copy the whole artifact directory", PTX_HASH, gpu="sm90"),
+    Broken("ptx-sha256-mismatch", "one byte of the PTX that an H200 loads changed",
+           ptx_artifact(lambda p: p.write_bytes(flip_a_byte(p.read_bytes(), ""))), tr.IntegrityError,
+           "rebuild the artifact with tmlr-build", PTX_HASH, gpu="sm90"),
     Broken("arch-not-runnable", "only variants this device cannot run (sm_80 on an H200)",
            keep_variants_the_device_cannot_run, tr.NoCompatibleVariantError, "Rebuild with `tmlr-build ... --arch", DEVICE),
     Broken("cluster-kernel-on-sm80", "a cluster kernel (sm_90a only) on an A100", lambda d, w: None,
@@ -665,6 +684,9 @@ BUILD = [
     Build("ptx-without-metadata", "a .ptx without Triton's metadata JSON beside it",
           lambda i, o: [f"{i}/alone/softmax.ptx", "-o", o, "--arch", "90", "--signature", SOFTMAX_SIG],
           E.MissingMetadataError, "pass --metadata FILE"),
+    Build("ptx-of-arch-specific-targets", "--ptx with --arch 90 only (sm_90a PTX runs on 9.0 alone)",
+          lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o, "--arch", "90", "--ptx"], E.PtxTargetError,
+          "add a portable target to the --arch list"),
     Build("kernel-not-found", "vector_add.py:nope", lambda i, o: [f"{EXAMPLES}/kernels/vector_add.py:nope", "-o", o,
           "--arch", "80"], E.KernelNotFoundError, "Write the input as vector_add.py:<kernel_name>"),
     Build("python-without-kernel-name", "a .py without :kernel", lambda i, o: [f"{EXAMPLES}/kernels/vector_add.py", "-o",

@@ -224,3 +224,55 @@ def test_tune_refuses_a_missing_cases_file_a_plain_artifact_and_a_folder_before_
             ([os.path.dirname(AUTOTUNE), "--cases", cases], f"tune a family among them, e.g. tmlr tune {AUTOTUNE}")):
         assert main(["tune", *argv]) == 1
         assert message in capsys.readouterr().err
+
+
+# --- PTX (tests/gpu/artifacts/add_ptx: an sm_80 cubin and compute_80 PTX) -----------------------------
+ADD_PTX = os.path.join(ROOT, "tests", "gpu", "artifacts", "add_ptx")
+
+
+@pytest.mark.parametrize("cc, loads, words", [
+    ("9.0", "ptx", "PTX compute_80 (add_ptx.compute_80.ptx), compiled by the driver at load: no cubin runs on 9.0"),
+    ("12.0", "ptx", "PTX compute_80"),
+    ("8.6", "cubin", "cubin sm_80 (add_ptx.sm_80.cubin, compatible: built for 8.0)"),
+    ("80", "cubin", "cubin sm_80 (add_ptx.sm_80.cubin, exact)"),
+    ("7.5", None, "nothing: add_ptx: nothing in the artifact runs on this GPU (compute capability 7.5)"),
+])
+def test_inspect_says_what_a_gpu_would_load(capsys, cc, loads, words):
+    assert main(["inspect", "--no-device", "--cc", cc, ADD_PTX]) == 0
+    out = capsys.readouterr().out
+    assert f"  on {'8.0' if cc == '80' else cc}" in out and words in out
+    assert "ptx   add_ptx.compute_80.ptx  " in out
+    assert main(["inspect", "--no-device", "--json", "--cc", cc, ADD_PTX]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["on"]["loads"] == loads and info["schema_version"] == 4
+    assert info["variants"][0]["ptx"]["arch"] == "compute_80" and info["variants"][0]["ptx"]["file"] == "add_ptx.compute_80.ptx"
+
+
+def test_inspect_cc_of_a_family_says_it_per_variant(capsys):
+    assert main(["inspect", "--no-device", "--json", "--cc", "9.0", AUTOTUNE]) == 0
+    variants = json.loads(capsys.readouterr().out)["variants"]
+    assert variants and all(v["on"]["loads"] == "cubin" and v["on"]["arch"] == "sm_90a" for v in variants)
+    assert main(["inspect", "--no-device", "--cc", "10.0", AUTOTUNE]) == 0
+    assert "on 10.0: nothing: " in capsys.readouterr().out
+
+
+def test_inspect_cc_refuses_what_is_no_capability(capsys):
+    with pytest.raises(SystemExit):
+        main(["inspect", "--no-device", "--cc", "9.x", ADD_PTX])
+    assert "'9.x' is not a compute capability; write it like 9.0 or 8.6" in capsys.readouterr().err
+
+
+def test_verify_checks_the_ptx_digest(tmp_path, capsys):
+    assert main(["verify", "--no-device", ADD_PTX]) == 0
+    out = capsys.readouterr().out
+    assert "ok       sm_80: ptx compute_80 size and sha256  - add_ptx.compute_80.ptx" in out
+    assert "ok       sm_80: entry 'add' in the PTX" in out
+    bad = tmp_path / "add_ptx"
+    shutil.copytree(ADD_PTX, bad)
+    ptx = bad / "add_ptx.compute_80.ptx"
+    ptx.write_bytes(ptx.read_bytes().replace(b"add.f32", b"sub.f32"))  # the same size, another kernel
+    assert main(["verify", "--no-device", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL     sm_80: ptx compute_80 size and sha256" in out and "does not match metadata.json" in out
+    assert main(["inspect", "--no-device", str(bad)]) == 1
+    assert f"DAMAGED   {ptx}: sha256" in capsys.readouterr().out

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import tmlr_runtime
 from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
-from tmlr_runtime.abi import TENSORDESC
+from tmlr_runtime.abi import TENSORDESC, Target
 
 from ..common.errors import ArtifactWriteError, OutputPathError
 from ..common.jobs import JobResult
@@ -19,12 +19,19 @@ from ..common.jobs import JobResult
 IR_DIR = "ir"
 VARIANTS_DIR = "v"  # a family's variants, one artifact each (family.py)
 # schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
-# parameters), so that a runtime that reads version 1 only still loads every artifact it can launch
+# parameters) or what version 4 added (a variant's PTX), so that a runtime that reads version 1 only
+# still loads every artifact it can launch (3 is a family index)
 _DESCRIPTOR_SCHEMA = 2
+_PTX_SCHEMA = 4
 
 
 def cubin_file_name(name: str, arch: str) -> str:
     return f"{name}.{arch}.cubin"
+
+
+def ptx_file_name(name: str, target: Target) -> str:
+    """The PTX file of a portable target: add.compute_80.ptx for sm_80."""
+    return f"{name}.{target.ptx().arch}.ptx"
 
 
 def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]:
@@ -40,6 +47,8 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
             "entry": r.entry,
             "cubin": {"file": cubin_file_name(name, r.target.arch), "sha256": hashlib.sha256(r.cubin).hexdigest(),
                       "size": len(r.cubin)},
+            **({} if r.ptx is None else {"ptx": {"file": ptx_file_name(name, r.target), "sha256": hashlib.sha256(r.ptx).hexdigest(),
+                                                  "size": len(r.ptx), "arch": r.target.ptx().arch}}),
             "launch": r.launch,
             "scratch": r.scratch,
         }
@@ -49,6 +58,7 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
         variants.append(variant)
     signature = results[0].signature
     version = _DESCRIPTOR_SCHEMA if any(p.get("type") == TENSORDESC for p in signature) else 1
+    version = _PTX_SCHEMA if any(r.ptx is not None for r in results) else version
     return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
 
 
@@ -101,6 +111,8 @@ def artifact_files(name: str, results: Sequence[JobResult], with_metadata: bool)
         files[METADATA_FILE] = (json.dumps(doc, indent=2) + "\n").encode()
         for r in results:
             files[cubin_file_name(name, r.target.arch)] = r.cubin or b""
+            if r.ptx is not None:
+                files[ptx_file_name(name, r.target)] = r.ptx
     for r in results:
         for fname, content in r.ir_files.items():
             data = content if isinstance(content, bytes) else content.encode()
@@ -123,9 +135,9 @@ def prepare_output(out: str) -> str:
 
 def built_names(name: str) -> Callable[[str], bool]:
     """Whether a top-level entry of an artifact directory is tmlr-build's (a rebuild replaces it): metadata.json,
-    the kernel's cubins, ir/ and v/. Everything else there is the user's and survives a rebuild."""
-    cubin = re.compile(re.escape(name) + r"\.sm_[0-9]+a?\.cubin")
-    return lambda entry: entry in (METADATA_FILE, IR_DIR, VARIANTS_DIR) or bool(cubin.fullmatch(entry))
+    the kernel's cubins and PTX, ir/ and v/. Everything else there is the user's and survives a rebuild."""
+    ours = re.compile(re.escape(name) + r"\.(sm_[0-9]+a?\.cubin|compute_[0-9]+\.ptx)")
+    return lambda entry: entry in (METADATA_FILE, IR_DIR, VARIANTS_DIR) or bool(ours.fullmatch(entry))
 
 
 def user_entries(final: str, name: str) -> list[str]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from ..common.arch import Target
-from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, UsageError
+from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, PtxTargetError, UsageError
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
 from . import in_process, variants
@@ -131,6 +131,7 @@ def _chosen(requests: Sequence[KernelRequest], config: BuildConfig, triton_versi
         try:
             check_input_kind(req)
             targets = _targets(req, config)
+            _check_ptx(req, targets, config)
         except BuildError as e:
             errors.append(e)
             report.not_written.append(label)
@@ -140,6 +141,24 @@ def _chosen(requests: Sequence[KernelRequest], config: BuildConfig, triton_versi
         else:
             report.skipped.append(label)
     return chosen
+
+
+def _check_ptx(req: KernelRequest, targets: tuple[Target, ...], config: BuildConfig) -> None:
+    """--ptx keeps the PTX of each portable target (sm_80, not sm_90a); refuse it where there is none to keep."""
+    if not req.ptx or not targets:
+        return
+    label = _label(req)
+    if req.stage == "cubin":
+        raise PtxTargetError(f"{label}: --ptx keeps the PTX that the cubin is assembled from, and a .cubin input has none; "
+                             "build from the .py, an IR file or the .ptx, or drop --ptx")
+    if config.stop_after is not None:
+        raise PtxTargetError(f"{label}: --ptx goes into the artifact, and --stop-after {config.stop_after} writes none; "
+                             "drop one of them")
+    if all(t.arch_specific for t in targets):
+        raise PtxTargetError(
+            f"{label}: --ptx for {', '.join(t.arch for t in targets)} only: the PTX of an arch-specific target runs on "
+            "that GPU alone (the driver cannot compile it for a newer one); add a portable target to the --arch list, "
+            "e.g. --arch 80 (its PTX runs on 8.0 and every newer GPU), or drop --ptx")
 
 
 def _check_names(requests: Sequence[KernelRequest], chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]],

@@ -39,6 +39,7 @@ class KernelRequest:
     types: dict[str, list[str]] | None = None
     configs: Any = None  # None (all, for an autotuned kernel) | "all" | [index, ...] | [config object, ...]
     heuristics: dict[str, list[Any]] | None = None
+    ptx: bool = False  # also keep the PTX (--ptx; a spec's "ptx"), for each target that is not arch-specific
 
 
 def check_name(name: str, what: str = "") -> str:
@@ -242,15 +243,15 @@ def make_jobs(req: KernelRequest, targets: tuple[Target, ...], stop_after: str |
             signature=req.signature, constexprs=dict(req.constexprs), arg_names=req.arg_names,
             options=dict(req.options), triton_metadata=meta, triton_metadata_path=meta_path, sidecar=sidecar,
             sibling_ir=sibling, sibling_ir_name=os.path.basename(ir_path) if ir_path else None,
-            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info)
+            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info, ptx=req.ptx and not target.arch_specific)
         for target in targets
     ]
 
 
 def request(source: str, *, signature: str | None = None, constexprs: dict[str, Any] | None = None,
             arg_names: tuple[str, ...] | None = None, options: dict[str, Any] | None = None,
-            metadata: str | None = None, name: str | None = None) -> KernelRequest:
-    """A KernelRequest from the same words the command line takes (``"k.py:add"``, ``"k.ttgir"``)."""
+            metadata: str | None = None, name: str | None = None, ptx: bool = False) -> KernelRequest:
+    """A KernelRequest from the same words the command line takes (``"k.py:add"``, ``"k.ttgir"``; ``ptx``: --ptx)."""
     return KernelRequest(**parse_source(source)._asdict(), name=name, signature=signature,
                          constexprs=dict(constexprs or {}), arg_names=arg_names, options=dict(options or {}),
-                         metadata_path=os.path.abspath(metadata) if metadata else None)
+                         metadata_path=os.path.abspath(metadata) if metadata else None, ptx=ptx)

@@ -26,9 +26,9 @@ from ..common.signature import parse_arg_names
 from ..common.triton_check import release_range
 from .sources import KernelRequest, check_name, parse_source
 
-_TOP_KEYS = {"arch", "options", "kernels", "$comment"}
+_TOP_KEYS = {"arch", "options", "ptx", "kernels", "$comment"}
 _KERNEL_KEYS = {"source", "kernel", "name", "signature", "constexprs", "arg_names", "options", "arch", "metadata",
-                "triton", "types", "configs", "heuristics", "$comment"}
+                "triton", "types", "configs", "heuristics", "ptx", "$comment"}
 
 
 def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None]:
@@ -46,11 +46,12 @@ def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None
     base = os.path.dirname(os.path.abspath(path))
     defaults = _options(path, "the spec", doc.get("options", {}))
     archs = _archs(path, "the spec", doc["arch"]) if "arch" in doc else None
-    requests = [_kernel(path, base, i, k, defaults) for i, k in enumerate(doc["kernels"])]
+    ptx = _flag(path, "the spec", doc, "ptx", False)
+    requests = [_kernel(path, base, i, k, defaults, ptx) for i, k in enumerate(doc["kernels"])]
     return requests, archs
 
 
-def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> KernelRequest:
+def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any], ptx: bool = False) -> KernelRequest:
     where = f"kernels[{i}]"
     if not isinstance(k, dict) or not isinstance(k.get("source"), str):
         raise SpecError(f'{path}: {where} must be an object with a "source" string')
@@ -76,7 +77,8 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any]) -> K
     return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
                          constexprs=dict(constexprs), arg_names=arg_names, options=options,
                          default_options=frozenset(defaults) - frozenset(own), metadata_path=metadata,
-                         archs=archs, triton=_triton_range(path, where, k.get("triton")), **_variants(path, where, k))
+                         archs=archs, triton=_triton_range(path, where, k.get("triton")), ptx=_flag(path, where, k, "ptx", ptx),
+                         **_variants(path, where, k))
 
 
 def _variants(path: str, where: str, k: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +92,13 @@ def _variants(path: str, where: str, k: dict[str, Any]) -> dict[str, Any]:
     if configs is not None and configs != "all" and not isinstance(configs, list):
         raise SpecError(f'{path}: {where}: "configs" must be "all", a list of indices or a list of config objects')
     return {"types": types, "configs": configs, "heuristics": heuristics}
+
+
+def _flag(path: str, where: str, doc: dict[str, Any], key: str, default: bool) -> bool:
+    value = doc.get(key, default)
+    if not isinstance(value, bool):
+        raise SpecError(f'{path}: {where}: "{key}" must be true or false')
+    return value
 
 
 def _triton_range(path: str, where: str, value: Any) -> str | None:

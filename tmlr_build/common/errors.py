@@ -22,6 +22,11 @@ class UnsupportedArchError(UsageError):
     """An --arch value this build cannot target."""
 
 
+class PtxTargetError(UsageError):
+    """--ptx asks for PTX that no GPU but the build's own could run (only arch-specific targets), or that the
+    build does not make (a .cubin input, --stop-after)."""
+
+
 class OptionError(UsageError):
     """A compile option is malformed or contradicts the input file."""
 

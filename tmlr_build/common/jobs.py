@@ -36,6 +36,7 @@ class Job:
     line_info: bool = True
     dump_passes: str | None = None  # absolute path: MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=<it> in the worker only
     variant: str | None = None  # the variant's id in a family build (names it in progress and errors)
+    ptx: bool = False  # hand back the PTX ptxas assembled, for the artifact (--ptx; never for an arch-specific target)
 
     @property
     def capability(self) -> int:
@@ -80,3 +81,4 @@ class JobResult:
     resources: dict[str, int]
     provenance: dict[str, Any]
     ir_files: dict[str, str | bytes] = field(default_factory=dict)  # file name -> content (ir/<arch>/)
+    ptx: bytes | None = None  # the PTX the cubin was assembled from, when the job asked for it

@@ -62,7 +62,7 @@ def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
     }
     texts = {start.input_ext: raw.decode("utf-8", errors="replace")} if start.input_ext else {}
     module = _lower(job, backend, start, metadata, texts, diag)
-    cubin, resources = None, {}
+    cubin, resources, ptx_bytes = None, {}, None
     if start.first_stage == "done":
         cubin = start.module
         registers = cubin_function(job, base, cubin, start.name).registers
@@ -72,6 +72,7 @@ def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
         ptx_name = base if job.stage == "ptx" else f"{start.name}.ptx"
         done = ptxas.assemble(ptx, job.target, start.options, line_info, job.label, ptx_name)
         cubin, resources = done.cubin, done.resources
+        ptx_bytes = stable_text(ptx).encode() if job.ptx else None  # the text ptxas was given
     # a user-given name wins; else the name an earlier build recorded beside the IR; else the kernel's
     name = job.name or (job.sidecar or {}).get("name") or start.name
     options_record = opts.record(start.options, line_info)
@@ -80,6 +81,7 @@ def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
         abi_check.check(cubin, result.entry or "", result.signature, result.scratch["hidden_params"], job.label,
                         triton.__version__)
     result.provenance = _provenance(job, base, raw, options_record)
+    result.ptx = ptx_bytes
     if job.keep_ir or job.stop_after is not None:
         result.ir_files = _ir_folder(name, texts, metadata, start.params, options_record, job.capability)
     return result

@@ -73,11 +73,11 @@ def _stage_input(path: str, work: str, num_stages: int | None) -> str:
 def build_from_dump(path: str, out: str, archs: tuple[Target, ...] | None, options: dict[str, Any] | None = None,
                     name: str | None = None, *, signature: str | None = None,
                     constexprs: dict[str, Any] | None = None, arg_names: tuple[str, ...] | None = None,
-                    **config: Any) -> BuildReport:
+                    ptx: bool = False, **config: Any) -> BuildReport:
     """Build the split-dump file ``path`` into ``out/<name>/`` (``options`` as the original compile's).
 
     ``archs`` None: the file's own (``ttg.target``; a TTIR file needs archs). ``signature``/``constexprs``/
-    ``arg_names`` as for a .ttir/.ttgir input; ``config``: other BuildConfig fields (keep_ir, stop_after, ...).
+    ``arg_names`` as for a .ttir/.ttgir input; ``ptx`` as --ptx; ``config``: other BuildConfig fields (keep_ir, stop_after, ...).
     This is what ``tmlr-build DIR/NN-Pass.mlir`` calls.
     """
     check_triton_version()
@@ -85,5 +85,5 @@ def build_from_dump(path: str, out: str, archs: tuple[Target, ...] | None, optio
     with tempfile.TemporaryDirectory(prefix="tmlr-resume-") as work:
         source = _stage_input(path, work, options.get("num_stages"))
         req = request(source, signature=signature, constexprs=constexprs, arg_names=arg_names, options=options,
-                      name=name)
+                      name=name, ptx=ptx)
         return build([req], BuildConfig(out=out, archs=archs, **{"progress": False, **config}))

@@ -1,6 +1,6 @@
 """A family index: ``metadata.json`` of schema version 3 over ``v/<vid>/`` sub-artifacts, as frozen records.
 
-A family directory holds ordinary (v1/v2) artifacts under ``v/<vid>/``, one per specialization
+A family directory holds ordinary (v1/v2/v4) artifacts under ``v/<vid>/``, one per specialization
 pattern x autotune config x heuristic value, and this index, which names the kernel's parameters,
 its ``@triton.autotune`` configs and key, its ``@triton.heuristics`` expressions and every variant
 with its signature text. The schema file is :data:`FAMILY_SCHEMA_PATH`; :meth:`FamilyIndex.from_dict`

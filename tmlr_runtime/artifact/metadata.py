@@ -15,19 +15,33 @@ from typing import Any
 
 from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
                    TensorMapMeta)
-from ..errors import ArtifactError, IntegrityError, NoCompatibleVariantError, SchemaError, short_repr
+from ..errors import ArtifactError, IntegrityError, SchemaError, short_repr
 from .files import read_file, read_json
-from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
+from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
+from .targets import choose
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
-SCHEMA_VERSION = 2  # the newest this reader reads
-SCHEMA_VERSIONS = (1, 2)  # 2 added tensordesc parameters; a document without one says 1
+SCHEMA_VERSION = 4  # the newest this reader reads
+# 2 added tensordesc parameters (a document without one says 1); 3 is a family index (files.FAMILY_VERSION);
+# 4 added a variant's PTX (a document without any says 1 or 2, as before)
+SCHEMA_VERSIONS = (1, 2, 4)
+PTX_VERSION = 4
 METADATA_FILE = "metadata.json"
 
 
 @dataclass(frozen=True)
+class Ptx:
+    """A variant's PTX (schema v4): what the driver compiles at load for a GPU that none of the cubins runs on."""
+
+    target: Target  # compute_80
+    file: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
 class Variant:
-    """One compiled cubin of the kernel, for one target architecture."""
+    """One compiled cubin of the kernel, for one target architecture (and its PTX, when the build kept it)."""
 
     target: Target
     entry: str
@@ -46,6 +60,7 @@ class Variant:
     hidden_params: tuple[str, ...]
     resources: dict[str, int]
     provenance: dict[str, Any]
+    ptx: Ptx | None
 
     @property
     def capability(self) -> int:
@@ -105,22 +120,23 @@ class ArtifactMetadata:
     def constexprs(self) -> dict[str, Any]:
         return {p.name: p.value for p in self.signature if p.kind == "constexpr"}
 
+    def pick(self, major: int, minor: int) -> tuple[Variant, bool]:
+        """What a device of compute capability major.minor loads, by CUDA's rules (targets.choose): the
+        variant, and whether from its PTX (no cubin runs there) rather than its cubin; raises
+        :class:`NoCompatibleVariantError` naming what the artifact has and what the device needs."""
+        clusters = major < 9 and all(v.is_cluster_launch for v in self.variants)
+        found = choose(self.name, [(v.target, v.ptx and v.ptx.target) for v in self.variants], major, minor,
+                       " and --num-ctas 1: thread-block clusters need sm_90 or newer" if clusters else "")
+        return self.variants[found.index], found.ptx
+
     def select_variant(self, major: int, minor: int) -> Variant:
-        """The best variant for a device of compute capability major.minor: an exact arch-specific
-        match first, then the newest portable cubin of the same major."""
-        fits = [v for v in self.variants if v.runs_on(major, minor)]
-        if not fits:
-            clusters = major < 9 and all(v.is_cluster_launch for v in self.variants)
-            raise NoCompatibleVariantError(
-                f"{self.name}: no variant runs on this device (compute capability {major}.{minor}, sm_{major}{minor}); the "
-                f"artifact has {', '.join(v.arch for v in self.variants)}. Rebuild with `tmlr-build ... --arch {major}{minor}` "
-                "(add it to the existing --arch list)"
-                + (" and --num-ctas 1: thread-block clusters need sm_90 or newer" if clusters else ""))
-        return max(fits, key=lambda v: (v.target.arch_specific, v.capability))
+        """The variant a device of compute capability major.minor runs (see :meth:`pick`)."""
+        return self.pick(major, minor)[0]
 
 
 # --- the document, in the order of schema/metadata.schema.json -----------------------------------
 CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
+PTX_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.ptx").fullmatch
 _TEXT, _DIMS = string(), array(integer(1), 1, 5)
 _TENSORMAP = obj({"elem_type": integer(0, 15), "elem_size": integer(1, 8), "swizzle": integer(0, 3), "fp4_padded": BOOL, "block_size": _DIMS})
 _DESCRIPTOR = obj({"dtype": string(POINTEE_TYPES.__contains__, f"one of {list(POINTEE_TYPES)}"), "block_shape": _DIMS,
@@ -162,7 +178,10 @@ _VARIANT = obj({
     "provenance": obj({"triton_version": _TEXT, "ptxas_version": _TEXT, "source_stage": one_of(
         ("python", "ttir", "ttgir", "llir", "ptx", "cubin"), "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']"),
         "source_sha256": SHA256, "options": test(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT}),
-}, {"resources": obj({}, dict.fromkeys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"), integer()))})
+}, {"ptx": obj({"file": string(PTX_FILE, "a plain file name in the artifact directory, ending in .ptx"), "sha256": SHA256,
+                "size": integer(1), "arch": string(IS_PTX_ARCH, "a virtual arch like compute_80 (PTX of an arch-specific "
+                                                              "target such as sm_90a runs on that GPU only: build no PTX for it)")}),
+    "resources": obj({}, dict.fromkeys(("registers", "spill_stores", "spill_loads", "stack_frame", "static_shared"), integer()))})
 
 
 def _parameter(p: Any) -> Parameter:
@@ -184,14 +203,16 @@ def read_parameter(doc: Any, path: str | None = None) -> Parameter:
 
 def _variant(value: Any) -> Variant:
     d = _VARIANT(value)
-    t, c, launch, scratch = d["target"], d["cubin"], d["launch"], d["scratch"]
+    t, c, launch, scratch, p = d["target"], d["cubin"], d["launch"], d["scratch"], d.get("ptx")
+    ptx = None if p is None else record(Ptx, {"target": Target.of_ptx(p["arch"]), "file": p["file"], "sha256": p["sha256"],
+                                              "size": p["size"]})
     return record(Variant, {
         "target": record(Target, {"capability": t["capability"], "arch": t["arch"]}), "entry": d["entry"],
         "cubin_file": c["file"], "cubin_sha256": c["sha256"], "cubin_size": c["size"],
         "num_warps": launch["num_warps"], "num_ctas": launch["num_ctas"], "cluster_dims": launch["cluster_dims"],
         "shared": launch["shared"], "tmem_size": launch["tmem_size"], "cooperative": launch["launch_cooperative_grid"],
         "pdl": launch["launch_pdl"], "scratch_size": scratch["global_scratch_size"], "scratch_align": scratch["global_scratch_align"],
-        "hidden_params": scratch["hidden_params"], "resources": d.get("resources", {}), "provenance": d["provenance"]})
+        "hidden_params": scratch["hidden_params"], "resources": d.get("resources", {}), "provenance": d["provenance"], "ptx": ptx})
 
 
 _DOCUMENT = obj({"schema_version": ANY, "name": IDENTIFIER, "signature": array(_parameter), "variants": array(_variant, 1)})
@@ -207,30 +228,54 @@ def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple
         raise at(Invalid(f"two variants for the same arch ({', '.join(v.arch for v in variants)})"), "variants")
     if version == 1 and any(p.descriptor is not None for p in signature):
         raise at(Invalid("1, but the signature has a tensordesc parameter, which needs schema_version 2"), "schema_version")
+    if version < PTX_VERSION and any(v.ptx is not None for v in variants):
+        raise at(Invalid(f"{version}, but a variant has ptx, which needs schema_version {PTX_VERSION}"), "schema_version")
     return name, signature, variants
 
 
 def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> bytes:
     """The variant's cubin bytes, after checking size and sha256 against the metadata; ``stats`` as
     for :func:`read_file`."""
-    name = variant.cubin_file
-    if CUBIN_FILE(name) is None:  # the reader refuses it too; checked again before a file access
-        raise SchemaError(f"cubin file name {name!r} has path parts; it must be a plain file name inside the artifact "
-                          "directory", None, "$.variants[].cubin.file")
+    data = _read_recorded(directory, variant.arch, "cubin", variant.cubin_file, variant.cubin_size, variant.cubin_sha256, stats)
+    if data[:4] != b"\x7fELF":
+        path = os.path.join(os.fspath(directory), variant.cubin_file)
+        raise IntegrityError(f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; "
+                             "rebuild it with tmlr-build", path)
+    return data
+
+
+def read_ptx(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> bytes:
+    """The variant's PTX text (bytes, without a terminating NUL), after checking size and sha256 against the
+    metadata; ``stats`` as for :func:`read_file`. ArtifactError when the variant has none."""
+    ptx = variant.ptx
+    if ptx is None:
+        raise ArtifactError(f"{variant.arch} of {directory} has no PTX; rebuild it with tmlr-build --ptx", os.fspath(directory))
+    data = _read_recorded(directory, variant.arch, "ptx", ptx.file, ptx.size, ptx.sha256, stats)
+    if b"\0" in data:
+        path = os.path.join(os.fspath(directory), ptx.file)
+        raise IntegrityError(f"{path}: not PTX text (it holds a NUL byte), though its size and sha256 match metadata.json; "
+                             "rebuild it with tmlr-build --ptx", path)
+    return data
+
+
+def _read_recorded(directory: str | os.PathLike[str], arch: str, what: str, name: str, size: int, sha256: str,
+                   stats: dict[str, os.stat_result] | None) -> bytes:
+    """The bytes of the file ``name`` that metadata.json records for ``arch`` (its ``what``: cubin or ptx), checked
+    against the recorded size and sha256."""
+    if (CUBIN_FILE if what == "cubin" else PTX_FILE)(name) is None:  # the reader refuses it too; checked again before a file access
+        raise SchemaError(f"{what} file name {name!r} has path parts; it must be a plain file name inside the artifact "
+                          "directory", None, f"$.variants[].{what}.file")
     path = os.path.join(os.fspath(directory), name)
     try:
         data = read_file(path, stats)
     except FileNotFoundError:
-        raise ArtifactError(f"{path}: missing; metadata.json names it for {variant.arch} - copy the whole artifact "
+        raise ArtifactError(f"{path}: missing; metadata.json names it for {arch} - copy the whole artifact "
                             "directory", path) from None
-    if len(data) != variant.cubin_size:
-        raise IntegrityError(f"{path}: {len(data)} bytes, metadata.json records {variant.cubin_size}; the file is "
+    if len(data) != size:
+        raise IntegrityError(f"{path}: {len(data)} bytes, metadata.json records {size}; the file is "
                              "truncated or replaced - copy the artifact directory again or rebuild it", path)
     digest = hashlib.sha256(data).hexdigest()
-    if digest != variant.cubin_sha256:
-        raise IntegrityError(f"{path}: sha256 {digest} does not match metadata.json ({variant.cubin_sha256}); the cubin "
+    if digest != sha256:
+        raise IntegrityError(f"{path}: sha256 {digest} does not match metadata.json ({sha256}); the {what} "
                              "was changed after the build - rebuild the artifact with tmlr-build", path)
-    if data[:4] != b"\x7fELF":
-        raise IntegrityError(f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; "
-                             "rebuild it with tmlr-build", path)
     return data

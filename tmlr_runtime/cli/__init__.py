@@ -1,7 +1,10 @@
 """``tmlr``: look at and check artifacts where they are deployed (no Triton needed).
 
-    tmlr inspect DIR [--json] [--no-device]   the call signature, variants, launch data, resources, provenance;
-                                              exit 1 when a cubin does not match its recorded size and sha256
+    tmlr inspect DIR [--json] [--no-device] [--cc 9.0]
+                                              the call signature, variants, launch data, resources, provenance, and
+                                              with --cc what a GPU of that compute capability loads (a cubin, or the
+                                              PTX the driver compiles); exit 1 when a cubin or PTX does not match its
+                                              recorded size and sha256
     tmlr verify DIR [--json] [--no-device] [--strict]
                                               fields (and the schema file itself, with jsonschema installed), hashes,
                                               entry symbols, and with a GPU that this device can load it; exit 1 on a
@@ -24,6 +27,7 @@ import sys
 from typing import Any
 
 from .. import __version__
+from ..abi import Target
 from ..launch import compiled
 from ..errors import TmlrError
 from ..artifact.read import artifacts_in, read
@@ -33,12 +37,13 @@ from .artifact import DEVICE_CHECK, SCHEMA_CHECK, CheckResult, inspect_kernel, p
 _VERDICT = {True: "ok", False: "FAIL", None: "skipped"}
 
 
-def inspect_artifact(directory: str, with_device: bool = True) -> dict[str, Any]:
-    """Everything a person wants to know about an artifact or a family, as a JSON-able dict."""
+def inspect_artifact(directory: str, with_device: bool = True, cc: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Everything a person wants to know about an artifact or a family, as a JSON-able dict; ``cc``: a compute
+    capability (major, minor) to say what a GPU of it loads."""
     found = read(os.path.abspath(directory))
     if found.kind == "family":
-        return family_cli.inspect_family(found)
-    return inspect_kernel(directory, found, with_device)
+        return family_cli.inspect_family(found, cc)
+    return inspect_kernel(directory, found, with_device, cc)
 
 
 def verify_artifact(directory: str, with_device: bool = True) -> list[CheckResult]:
@@ -58,6 +63,13 @@ def _print_inspect(info: dict[str, Any]) -> None:
         print(f"  DAMAGED   {problem}")
     if info["problems"]:
         print(f"  run `tmlr verify {info['directory']}` for every check")
+
+
+def _capability(text: str) -> tuple[int, int]:
+    try:
+        return Target.device(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 class _Version(argparse.Action):
@@ -81,6 +93,9 @@ def _run(argv: list[str] | None) -> int:
         p.add_argument("directory", help="an artifact, a family, or the folder tmlr-build -o wrote (each artifact in it)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--no-device", action="store_true", help="do not touch the GPU even if there is one")
+    sub.choices["inspect"].add_argument("--cc", type=_capability, metavar="X.Y",
+                                        help="say what a GPU of compute capability X.Y (e.g. 9.0, 10.0) loads: a cubin, or "
+                                             "the PTX the driver compiles there")
     sub.choices["verify"].add_argument("--strict", action="store_true",
                                        help="a check that could not be made (no GPU, --no-device, no jsonschema) fails too")
     family_cli.add_tune_parser(sub)
@@ -100,7 +115,7 @@ def _run(argv: list[str] | None) -> int:
 
 
 def _inspect(directory: str, args: argparse.Namespace, header: bool) -> tuple[int, Any]:
-    info = inspect_artifact(directory, with_device=not args.no_device)
+    info = inspect_artifact(directory, with_device=not args.no_device, cc=args.cc)
     if not args.json:
         if header:
             print(f"== {directory}")

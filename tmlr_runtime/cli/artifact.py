@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, Descriptor, Parameter
 from ..artifact.elf import functions
-from ..artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant, read_cubin
-from ..errors import CudaUnavailableError, TmlrError
+from ..artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSIONS, ArtifactMetadata, Variant, read_cubin, read_ptx
+from ..errors import CudaUnavailableError, NoCompatibleVariantError, PtxJitWarning, TmlrError
 from ..launch.kernel import Kernel
 
 CheckResult = tuple[str, "bool | None", str]
@@ -51,7 +53,7 @@ def describe_descriptor(d: Descriptor) -> str:
 def _occupancy(directory: str) -> dict[str, Any] | None:
     """Blocks per SM for the variant this device would run; None without a usable GPU."""
     try:
-        kernel = Kernel.load(directory)
+        kernel, _ = _load(directory)
         fn, v = kernel.function, kernel.variant
         blocks = int(driver.check(driver.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.function, v.threads_per_block, v.shared),
                                    "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
@@ -72,6 +74,7 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
     return {
         "arch": v.arch, "capability": v.capability, "entry": v.entry,
         "cubin": {"file": v.cubin_file, "size": v.cubin_size, "sha256": v.cubin_sha256},
+        "ptx": None if v.ptx is None else {"file": v.ptx.file, "size": v.ptx.size, "sha256": v.ptx.sha256, "arch": v.ptx.target.arch},
         "num_warps": v.num_warps, "threads_per_block": v.threads_per_block, "num_ctas": v.num_ctas,
         "cluster_dims": list(v.cluster_dims), "shared": v.shared, "tmem_size": v.tmem_size, "cooperative": v.cooperative, "pdl": v.pdl,
         "global_scratch": {"size_per_program": v.scratch_size, "align": v.scratch_align}, "hidden_params": list(v.hidden_params),
@@ -81,23 +84,41 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
 
 
 def cubin_problems(directory: str, meta: ArtifactMetadata) -> list[str]:
-    """Why each cubin that does not match its recorded size and sha256 fails (the cheap part of verify)."""
+    """Why each cubin (or PTX) that does not match its recorded size and sha256 fails (the cheap part of verify)."""
     problems = []
     for v in meta.variants:
-        try:
-            read_cubin(directory, v)
-        except TmlrError as e:
-            problems.append(str(e))
+        for read in (read_cubin, read_ptx) if v.ptx else (read_cubin,):
+            try:
+                read(directory, v)
+            except TmlrError as e:
+                problems.append(str(e))
     return problems
 
 
-def inspect_kernel(directory: str, meta: ArtifactMetadata, with_device: bool = True) -> dict[str, Any]:
+def would_load(meta: ArtifactMetadata, major: int, minor: int) -> dict[str, Any]:
+    """What a GPU of compute capability major.minor loads of ``meta`` (``tmlr inspect --cc``), by the runtime's own choice."""
+    where = {"cc": f"{major}.{minor}"}
+    try:
+        v, ptx = meta.pick(major, minor)
+    except NoCompatibleVariantError as e:
+        return {**where, "loads": None, "text": f"nothing: {e}"}
+    if ptx and v.ptx:
+        return {**where, "loads": "ptx", "arch": v.ptx.target.arch, "file": v.ptx.file,
+                "text": f"PTX {v.ptx.target.arch} ({v.ptx.file}), compiled by the driver at load: no cubin runs on {major}.{minor}"}
+    how = "exact" if v.capability == major * 10 + minor else f"compatible: built for {v.target.version}"
+    return {**where, "loads": "cubin", "arch": v.arch, "file": v.cubin_file, "text": f"cubin {v.arch} ({v.cubin_file}, {how})"}
+
+
+def inspect_kernel(directory: str, meta: ArtifactMetadata, with_device: bool = True,
+                   cc: tuple[int, int] | None = None) -> dict[str, Any]:
     """Everything a person wants to know about a kernel artifact, as a JSON-able dict; ``problems`` lists
-    the cubins that do not match metadata.json."""
+    the cubins that do not match metadata.json; ``cc``: a compute capability to say what it would load."""
     out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
            "signature": [_param_json(p) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants],
            "problems": cubin_problems(directory, meta)}
+    if cc is not None:
+        out["on"] = would_load(meta, *cc)
     if with_device and not out["problems"]:
         out["occupancy"] = _occupancy(directory)
     return out
@@ -113,8 +134,12 @@ def print_inspect_kernel(info: dict[str, Any]) -> None:
               f"{'x'.join(map(str, v['cluster_dims']))}  shared {v['shared']} B  scratch "
               f"{v['global_scratch']['size_per_program']} B/program  regs {'?' if v['registers'] is None else v['registers']}{spills}{extra}\n"
               f"            cubin {v['cubin']['file']}  {v['cubin']['size']} B  sha256 {v['cubin']['sha256']}\n"
+              + ("" if v["ptx"] is None else f"            ptx   {v['ptx']['file']}  {v['ptx']['size']} B  sha256 {v['ptx']['sha256']}"
+                 f"  ({v['ptx']['arch']}: the driver compiles it at load on a newer GPU)\n") +
               f"            built by Triton {p.get('triton_version')} / ptxas {p.get('ptxas_version')} from "
               f"{p.get('source_stage')} {p.get('source_name', '')} (sha256 {p.get('source_sha256', '')[:16]}…)")
+    if "on" in info:
+        print(f"  on {info['on']['cc']:6s} {info['on']['text']}")
     occ = info.get("occupancy")
     if occ:
         print(f"  occupancy on {occ['device']} ({occ['arch']}): {occ['blocks_per_sm']} blocks/SM = {occ['warps_per_sm']} "
@@ -131,7 +156,7 @@ def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetada
         meta = meta or ArtifactMetadata.read(directory)
     except TmlrError as e:
         return [(SCHEMA_CHECK, False, str(e))]
-    results = [(SCHEMA_CHECK, True, f"v{meta.schema_version} (this reader: v1-v{SCHEMA_VERSION}), fields checked by the reader"), jsonschema_check(os.path.join(directory, METADATA_FILE), SCHEMA_PATH, "metadata.json validates with jsonschema")]
+    results = [(SCHEMA_CHECK, True, f"v{meta.schema_version} (this reader: {', '.join(f'v{n}' for n in SCHEMA_VERSIONS)}), fields checked by the reader"), jsonschema_check(os.path.join(directory, METADATA_FILE), SCHEMA_PATH, "metadata.json validates with jsonschema")]
     for v in meta.variants:
         try:
             data = read_cubin(directory, v)
@@ -141,15 +166,44 @@ def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetada
                             "" if v.entry in funcs else f"the cubin defines {sorted(funcs) or 'no functions'}; rebuild the artifact"))
         except TmlrError as e:
             results.append((f"{v.arch}: cubin size and sha256", False, str(e)))
+        if v.ptx is not None:
+            results += _ptx_checks(directory, v)
     if with_device:
         try:
-            kernel = Kernel.load(directory)
-            results.append((DEVICE_CHECK, True, f"{kernel.function.device.name}: {kernel.variant.arch}"))
+            kernel, jit = _load(directory)
+            how = "" if jit is None else f" from its PTX, which the driver compiled in {jit.seconds * 1e3:.0f} ms"
+            results.append((DEVICE_CHECK, True, f"{kernel.function.device.name}: {kernel.variant.arch}{how}"))
         except CudaUnavailableError as e:
             results.append((DEVICE_CHECK, None, f"not checked: loading the cubin on a device needs an NVIDIA GPU and driver ({e})"))
         except TmlrError as e:
             results.append((DEVICE_CHECK, False, str(e)))
     return results
+
+
+def _ptx_checks(directory: str, v: Variant) -> list[CheckResult]:
+    """The PTX of ``v``: its size and sha256 as recorded, and the entry it defines."""
+    assert v.ptx is not None
+    check = f"{v.arch}: ptx {v.ptx.target.arch} size and sha256"
+    try:
+        text = read_ptx(directory, v)
+    except TmlrError as e:
+        return [(check, False, str(e))]
+    entries = re.findall(rb"\.entry\s+([A-Za-z_][A-Za-z0-9_]*)", text)
+    found = v.entry.encode() in entries
+    return [(check, True, v.ptx.file), (f"{v.arch}: entry {v.entry!r} in the PTX", found,
+                                          "" if found else f"the PTX defines {sorted(e.decode() for e in entries) or 'no entries'}; rebuild the artifact")]
+
+
+def _load(directory: str) -> tuple[Kernel, PtxJitWarning | None]:
+    """The kernel loaded here, and the PtxJitWarning of its load from PTX (kept from stderr: the caller reports it)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PtxJitWarning)
+        kernel = Kernel.load(directory)
+    jit = [w.message for w in caught if isinstance(w.message, PtxJitWarning)]
+    for w in caught:
+        if not isinstance(w.message, PtxJitWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return kernel, jit[0] if jit else None
 
 
 def jsonschema_check(path: str, schema_path: Path, what: str) -> CheckResult:

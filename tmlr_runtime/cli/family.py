@@ -23,11 +23,12 @@ from ..family.dispatch import KernelFamily
 from ..family.members import read_members
 from ..family.tuning import cache_path, write_entries
 from ..launch.kernel import Kernel
-from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel
+from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel, would_load
 
 
-def inspect_family(index: FamilyIndex) -> dict[str, Any]:
-    """Variants, configs, heuristics and the shipped table of a family, as a JSON-able dict."""
+def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Variants, configs, heuristics and the shipped table of a family, as a JSON-able dict; ``cc``: a compute
+    capability to say what a GPU of it loads of each variant."""
     at = index.autotune
     configs = at.configs if at else ()
     table = read_entries(os.path.join(index.directory, TABLE_FILE), len(configs)) if at else []
@@ -38,9 +39,19 @@ def inspect_family(index: FamilyIndex) -> dict[str, Any]:
             "key": list(at.key), "configs": [c.describe() for c in at.configs], "reset_to_zero": list(at.reset_to_zero),
             "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
-        "variants": [{"dir": v.dir, "config": v.config, "signature": v.signature} for v in index.variants],
+        "variants": [{"dir": v.dir, "config": v.config, "signature": v.signature, **_on(index, v.dir, cc)} for v in index.variants],
         "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": _variant_problems(index),
     }
+
+
+def _on(index: FamilyIndex, directory: str, cc: tuple[int, int] | None) -> dict[str, Any]:
+    """``{"on": ...}``: what a GPU of compute capability ``cc`` loads of one variant ({} without ``cc``)."""
+    if cc is None:
+        return {}
+    try:
+        return {"on": would_load(ArtifactMetadata.read(os.path.join(index.directory, directory)), *cc)}
+    except TmlrError as e:
+        return {"on": {"cc": "%d.%d" % cc, "loads": None, "text": f"nothing: {e}"}}
 
 
 def _variant_problems(index: FamilyIndex) -> list[str]:
@@ -69,6 +80,8 @@ def print_inspect_family(info: dict[str, Any]) -> None:
     print(f"  {len(info['variants'])} variants")
     for v in info["variants"]:
         print(f"    {v['dir']:24s} config {'-' if v['config'] is None else v['config']}  {v['signature']}")
+        if "on" in v:
+            print(f"      on {v['on']['cc']}: {v['on']['text']}")
     if at:
         print(f"  tuning table: {len(info['table'])} entries" + ("" if info["table"] else f" (no {TABLE_FILE})"))
         for e in info["table"]:

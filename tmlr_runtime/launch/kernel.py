@@ -7,7 +7,7 @@ import threading
 from typing import Any, Callable
 
 from .. import driver
-from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
+from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin, read_ptx
 from ..artifact.read import artifacts_in, output_folder_error, read
 from ..errors import ArgumentError, ArtifactError, short_repr
 from . import compiled, modules
@@ -20,8 +20,10 @@ class Kernel:
 
     1. ``Kernel.load(dir)`` reads and validates ``metadata.json``.
     2. It takes the current context (device 0's primary context, the one torch uses, when none
-       is), picks the variant for that device and refuses what the device cannot run.
-    3. It checks the cubin's size and sha256 and loads it (once per context and sha256).
+       is), picks the variant for that device by CUDA's rules (an exact cubin, else a compatible
+       one, else PTX, which the driver compiles: ``artifact/targets.py``) and refuses what the
+       device cannot run.
+    3. It checks the cubin's (or PTX's) size and sha256 and loads it (once per context and sha256).
     4. It plans the launch of that variant (a :class:`~.plan.LaunchPlan`).
     5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
        arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
@@ -92,9 +94,10 @@ class Kernel:
             plan = self._contexts.get(handle)
             if plan is None:
                 dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
-                variant = self.metadata.select_variant(dev.major, dev.minor)
+                variant, ptx = self.metadata.pick(dev.major, dev.minor)
+                read_image = read_ptx if ptx else read_cubin
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
-                                              lambda: read_cubin(self.directory, variant, self._read_stats))
+                                              lambda: read_image(self.directory, variant, self._read_stats), ptx)
                 plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
                 # kept apart from the plan: the executor refers to it (its helpers), so no cycle
                 self._executors[handle] = compiled.executor(plan, launch)

@@ -2,9 +2,11 @@
 an artifact already loaded in the current context does no driver work."""
 from __future__ import annotations
 
+import time
+import warnings
 from typing import Any, Callable, NamedTuple
 from .. import driver
-from ..errors import DeviceLimitError, DriverError
+from ..errors import DeviceLimitError, DriverError, PtxJitWarning
 from ..artifact.metadata import Variant
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -42,16 +44,20 @@ def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
         raise DeviceLimitError(f"{name}: needs a cooperative launch, which {dev.name} does not support; rebuild without launch_cooperative_grid")
 
 
-def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes]) -> LoadedFunction:
+def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes],
+                 ptx: bool = False) -> LoadedFunction:
     """The loaded function of ``variant`` in ``context`` (current); ``read_cubin()`` only when its
-    module is not loaded there yet."""
-    key, process = (context, variant.cubin_sha256, variant.entry), driver.PROCESS
+    module is not loaded there yet. ``ptx``: ``read_cubin()`` gives the variant's PTX, which the driver
+    compiles (a :class:`PtxJitWarning` says so, with its cost)."""
+    digest = variant.ptx.sha256 if ptx and variant.ptx else variant.cubin_sha256
+    key, process = (context, digest, variant.entry), driver.PROCESS
     with process.lock:
         hit = process.modules.get(key)
         if hit is None:
             dev, drv = driver.device_info(ordinal), driver.api()
             check_fits(name, variant, dev)
-            module = driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})")
+            module = (_compile_ptx(drv, name, variant, read_cubin(), dev) if ptx else
+                      driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})"))
             try:
                 function = driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
                 A = drv.CUfunction_attribute
@@ -69,6 +75,22 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
                 raise
             hit = process.modules[key] = LoadedFunction(context, dev, module, function, static, registers, local)
     return hit
+
+
+def _compile_ptx(drv: Any, name: str, variant: Variant, text: bytes, dev: driver.DeviceInfo) -> Any:
+    """The module of ``variant``'s PTX, which the driver compiles for ``dev`` here; says so once, with the cost."""
+    ptx = variant.ptx
+    assert ptx is not None  # the choice (ArtifactMetadata.pick) takes the PTX of a variant that has one
+    start = time.perf_counter()
+    module = driver.check(drv.cuModuleLoadData(text + b"\0"), f"cuModuleLoadData({ptx.file}: PTX the driver compiles)")
+    seconds = time.perf_counter() - start
+    arch = f"sm_{dev.major}{dev.minor}"
+    warnings.warn(PtxJitWarning(
+        f"{name}: no cubin of the artifact runs on {dev.name} ({arch}), so the driver compiled its PTX "
+        f"({ptx.target.arch}, of the {variant.arch} build) for it, in {seconds * 1e3:.0f} ms; the "
+        "driver's JIT cache (CUDA_CACHE_PATH, ~/.nv/ComputeCache by default) keeps the result for later processes. "
+        f"Build with --arch {dev.major}{dev.minor} for a cubin that loads without compiling", seconds, arch), stacklevel=2)
+    return module
 
 
 def clear() -> None:

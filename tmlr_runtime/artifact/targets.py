@@ -1,0 +1,56 @@
+"""What of an artifact a GPU runs, by CUDA's rules: one pure function over the variants' targets.
+
+A cubin runs on GPUs of its own major version at the same or a higher minor (sm_80 on 8.0, 8.6, 8.9),
+an arch-specific one (sm_90a) on its own capability only; PTX for a virtual arch (compute_80) runs on
+its own capability and every later one, the driver compiling it at load. The order is CUDA's: an exact
+cubin, else a compatible one (the newest), else PTX (the newest that fits), else nothing, which is a
+:class:`NoCompatibleVariantError` naming what the artifact has and what the GPU needs.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+from ..abi import Target
+from ..errors import NoCompatibleVariantError
+
+Offer = tuple[Target, "Target | None"]  # a variant's cubin target and its PTX target (None: no PTX)
+
+
+class Pick(NamedTuple):
+    """The variant to load (its index) and whether from its PTX (else its cubin)."""
+
+    index: int
+    ptx: bool
+
+
+def choose(name: str, offers: Sequence[Offer], major: int, minor: int, hint: str = "") -> Pick:
+    """What of ``offers`` (one per variant) a GPU of compute capability major.minor loads; raises
+    :class:`NoCompatibleVariantError` when nothing fits (``hint`` ends its advice)."""
+    cubins = [i for i, (cubin, _) in enumerate(offers) if cubin.runs_on(major, minor)]
+    if cubins:  # the exact one first (an arch-specific one before a portable one), else the newest
+        return Pick(max(cubins, key=lambda i: (offers[i][0].capability, offers[i][0].arch_specific)), False)
+    ptx = [i for i, (_, p) in enumerate(offers) if p is not None and p.runs_on(major, minor)]
+    if ptx:
+        return Pick(max(ptx, key=lambda i: offers[i][1].capability), True)  # type: ignore[union-attr]
+    raise NoCompatibleVariantError(no_fit_message(name, offers, major, minor, hint))
+
+
+def no_fit_message(name: str, offers: Sequence[Offer], major: int, minor: int, hint: str = "") -> str:
+    """What the artifact has, what this GPU needs, and the rebuild that gives it."""
+    has = [f"{c.arch} (runs on {_where(c)})" for c, _ in offers]
+    has += [f"PTX {p.arch} (runs on {_where(p)})" for _, p in offers if p is not None]
+    cc = major * 10 + minor
+    needs = f"a cubin for {f'sm_{major}0 to ' if minor else ''}sm_{cc} (or sm_{cc}a)"
+    return (f"{name}: nothing in the artifact runs on this GPU (compute capability {major}.{minor}): it has "
+            f"{', '.join(has)}; this GPU needs {needs}, or PTX for compute_{cc} or older. Rebuild with "
+            f"`tmlr-build ... --arch {cc}` (add it to the existing --arch list), or build a portable target "
+            f"(80, 86, 89) with --ptx so that newer GPUs compile it at load{hint}")
+
+
+def _where(t: Target) -> str:
+    major = t.capability // 10
+    if t.is_ptx:
+        return f"{t.version} and newer, compiled at load"
+    if t.arch_specific:
+        return f"{t.version} only"
+    return f"{t.version} to {major}.9"
