@@ -26,7 +26,8 @@ from typing import Any
 from .. import __version__
 from ..launch import compiled
 from ..errors import TmlrError
-from ..artifact.read import artifacts_in, read
+from ..artifact.output_folder import artifacts_in
+from ..artifact.read import read
 from . import family as family_cli
 from .artifact import DEVICE_CHECK, SCHEMA_CHECK, CheckResult, inspect_kernel, print_inspect_kernel, verify_kernel
 

@@ -16,7 +16,8 @@ from typing import Any, Iterable
 
 from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex
 from ..artifact.metadata import ArtifactMetadata
-from ..artifact.read import artifacts_in, output_folder_error, read, read_index
+from ..artifact.output_folder import artifacts_in, output_folder_error
+from ..artifact.read import read, read_index
 from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
 from ..errors import ArgumentError, CudaUnavailableError, TmlrError
 from ..family.dispatch import KernelFamily

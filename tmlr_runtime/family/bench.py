@@ -14,7 +14,7 @@ import statistics
 from typing import Any, Callable
 from .. import driver
 from ..errors import DriverError, NoCompatibleVariantError, TuningError
-from ..launch.bind import call_grid
+from ..launch.execute import call_grid
 from ..launch.streams import default_stream, stream_handle
 
 GRID_META = "the chosen variant's constexprs, config kwargs, num_warps/num_stages and the arguments by name"

@@ -27,7 +27,8 @@ from ..launch import compiled
 from ..artifact.family_index import Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
 from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
-from ..launch.bind import MISSING, Binder, call_grid
+from ..launch.bind import MISSING, Binder
+from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
 from .bench import GRID_META, benchmark
 from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization

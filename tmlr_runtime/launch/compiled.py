@@ -102,7 +102,11 @@ def executor(plan: LaunchPlan, fallback: Callable[..., Any]) -> Any:
     if fns is None:
         return None
     x = Extras()
-    x.entry_points, x.attrs, x.fallback, x.stream_handle, x.fail = fns, _attributes(plan.drv, plan.variant), fallback, stream_handle, _raise
+    x.entry_points, x.attrs, x.fallback, x.stream_handle, x.fail = fns, (), fallback, stream_handle, _raise
+    if plan.use_ex:
+        from .attributes import attribute_words
+
+        x.attrs = attribute_words(plan.drv, plan.variant)
     x.bind, x.grid3 = functools.partial(bind, plan), functools.partial(grid3, plan)
     sig, device, checks = plan.signature, plan.device, plan.checks
     x.convert = lambda code, i, value: convert(code, sig[i], value, device, checks)
@@ -114,21 +118,6 @@ def executor(plan: LaunchPlan, fallback: Callable[..., Any]) -> Any:
 
 def _raise(code: int, what: str) -> None:
     raise driver.error(code, what)
-
-
-def _attributes(drv: Any, variant: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """The launch attributes of ``cuLaunchKernelEx`` as (id, the value's 32-bit words), the ids
-    from the bindings' enum (as ``plan.launch_config`` sets them)."""
-    A, out = drv.CUlaunchAttributeID, []
-    if variant.is_cluster_launch:
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), tuple(variant.cluster_dims)))
-        spread = int(drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD)
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE), (spread,)))
-    if variant.cooperative:
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE), (1,)))
-    if variant.pdl:
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), (1,)))
-    return tuple(out)
 
 
 def family_key(parts: tuple[tuple[int, int], ...], npos: int, memo: dict[Any, Any], fallback: Callable[..., Any]) -> Any:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import operator
 import struct
-from typing import Any
+from typing import Any, Callable
 
 from .. import driver
 from ..abi import SCALAR_TYPES
 from ..errors import ArgumentError, GridError, TmlrError, short_repr
-from .bind import MISSING, call_grid
-from .convert import check_constexpr, convert, diagnose_scalar
+from .convert import check_constexpr, convert
 from .plan import DIV16, IGNORED, PTR, SCALAR, LaunchPlan
 from .streams import stream_handle
 
@@ -73,11 +72,10 @@ def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
     """The positional values of a call with keywords, or another count of arguments; constexprs
     left out take their compiled value, those given are checked against it."""
     values = plan.binder.bind(args, kwargs)
-    for i, p in enumerate(plan.signature):
-        if p.kind == "constexpr" and values[i] is MISSING:
-            values[i] = p.value
-        elif p.kind == "constexpr" and plan.checks:
-            check_constexpr(p, values[i])
+    if plan.checks:
+        for i, p in enumerate(plan.signature):
+            if p.kind == "constexpr" and (i < len(args) or p.name in kwargs):
+                check_constexpr(p, values[i])
     return tuple(values[: plan.npos])
 
 
@@ -89,6 +87,8 @@ def error(plan: LaunchPlan, args: tuple[Any, ...], exc: Exception | None) -> Exc
                 convert(c, plan.signature[i], args[i], plan.device, plan.checks)
         except TmlrError as err:
             return err
+    from .diagnose import diagnose_scalar
+
     for p, v in zip(plan.signature, args):
         err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_TYPES else None
         if err is not None:
@@ -105,6 +105,16 @@ def convert_rest(plan: LaunchPlan, values: list[Any], args: tuple[Any, ...]) -> 
             raise error(plan, args, None)
         if c != PTR and c != DIV16 and c != SCALAR and c != IGNORED:
             values[i + 2] = convert(c, plan.signature[i], values[i + 2], plan.device, plan.checks)
+
+
+def call_grid(grid: Callable[[dict[str, Any]], Any], meta: dict[str, Any], receives: str) -> Any:
+    """``grid(meta)``; what it raises becomes a :class:`GridError` saying that it ``receives`` ``meta``."""
+    try:
+        return grid(meta)
+    except GridError:
+        raise
+    except Exception as e:  # the user's function: anything it raises is reported as its failure
+        raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives {receives}") from e
 
 
 def grid3(plan: LaunchPlan, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from .. import driver
 from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
-from ..artifact.read import artifacts_in, output_folder_error, read
+from ..artifact.read import read
 from ..errors import ArgumentError, ArtifactError, short_repr
 from . import compiled, modules
 from .execute import launch
@@ -68,6 +68,8 @@ class Kernel:
         try:
             found = read(directory, stats)
         except ArtifactError:
+            from ..artifact.output_folder import artifacts_in, output_folder_error
+
             given = os.fsdecode(os.fspath(path))
             inside = artifacts_in(given)
             if inside:

@@ -35,7 +35,6 @@ from .. import driver
 from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
 from ..artifact.metadata import Variant
 from .modules import LoadedFunction
-from .bind import Binder
 from .streams import stream_getter
 
 # What a step does with its argument (as Inductor's static launcher gives each argument a code).
@@ -178,16 +177,6 @@ class ArgBuffer:
         self._views = (raw_view, pointers_view)
 
 
-def usage(name: str, signature: tuple[Parameter, ...]) -> str:
-    """How to call the kernel, for messages: ``add[grid](x_ptr: *fp32, ..., BLOCK=1024)``."""
-    def one(p: Parameter) -> str:
-        if p.kind == "constexpr":
-            return f"{p.name}={p.value!r}"
-        return f"{p.name}: {p.type}" + (" (must be 1)" if p.kind == "equal_to_1" else "")
-
-    return f"{name}[grid]({', '.join(map(one, signature))})"
-
-
 def positional_count(signature: tuple[Parameter, ...]) -> int:
     """The parameters a plain call passes by position: up to the last one that is not a constexpr."""
     npos = len(signature)
@@ -271,18 +260,26 @@ class LaunchPlan:
             self.new_slot()
 
     @property
-    def binder(self) -> Binder:
-        """What binds a call with keywords or another count of arguments (made on the first such call)."""
+    def binder(self) -> Any:
+        """What binds a call with keywords or another count of arguments (``bind.Binder``, made on the first such call)."""
         if self._binder is None:
+            from .bind import Binder, usage
+
             sig = self.signature
-            self._binder = Binder(self.name, [p.name for p in sig], [p.kind for p in sig], self.npos, functools.partial(usage, self.name, sig))
+            self._binder = Binder(self.name, [p.name for p in sig], [p.kind for p in sig], self.npos, functools.partial(usage, self.name, sig),
+                                  defaults={i: p.value for i, p in enumerate(sig) if p.kind == "constexpr"})
         return self._binder
 
     def new_slot(self) -> tuple[memoryview, int, Any]:
         """This thread's ``(buffer, void** address, CUlaunchConfig or None)``, made on its first launch."""
         buf = ArgBuffer(self.layout)
         self.storage.buffer = buf  # its views hold the memory the void** points to
-        self.storage.slot = (buf.view, buf.address, launch_config(self.drv, self.variant) if self.use_ex else None)
+        config = None
+        if self.use_ex:
+            from .attributes import launch_config
+
+            config = launch_config(self.drv, self.variant)
+        self.storage.slot = (buf.view, buf.address, config)
         return self.storage.slot
 
 
@@ -292,29 +289,3 @@ def _packer(head: Callable[..., None], kept: list[int], npos: int, descriptors: 
     if descriptors:
         return lambda buf, at, *values: head(buf, at, *[x for i in kept for x in (values[i] if i in descriptors else (values[i],))])
     return head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept]))
-
-
-def launch_config(drv: Any, variant: Variant) -> Any:
-    """A ``CUlaunchConfig`` with the variant's block, shared memory and launch attributes (one per
-    thread: grid and stream are written per launch)."""
-    config = drv.CUlaunchConfig()
-    config.blockDimX, config.blockDimY, config.blockDimZ = variant.threads_per_block, 1, 1
-    config.sharedMemBytes = variant.shared
-    A, attrs = drv.CUlaunchAttributeID, []
-
-    def value(attr_id: Any) -> Any:
-        attrs.append(drv.CUlaunchAttribute())
-        attrs[-1].id = attr_id
-        return attrs[-1].value
-
-    if variant.is_cluster_launch:
-        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-        v.clusterDim.x, v.clusterDim.y, v.clusterDim.z = variant.cluster_dims
-        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
-        v.clusterSchedulingPolicyPreference = drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD
-    if variant.cooperative:
-        value(A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative = 1
-    if variant.pdl:
-        value(A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).programmaticStreamSerializationAllowed = 1
-    config.attrs, config.numAttrs = attrs, len(attrs)
-    return config
