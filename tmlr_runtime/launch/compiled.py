@@ -1,17 +1,6 @@
-"""The compiled per-call path: which path launches, and the C executor (``_fastlaunch.c``) of a plan.
-
-``pip install`` builds ``tmlr_runtime.launch._fastlaunch`` where a C compiler and Python's headers
-exist (setup.py; nothing is ever compiled at run time). Where it is missing, or ``TMLR_PURE_PYTHON=1``
-is set, every launch runs the Python executor (``execute.launch``), with the same results and errors.
-
-The C executor reads the :class:`~.plan.LaunchPlan` (its steps, buffer size, hidden parameters,
-scratch and launch facts) once, and :class:`Extras`: the driver entry points cuda-python's
-``cuGetProcAddress`` gives, the launch attributes as numbers, and the Python executor's helpers for
-rare work (binding keywords, callable grids, stream objects, conversions). It declines any call it
-does not finish (another context current, a failed check, an argument it does not read) *before*
-anything happens, and the Python executor then runs that call: errors are the Python path's by
-construction.
-"""
+"""The compiled per-call path: which path launches, and the C executor (``_fastlaunch.c``) of a plan, which
+declines any call it does not finish *before* anything happens, so the Python executor's errors stay the
+only ones (docs/contributing.md, "The launch plan")."""
 from __future__ import annotations
 
 import contextlib

@@ -1,12 +1,5 @@
-"""What a launch argument becomes for the cubin: the one conversion routine, :func:`convert`, driven by
-the step code the plan fixed at load (``plan.code``), and the typed errors of the values it refuses.
-
-The Python executor reads torch tensors on the launch device itself and sends every other argument with
-work, and every failed check, here. Pointers go to ``pointers``; scalars are converted and range-checked
-by the packing ``struct``, and :func:`diagnose_scalar` says why it refused one; bf16, i1, TMA descriptors
-and (through ``tensordesc``) host tensor descriptors are converted here, constexprs, ints specialized to 1
-and ints assumed divisible by 16 checked. Nothing here imports torch or numpy.
-"""
+"""What a launch argument becomes for the cubin: :func:`convert`, driven by the step code the plan fixed at load,
+for every argument the executors do not handle inline, with the typed errors of the values it refuses."""
 from __future__ import annotations
 
 import math
@@ -14,7 +7,7 @@ import operator
 import struct
 from typing import Any
 
-from ..errors import ConstexprMismatchError, ScalarArgumentError, short_repr
+from ..errors import ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
 from ..abi import Parameter
 from .plan import BF16, BOOL, CONSTEXPR, DIV16, ONE, PTR, TENSORDESC, TMA
 from .pointers import any_pointer
@@ -46,8 +39,6 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
     if code == PTR:
         return any_pointer(p, value, device, checks)
     if code == TMA:
-        from .tensordesc import tma_bytes  # imported by the first kernel with a TMA descriptor
-
         return tma_bytes(p, value)
     if code == TENSORDESC:  # a tuple: the values of the several kernel parameters it becomes
         from .tensordesc import descriptor_args  # imported by the first kernel with a tensor descriptor
@@ -98,3 +89,28 @@ def bf16_bits(x: float) -> int:
         return 0x7F80 if f > 0 else 0xFF80
     bits += 0x7FFF + ((bits >> 16) & 1)
     return (bits >> 16) & 0xFFFF
+
+
+def tma_bytes(p: Parameter, value: Any) -> bytes:
+    """The 128 bytes of a ``CUtensorMap`` for an ``nvTmaDesc`` parameter, given as bytes-like, a
+    cuda-python CUtensorMap or a :class:`TensorMap`."""
+    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
+    try:
+        data = getattr(value, "tensor_map_bytes", None)
+        if data is None and getattr(value, "opaque", None) is not None:
+            from .tensordesc import tensor_map_bytes
+
+            data = tensor_map_bytes(value)
+        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
+            data = value
+        elif data is None:
+            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
+        data = bytes(data)
+    except TmlrError:
+        raise
+    except Exception as e:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
+                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
+    if len(data) != 128:
+        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
+    return data

@@ -1,10 +1,5 @@
-"""The Python executor of a :class:`~.plan.LaunchPlan`: ``Kernel.__call__``.
-
-:func:`launch` reads torch tensors on the launch device and checks ints assumed divisible by 16 inline,
-sends every other argument with work through ``convert`` (which also makes the typed errors), packs the
-values with one ``pack_into`` and calls ``cuLaunchKernel``. What a common call never needs (keywords,
-other grids, global scratch, ``cuLaunchKernelEx``, errors) is in the functions after it.
-"""
+"""The Python executor of a :class:`~.plan.LaunchPlan` (``Kernel.__call__``): :func:`launch` handles a common
+call inline; what it never needs (keywords, other grids, scratch, ``cuLaunchKernelEx``, errors) follows it."""
 from __future__ import annotations
 
 import operator

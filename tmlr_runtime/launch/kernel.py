@@ -4,31 +4,27 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import driver
-from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin
-from ..artifact.read import read
 from ..errors import ArgumentError, ArtifactError, short_repr
-from . import compiled, modules
+from . import compiled
 from .execute import launch
 from .plan import LaunchPlan
+
+if TYPE_CHECKING:
+    from ..artifact.metadata import ArtifactMetadata, Variant
+    from .modules import LoadedFunction
 
 
 class Kernel:
     """A tmlr artifact (cubin + metadata.json written by tmlr-build), launched without Triton.
 
-    1. ``Kernel.load(dir)`` reads and validates ``metadata.json``.
-    2. It takes the current context (device 0's primary context, the one torch uses, when none
-       is), picks the variant for that device and refuses what the device cannot run.
-    3. It checks the cubin's size and sha256 and loads it (once per context and sha256).
-    4. It plans the launch of that variant (a :class:`~.plan.LaunchPlan`).
-    5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
-       arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
-       PDL launches). A launch while another context is current repeats steps 2-4 once for it.
-
-    ``checks=False`` skips the per-call argument checks (device, dtype, alignment, divisibility,
-    specialized values); argument count and scalar ranges are still enforced.
+    ``Kernel.load(dir)`` checks the metadata, picks the variant for the current context's device (device 0's
+    primary context, torch's, when none is current), checks and loads its cubin once per context and plans its
+    launch; ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks, packs and launches. A launch in
+    another context plans once for it. ``checks=False`` skips the per-call argument checks (device, dtype,
+    alignment, divisibility, specialized values); argument count and scalar ranges are still enforced.
     """
 
     def __init__(self, metadata: ArtifactMetadata, directory: str, *, checks: bool = True,
@@ -47,13 +43,9 @@ class Kernel:
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> Any:
-        """Load the artifact directory ``path`` for the current device (see the class docstring).
-
-        Loading the same unchanged directory again returns the same ``Kernel`` without reading or
-        hashing anything. A family directory (index of schema version 3) gives a
-        :class:`~tmlr_runtime.KernelFamily`, called the same way; ``tuning`` and ``fallback`` choose
-        its autotune mode (docs/variants.md) and mean nothing for a single artifact.
-        """
+        """Load the artifact directory ``path`` for the current device; the same unchanged directory again gives the
+        same ``Kernel`` without reading anything. A family directory gives a :class:`~tmlr_runtime.KernelFamily`,
+        called the same way, whose autotune mode ``tuning`` and ``fallback`` choose (docs/variants.md)."""
         try:
             directory = os.path.abspath(os.fsdecode(os.fspath(path)))
         except TypeError:
@@ -64,6 +56,9 @@ class Kernel:
         hit = process.cached((directory, checks)) or process.cached((directory, checks, tuning, fallback))
         if hit is not None:
             return hit
+        # the artifact reader is imported by the first load that reads: `import tmlr_runtime` alone never needs it
+        from ..artifact.read import read
+
         stats: dict[str, Any] = {}
         try:
             found = read(directory, stats)
@@ -93,6 +88,9 @@ class Kernel:
         with self._lock:
             plan = self._contexts.get(handle)
             if plan is None:
+                from ..artifact.metadata import read_cubin
+                from . import modules
+
                 dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant = self.metadata.select_variant(dev.major, dev.minor)
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
@@ -125,7 +123,7 @@ class Kernel:
         return self._plan_for_current().variant
 
     @property
-    def function(self) -> modules.LoadedFunction:
+    def function(self) -> LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
         return self._plan_for_current().loaded
 

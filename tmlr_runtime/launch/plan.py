@@ -1,24 +1,5 @@
-"""The launch plan: what a launch of one variant in one context does, fixed at load as plain data.
-
-:class:`LaunchPlan` describes the per-call work so that an executor in any language can run it
-(``execute.py`` is the Python one; the fields it alone reads are marked so):
-
-- ``steps``: one :data:`Step` per positional parameter, ``(code, position, offset, size, fmt, dtype,
-  mask)``. ``code`` (the constants below) says what the argument needs; ``position`` is its index among
-  the call's positional arguments; ``offset`` and ``size`` say where its bytes go in the packed buffer
-  (-1 and 0: the cubin does not take it); ``fmt`` is the ``struct`` format of those bytes (a tensor
-  descriptor's fields with the padding between them); ``dtype`` is the torch dtype a tensor must have
-  (None: not checked); ``mask`` holds the low bits that must be zero (15: a pointer assumed 16-byte
-  aligned or an int assumed divisible by 16).
-- ``size``: bytes of the packed buffer (whose base is 64-byte aligned); ``fmt`` packs the runtime
-  parameters at offset 0; the hidden trailing pointers (``hidden``: name and offset) stay zero, but for global
-  scratch (``scratch``: bytes per program, alignment, offset), allocated per launch.
-- the launch: ``function``, ``block`` (threads), ``shared`` bytes, ``cluster``, ``max_grid``, and
-  ``use_ex`` for ``cuLaunchKernelEx`` (clusters, cooperative and PDL launches).
-
-Each thread that launches gets its buffer and the ``void**`` into it once (:class:`ArgBuffer`); a
-call only rewrites the values (as tinygrad's ops_cuda does).
-"""
+"""The launch plan: what a launch of one variant in one context does, fixed at load as plain data that an executor in
+any language can run (``execute.py``, ``_fastlaunch.c``); its fields are described in docs/contributing.md."""
 from __future__ import annotations
 
 import ctypes
@@ -29,13 +10,15 @@ import sys
 import threading
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
-from ..artifact.metadata import Variant
-from .modules import LoadedFunction
 from .streams import stream_getter
+
+if TYPE_CHECKING:
+    from ..artifact.metadata import Variant
+    from .modules import LoadedFunction
 
 # What a step does with its argument (as Inductor's static launcher gives each argument a code).
 SCALAR = 0  # packed by fmt; the struct converts and range-checks it

@@ -162,29 +162,6 @@ def tensor_map_bytes(tmap: Any) -> bytes:
     return struct.pack("<16Q", *[int(x) for x in tmap.opaque])
 
 
-def tma_bytes(p: Parameter, value: Any) -> bytes:
-    """The 128 bytes of a ``CUtensorMap`` for an ``nvTmaDesc`` parameter, given as bytes-like, a
-    cuda-python CUtensorMap or a :class:`TensorMap`."""
-    fix = "build one with tmlr_runtime.make_tensor_map(tensor, block_shape)"
-    try:
-        data = getattr(value, "tensor_map_bytes", None)
-        if data is None and getattr(value, "opaque", None) is not None:
-            data = tensor_map_bytes(value)
-        elif data is None and isinstance(value, (bytes, bytearray, memoryview)):
-            data = value
-        elif data is None:
-            raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs a 128-byte CUtensorMap, got {type(value).__name__}; {fix}", p.name)
-        data = bytes(data)
-    except TmlrError:
-        raise
-    except Exception as e:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc): reading {type(value).__name__} as a CUtensorMap raised "
-                            f"{type(e).__name__}: {e}; {fix}", p.name) from None
-    if len(data) != 128:
-        raise ArgumentError(f"parameter {p.name!r} (nvTmaDesc) needs exactly 128 bytes, got {len(data)}; {fix}", p.name)
-    return data
-
-
 # --- Triton 3.3's host-side TMA descriptors (nvTmaDesc parameters) --------------------------------
 
 
