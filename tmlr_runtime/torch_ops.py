@@ -1,27 +1,7 @@
-"""tmlr kernels as torch custom operators: eager, ``torch.compile(fullgraph=True)``, CUDA graphs, ``torch.export``.
-
-A tmlr launch reads tensors' addresses, which torch.compile cannot trace; a custom operator is opaque
-to it instead, and needs a *fake* implementation that says what the op returns without running it.
-One decorated launch function gives both::
-
-    import torch
-    import tmlr_runtime as tr
-    from tmlr_runtime import torch_ops
-
-    add_kernel = torch_ops.wrap(tr.Kernel.load("out/add"))
-
-    @torch_ops.custom_op("mylib::add", mutates_args=())
-    def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        out = torch.empty_like(x)
-        add_kernel[((x.numel() + 1023) // 1024,)](x, y, out, x.numel())
-        return out
-
-The fake implementation is the same function run on torch's FakeTensors with every :func:`wrap`-ped
-kernel call doing nothing: it allocates the outputs, so their shapes, dtypes and devices are those
-of a real call. ``fake=`` gives a fake implementation of one's own instead.
-
-This module imports torch; ``import tmlr_runtime`` alone never imports it.
-"""
+"""tmlr kernels as torch custom operators: eager, ``torch.compile(fullgraph=True)``, CUDA graphs, ``torch.export``
+(the recipe: docs/torch.md). :func:`custom_op` registers a launch function and derives its fake implementation by
+running it on FakeTensors with every :func:`wrap`-ped kernel call skipped. This module imports torch;
+``import tmlr_runtime`` alone never does."""
 from __future__ import annotations
 
 import functools

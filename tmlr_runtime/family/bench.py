@@ -1,13 +1,6 @@
-"""Timing one launch with CUDA events through the driver (``driver``), as ``triton.testing.do_bench``.
-
-:func:`median_ms`: one launch and a synchronize, an estimate over 5 launches, then warm-up and
-timed launches (enough to fill ``warmup_ms`` and ``rep_ms``, capped at ``max_reps``), each timed
-launch between two events; the L2 cache is cleared before each (a 256 MiB memset, as Triton does).
-Unlike Triton, what must happen around a launch (clearing ``reset_to_zero`` buffers, restoring
-``restore_value`` buffers: :class:`Preserve`) is outside the timed span, so it does not favour a
-config. A stream being captured into a CUDA graph is refused first: a benchmark would put its
-launches, memsets and event waits into the caller's graph.
-"""
+"""Timing one launch with CUDA events through the driver, as ``triton.testing.do_bench`` (L2 cleared before each
+timed launch), but with ``reset_to_zero`` / ``restore_value`` work (:class:`Preserve`) outside the timed span, and
+never on a stream being captured into a CUDA graph."""
 from __future__ import annotations
 
 import statistics

@@ -1,20 +1,5 @@
-"""``KernelFamily``: one kernel built as many variants, dispatched per call like Triton's JIT.
-
-``Kernel.load(dir)`` returns one for a family index (``metadata.json`` of schema version 3, see
-``artifact/family_index.py``). A call:
-
-1. binds the arguments (positional, and constexprs by keyword);
-2. with ``@triton.autotune``: the key (the key arguments' values, then the Triton type of each
-   argument with a dtype when the build's Triton appends dtypes) gives a config from memory, else
-   from the tuning mode (``tuning``);
-3. evaluates the recorded ``@triton.heuristics`` in order (those applied inside ``@autotune`` see
-   the config's kwargs and num_warps/num_stages/num_ctas, as in Triton);
-4. computes the specialization key over the distinguishing parameters (``choose``);
-5. looks (config, heuristic values, constexprs given, key) up in a memo dict of sub-kernels; a miss
-   chooses the variant (exact pattern, else the most specialized compatible one) or raises
-   :class:`NoCompatibleVariantError` naming the call's key and the nearest variants;
-6. launches that sub-artifact's :class:`Kernel`, a callable grid receiving the chosen variant's meta.
-"""
+"""``KernelFamily``: one kernel built as many variants, dispatched per call like Triton's JIT (the steps of a call
+and the fast memo of calls seen before: docs/variants.md, "A call")."""
 from __future__ import annotations
 
 import contextlib

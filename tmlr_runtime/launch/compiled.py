@@ -60,13 +60,15 @@ _entry_points: weakref.WeakKeyDictionary[Any, tuple[int, ...] | None] = weakref.
 def entry_points(drv: Any) -> tuple[int, ...] | None:
     """The driver functions the executor calls, as addresses (0: not in this driver), from the
     bindings ``drv``; None when they cannot say (then kernels launch through Python)."""
+    if not hasattr(drv, "cuGetProcAddress"):  # bindings that cannot say (a test's fake): no exception to pay per load
+        return None
     try:
         return _entry_points[drv]
     except (KeyError, TypeError):  # not asked yet; or bindings that take no weak reference: asked each time
         pass
     try:
         found = tuple(_address(drv.cuGetProcAddress(name.encode(), version, _LEGACY_STREAM)) for name, version in _ENTRY_POINTS)
-    except Exception:  # bindings without cuGetProcAddress, or a driver older than CUDA 11.3
+    except Exception:  # a driver older than CUDA 11.3
         found = None
     with contextlib.suppress(TypeError):
         _entry_points[drv] = found

@@ -16,6 +16,17 @@ if TYPE_CHECKING:
     from ..artifact.metadata import ArtifactMetadata, Variant
     from .modules import LoadedFunction
 
+# The artifact reader and the module cache, imported by the first load that reads (:func:`_import_reader`), not by
+# `import tmlr_runtime`; bound here once, as a function-level import would cost every load a microsecond or more.
+read = read_cubin = modules = None
+
+
+def _import_reader() -> None:
+    global read, read_cubin, modules
+    from ..artifact.metadata import read_cubin
+    from ..artifact.read import read
+    from . import modules
+
 
 class Kernel:
     """A tmlr artifact (cubin + metadata.json written by tmlr-build), launched without Triton.
@@ -56,9 +67,8 @@ class Kernel:
         hit = process.cached((directory, checks)) or process.cached((directory, checks, tuning, fallback))
         if hit is not None:
             return hit
-        # the artifact reader is imported by the first load that reads: `import tmlr_runtime` alone never needs it
-        from ..artifact.read import read
-
+        if read is None:
+            _import_reader()
         stats: dict[str, Any] = {}
         try:
             found = read(directory, stats)
@@ -88,9 +98,8 @@ class Kernel:
         with self._lock:
             plan = self._contexts.get(handle)
             if plan is None:
-                from ..artifact.metadata import read_cubin
-                from . import modules
-
+                if modules is None:  # a Kernel made from metadata read elsewhere
+                    _import_reader()
                 dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant = self.metadata.select_variant(dev.major, dev.minor)
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,

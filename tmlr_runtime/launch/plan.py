@@ -10,7 +10,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
@@ -60,10 +60,10 @@ def torch_dtype(param: Parameter) -> Any:
     return getattr(sys.modules.get("torch"), name, None) if name else None
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
-    each at an offset aligned to its size, then the hidden pointers."""
+    each at an offset aligned to its size, then the hidden pointers (a tuple: made at each load, and
+    a frozen dataclass's ``__init__`` costs a microsecond more)."""
 
     names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
     offsets: tuple[int, ...]
