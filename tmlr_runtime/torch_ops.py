@@ -68,16 +68,11 @@ def wrap(kernel: Any) -> OpKernel:
 def custom_op(name: str, launch: Callable[..., Any] | None = None, /, *, mutates_args: str | Iterable[str],
               fake: Callable[..., Any] | None = None, schema: str | None = None,
               device_types: str | Iterable[str] | None = None) -> Any:
-    """Make ``launch`` (a function that allocates outputs and launches tmlr kernels) the torch custom
-    operator ``name`` ("namespace::op"), as ``torch.library.custom_op`` does, and register its fake
-    implementation: ``fake`` when given, else ``launch`` itself run on FakeTensors with the calls of
-    :func:`wrap`-ped kernels skipped. Use as a decorator (``@custom_op(name, mutates_args=...)``) or
-    call with ``launch``. Returns torch's ``CustomOpDef`` (``register_autograd`` and the rest work).
-
-    ``mutates_args`` names every tensor argument a kernel writes in place (``()`` when none;
-    ``torch.library.opcheck`` checks it). The op's schema comes from ``launch``'s type annotations
-    unless ``schema`` is given. Outputs must be new tensors, never an input or a view of one.
-    """
+    """Make ``launch`` (a function that allocates outputs and launches tmlr kernels) the torch custom operator
+    ``name`` ("namespace::op") as ``torch.library.custom_op`` does, with its fake implementation (``fake``, else
+    ``launch`` run on FakeTensors with :func:`wrap`-ped kernel calls skipped); a decorator, or called with ``launch``.
+    ``mutates_args`` names every tensor argument a kernel writes in place (docs/torch.md). Outputs must be new
+    tensors, never an input or a view of one. Returns torch's ``CustomOpDef``."""
     if not hasattr(torch.library, "custom_op"):
         raise TorchOpError(f"torch_ops needs torch >= 2.4 (torch.library.custom_op); this is torch {torch.__version__}: "
                            "upgrade torch", name)

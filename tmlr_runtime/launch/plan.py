@@ -8,7 +8,6 @@ import math
 import struct
 import sys
 import threading
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
