@@ -109,10 +109,10 @@ def test_import_reads_no_more_than_its_budget() -> None:
     """A bare ``import tmlr_runtime`` (a fresh interpreter) reads at most IMPORT_BUDGET lines of the runtime:
     families, tensor descriptors, the CLI and the rare paths (errors, keywords, clusters) load on first use.
     Neither torch nor numpy is imported."""
-    probe = ("import sys, json, tmlr_runtime; print(json.dumps([sorted(m.__file__ for n, m in list(sys.modules.items()) "
-             "if n.startswith('tmlr_runtime') and (m.__file__ or '').endswith('.py')), 'torch' in sys.modules, "
-             "'numpy' in sys.modules]))")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    probe = (f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); import tmlr_runtime; print(json.dumps([sorted(m.__file__ "
+             "for n, m in list(sys.modules.items()) if n.startswith('tmlr_runtime') and (m.__file__ or '').endswith('.py')), "
+             "'torch' in sys.modules, 'numpy' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     files, torch, numpy = json.loads(out)
     assert Path(files[0]).is_relative_to(RUNTIME) and not torch and not numpy
     lines = {Path(f).relative_to(RUNTIME).as_posix(): len(Path(f).read_bytes().splitlines()) for f in files}

@@ -60,7 +60,8 @@ def _elapsed(drv: Any, start: Any, end: Any) -> float:
 
 def median_ms(launch: Callable[[], None], stream: int, preserve: Preserve | None = None, *, warmup_ms: float = 25.0,
               rep_ms: float = 100.0, max_reps: int = 1000, flush_bytes: int = L2_FLUSH_BYTES) -> float:
-    """The median time in ms of ``launch()`` on ``stream`` (see the module docstring)."""
+    """The median time in ms of ``launch()`` on ``stream``: one launch, an estimate over 5, then warm-up and timed
+    launches filling ``warmup_ms`` and ``rep_ms`` (at most ``max_reps``), each timed between two events."""
     drv = driver.api()
     before = preserve.before if preserve else (lambda: None)
     after = preserve.after if preserve else (lambda: None)

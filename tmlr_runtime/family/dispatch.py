@@ -30,7 +30,7 @@ def _device_name() -> str:
 
 
 class KernelFamily:
-    """A family artifact (see the module docstring); called like a :class:`Kernel`."""
+    """A family artifact; called like a :class:`Kernel`."""
 
     def __init__(self, index: FamilyIndex, kernel_type: Any, *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest",
                  stats: dict[str, os.stat_result | None] | None = None) -> None:
@@ -110,7 +110,7 @@ class KernelFamily:
     __call__ = compiled.method("_fast_call", _call_python)
 
     def _call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
-        """A call the fast memo does not know: every step of the module docstring."""
+        """A call the fast memo does not know: every step of a call (docs/variants.md)."""
         given: dict[str, Any] = {}
         plain = not kwargs and len(args) == self.npos and not self._positional_constexprs
         if not plain:

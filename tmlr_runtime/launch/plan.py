@@ -112,7 +112,7 @@ def param_slots(p: Parameter) -> list[tuple[str, str]]:
 
 
 def steps(signature: tuple[Parameter, ...], npos: int, layout: Layout, checks: bool) -> tuple[Step, ...]:
-    """One step per positional parameter (see the module docstring)."""
+    """One step per positional parameter (docs/contributing.md, "The launch plan")."""
     out, slot, offsets, sizes, formats = [], 0, layout.offsets, layout.sizes, layout.formats
     for i, p in enumerate(signature[:npos]):
         c = code(p, checks)
@@ -169,7 +169,7 @@ def positional_count(signature: tuple[Parameter, ...]) -> int:
 
 class LaunchPlan:
     """What a launch of ``variant`` as ``loaded`` reads, fixed at load in the context current then
-    (see the module docstring). Fields after ``storage`` serve the Python executor alone."""
+    (docs/contributing.md, "The launch plan"). Fields after ``storage`` serve the Python executor alone."""
 
     __slots__ = (
         # the description
