@@ -37,3 +37,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(tensordesc, name)
     raise AttributeError(f"module 'tmlr_runtime' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:  # the names imported on first use too
+    return sorted({*globals(), *__all__})
