@@ -1,16 +1,10 @@
-"""tmlr_runtime: load cubin + metadata.json artifacts written by tmlr-build and launch them.
-
-No Triton, ever; torch and numpy are used only when the caller already imported them. The package's
-folders, each importing only those listed before it: ``errors``, ``abi`` and ``driver`` at the root;
-``artifact/`` (reading artifact files); ``launch/`` (``Kernel``, the launch plan and its executor);
-``family/`` (``KernelFamily``: dispatch, tuning, benchmarks); ``cli/`` (the ``tmlr`` command).
-"""
+"""tmlr_runtime: load cubin + metadata.json artifacts written by tmlr-build and launch them. No Triton, ever;
+torch and numpy only when the caller imported them. The layout: docs/contributing.md."""
 from __future__ import annotations
 
 from typing import Any
 
 from .abi import Parameter
-from .artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSION, ArtifactMetadata, Variant
 from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
                      DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
                      PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError,
@@ -29,7 +23,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # Families (dispatch, heuristics, tuning) and host tensor descriptors are imported on first use (Kernel.load
-    # imports the family code when it meets a family index), so a service of plain kernels never pays for them.
+    # imports the family code when it meets a family index), so a service of plain kernels never pays for them;
+    # the artifact reader with the first Kernel.load.
+    if name in ("METADATA_FILE", "SCHEMA_PATH", "SCHEMA_VERSION", "ArtifactMetadata", "Variant"):
+        from .artifact import metadata
+
+        return getattr(metadata, name)
     if name == "KernelFamily":
         from .family.dispatch import KernelFamily
 
@@ -39,3 +38,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(tensordesc, name)
     raise AttributeError(f"module 'tmlr_runtime' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:  # the names imported on first use too
+    return sorted({*globals(), *__all__})

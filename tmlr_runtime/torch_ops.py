@@ -1,27 +1,7 @@
-"""tmlr kernels as torch custom operators: eager, ``torch.compile(fullgraph=True)``, CUDA graphs, ``torch.export``.
-
-A tmlr launch reads tensors' addresses, which torch.compile cannot trace; a custom operator is opaque
-to it instead, and needs a *fake* implementation that says what the op returns without running it.
-One decorated launch function gives both::
-
-    import torch
-    import tmlr_runtime as tr
-    from tmlr_runtime import torch_ops
-
-    add_kernel = torch_ops.wrap(tr.Kernel.load("out/add"))
-
-    @torch_ops.custom_op("mylib::add", mutates_args=())
-    def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        out = torch.empty_like(x)
-        add_kernel[((x.numel() + 1023) // 1024,)](x, y, out, x.numel())
-        return out
-
-The fake implementation is the same function run on torch's FakeTensors with every :func:`wrap`-ped
-kernel call doing nothing: it allocates the outputs, so their shapes, dtypes and devices are those
-of a real call. ``fake=`` gives a fake implementation of one's own instead.
-
-This module imports torch; ``import tmlr_runtime`` alone never imports it.
-"""
+"""tmlr kernels as torch custom operators: eager, ``torch.compile(fullgraph=True)``, CUDA graphs, ``torch.export``
+(the recipe: docs/torch.md). :func:`custom_op` registers a launch function and derives its fake implementation by
+running it on FakeTensors with every :func:`wrap`-ped kernel call skipped. This module imports torch;
+``import tmlr_runtime`` alone never does."""
 from __future__ import annotations
 
 import functools
@@ -88,16 +68,11 @@ def wrap(kernel: Any) -> OpKernel:
 def custom_op(name: str, launch: Callable[..., Any] | None = None, /, *, mutates_args: str | Iterable[str],
               fake: Callable[..., Any] | None = None, schema: str | None = None,
               device_types: str | Iterable[str] | None = None) -> Any:
-    """Make ``launch`` (a function that allocates outputs and launches tmlr kernels) the torch custom
-    operator ``name`` ("namespace::op"), as ``torch.library.custom_op`` does, and register its fake
-    implementation: ``fake`` when given, else ``launch`` itself run on FakeTensors with the calls of
-    :func:`wrap`-ped kernels skipped. Use as a decorator (``@custom_op(name, mutates_args=...)``) or
-    call with ``launch``. Returns torch's ``CustomOpDef`` (``register_autograd`` and the rest work).
-
-    ``mutates_args`` names every tensor argument a kernel writes in place (``()`` when none;
-    ``torch.library.opcheck`` checks it). The op's schema comes from ``launch``'s type annotations
-    unless ``schema`` is given. Outputs must be new tensors, never an input or a view of one.
-    """
+    """Make ``launch`` (a function that allocates outputs and launches tmlr kernels) the torch custom operator
+    ``name`` ("namespace::op") as ``torch.library.custom_op`` does, with its fake implementation (``fake``, else
+    ``launch`` run on FakeTensors with :func:`wrap`-ped kernel calls skipped); a decorator, or called with ``launch``.
+    ``mutates_args`` names every tensor argument a kernel writes in place (docs/torch.md). Outputs must be new
+    tensors, never an input or a view of one. Returns torch's ``CustomOpDef``."""
     if not hasattr(torch.library, "custom_op"):
         raise TorchOpError(f"torch_ops needs torch >= 2.4 (torch.library.custom_op); this is torch {torch.__version__}: "
                            "upgrade torch", name)

@@ -150,7 +150,7 @@ def test_a_kernel_without_arguments():
 
 
 def test_launch_attributes():
-    """cuLaunchKernelEx gets the attributes plan.launch_config gives the Python path, as numbers."""
+    """cuLaunchKernelEx gets the attributes attributes.launch_config gives the Python path, as numbers."""
     A = _driver.api().CUlaunchAttributeID
     doc = metadata_doc([param("x", "*fp32", 16)], num_ctas=2, cluster_dims=[2, 1, 1], launch_cooperative_grid=True, launch_pdl=True)
     _, record, _ = outcome(doc, "compiled", [torch.zeros(4)], grid=(3, 2))

@@ -1,6 +1,6 @@
 """The runtime's folders show its design, and its imports point one way (read from the source, not run).
 
-Layers, each importing only those before it: ``errors``, ``abi``, ``driver`` (the root modules), ``artifact/``,
+Layers, each importing only those before it: ``errors`` and ``driver_errors``, ``abi``, ``driver`` (the root modules), ``artifact/``,
 ``launch/``, ``family/``, the package itself (``tmlr_runtime/__init__.py``, the public names), the runtime inside
 other frameworks (``torch_ops.py``, and an ``integrations/`` folder should there be more), ``cli/`` and ``__main__``. Inside a
 folder, modules may import each other, but no import (at module level or inside a function) closes a circle.
@@ -9,13 +9,16 @@ One import runs up, on purpose: ``Kernel.load`` imports the family code when it 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import tmlr_runtime
 
 RUNTIME = Path(tmlr_runtime.__file__).parent
 ROOT = RUNTIME.parent
-LAYERS = ("errors", "abi", "driver", "artifact", "launch", "family", "", ("integrations", "torch_ops"), "cli", "__main__")
+LAYERS = (("errors", "driver_errors"), "abi", "driver", "artifact", "launch", "family", "", ("integrations", "torch_ops"), "cli", "__main__")
 UPWARD = {("tmlr_runtime.launch.kernel", "tmlr_runtime.family.dispatch")}  # Kernel.load meeting a family index
 
 
@@ -97,3 +100,21 @@ def test_nothing_outside_the_runtime_imports_a_private_module() -> None:
                 bad += [f"{f.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "tmlr_runtime"
                         and any(part.startswith("_") for part in n.split(".")[1:])]
     assert bad == []
+
+
+IMPORT_BUDGET = 1800  # lines of tmlr_runtime that `import tmlr_runtime` reads (docs/contributing.md)
+
+
+def test_import_reads_no_more_than_its_budget() -> None:
+    """A bare ``import tmlr_runtime`` (a fresh interpreter) reads at most IMPORT_BUDGET lines of the runtime:
+    families, tensor descriptors, the CLI and the rare paths (errors, keywords, clusters) load on first use.
+    Neither torch nor numpy is imported."""
+    probe = (f"import sys, json; sys.path.insert(0, {str(ROOT)!r}); import tmlr_runtime; print(json.dumps([sorted(m.__file__ "
+             "for n, m in list(sys.modules.items()) if n.startswith('tmlr_runtime') and (m.__file__ or '').endswith('.py')), "
+             "'torch' in sys.modules, 'numpy' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    files, torch, numpy = json.loads(out)
+    assert Path(files[0]).is_relative_to(RUNTIME) and not torch and not numpy
+    lines = {Path(f).relative_to(RUNTIME).as_posix(): len(Path(f).read_bytes().splitlines()) for f in files}
+    assert sum(lines.values()) <= IMPORT_BUDGET, lines
+    assert not any(name.startswith(("family/", "cli/")) for name in lines)

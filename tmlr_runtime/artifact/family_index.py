@@ -1,11 +1,5 @@
-"""A family index: ``metadata.json`` of schema version 3 over ``v/<vid>/`` sub-artifacts, as frozen records.
-
-A family directory holds ordinary (v1/v2/v4) artifacts under ``v/<vid>/``, one per specialization
-pattern x autotune config x heuristic value, and this index, which names the kernel's parameters,
-its ``@triton.autotune`` configs and key, its ``@triton.heuristics`` expressions and every variant
-with its signature text. The schema file is :data:`FAMILY_SCHEMA_PATH`; :meth:`FamilyIndex.from_dict`
-checks every field by the same rules as kernel metadata (``rules``).
-"""
+"""A family index: ``metadata.json`` of schema version 3 over ``v/<vid>/`` sub-artifacts (docs/variants.md,
+"Layout"), checked by the rules of ``rules`` as :data:`FAMILY_SCHEMA_PATH` says while it builds the records."""
 from __future__ import annotations
 
 import os

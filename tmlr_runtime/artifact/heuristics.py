@@ -1,15 +1,5 @@
-"""``@triton.heuristics`` values reproduced at call time without Triton: the expression whitelist.
-
-tmlr-build records a heuristic's expression (the lambda's returned expression, with
-``triton.next_power_of_2`` / ``triton.cdiv`` renamed to the bare names) only when
-:func:`check_expression` accepts it; the runtime checks it again at load and evaluates it by walking
-its syntax tree (no ``eval``), with no names but :data:`FUNCTIONS`. A family index is data that may be
-hostile, so an expression is bounded: at most :data:`MAX_TEXT` characters and :data:`MAX_DEPTH` levels,
-integer constants, arguments and results of at most :data:`INT_BITS` bits (a power or shift that
-would exceed them is refused before it is computed: :class:`HeuristicLimitError`), arithmetic on
-numbers only. Anything else is recorded as ``null`` and the caller must pass the value by keyword: an
-expression is never guessed. This module is the whitelist's one home.
-"""
+"""``@triton.heuristics`` values reproduced at call time without Triton: the expression whitelist's one home, and
+the walk that evaluates an accepted expression (no ``eval``) within the bounds docs/variants.md gives ("Heuristics")."""
 from __future__ import annotations
 
 import ast

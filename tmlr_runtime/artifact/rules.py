@@ -1,10 +1,6 @@
-"""The rules the artifact reader checks JSON documents with: kernel metadata, family index and tuning table alike.
-
-Each rule checks one JSON value as its schema file says and returns what the record keeps, or raises
-:class:`Invalid` with the JSON path below that value; :func:`check` turns that into the
-:class:`~tmlr_runtime.SchemaError` naming the file and the full path (tests show the reader and
-``jsonschema`` accept and reject the same documents).
-"""
+"""The rules the artifact reader checks JSON documents with (kernel metadata, family index, tuning table): each
+reads one value as its schema file says and returns what the record keeps, or raises :class:`Invalid` with the
+JSON path below it, which :func:`check` makes the :class:`~tmlr_runtime.SchemaError` naming the file."""
 from __future__ import annotations
 
 import re

@@ -1,23 +1,8 @@
-"""``tmlr``: look at and check artifacts where they are deployed (no Triton needed).
+"""``tmlr``: look at and check artifacts where they are deployed (no Triton needed); ``tmlr --help`` says how.
 
-    tmlr inspect DIR [--json] [--no-device] [--cc 9.0]
-                                              the call signature, variants, launch data, resources, provenance, and
-                                              with --cc what a GPU of that compute capability loads (a cubin, or the
-                                              PTX the driver compiles); exit 1 when a cubin or PTX does not match its
-                                              recorded size and sha256
-    tmlr verify DIR [--json] [--no-device] [--strict]
-                                              fields (and the schema file itself, with jsonschema installed), hashes,
-                                              entry symbols, and with a GPU that this device can load it; exit 1 on a
-                                              failure, and with --strict also when a check was skipped
-    tmlr tune DIR --cases FILE.py:func        a family: benchmark its autotune configs here, write DIR/tuning.json
-
-An artifact directory is inspected and verified by ``cli/artifact.py``, a family directory (index of
-schema v3) by ``cli/family.py``. DIR may also be the folder ``tmlr-build -o`` wrote: inspect and verify
-then take each artifact in it.
-
-Errors become messages and exit codes in one place. A reader that closes the pipe early
-(``tmlr inspect DIR | head``) ends it with status 141, as SIGPIPE ends other commands, and no traceback.
-"""
+An artifact is inspected and verified by ``cli/artifact.py``, a family by ``cli/family.py``; DIR may also be
+the folder ``tmlr-build -o`` wrote (each artifact in it). Errors become messages and exit codes in one place,
+and a reader that closes the pipe early (``tmlr inspect DIR | head``) ends it with status 141, as SIGPIPE does."""
 from __future__ import annotations
 
 import argparse
@@ -30,7 +15,8 @@ from .. import __version__
 from ..abi import Target
 from ..launch import compiled
 from ..errors import TmlrError
-from ..artifact.read import artifacts_in, read
+from ..artifact.output_folder import artifacts_in
+from ..artifact.read import read
 from . import family as family_cli
 from .artifact import DEVICE_CHECK, SCHEMA_CHECK, CheckResult, inspect_kernel, print_inspect_kernel, verify_kernel
 

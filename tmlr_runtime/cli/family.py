@@ -1,11 +1,5 @@
-"""``tmlr inspect`` / ``tmlr verify`` of a family directory, and ``tmlr tune``.
-
-    tmlr tune DIR --cases FILE.py:func [--out DIR/tuning.json]
-
-``func()`` returns or yields ``(grid, args, kwargs)`` calls (torch tensors on the GPU that will run
-the service); every config is benchmarked for each call's autotune key and the choices are merged
-into the table (schema/tuning.schema.json), keyed by this GPU's name and the index's sha256.
-"""
+"""``tmlr inspect`` / ``tmlr verify`` of a family directory, and ``tmlr tune DIR --cases FILE.py:func``: ``func()``
+gives ``(grid, args, kwargs)`` calls, each key's configs are benchmarked and the choices merged into the table."""
 from __future__ import annotations
 
 import argparse
@@ -16,7 +10,8 @@ from typing import Any, Iterable
 
 from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex
 from ..artifact.metadata import ArtifactMetadata
-from ..artifact.read import artifacts_in, output_folder_error, read, read_index
+from ..artifact.output_folder import artifacts_in, output_folder_error
+from ..artifact.read import read, read_index
 from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
 from ..errors import ArgumentError, CudaUnavailableError, TmlrError
 from ..family.dispatch import KernelFamily

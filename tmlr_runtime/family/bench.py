@@ -1,20 +1,13 @@
-"""Timing one launch with CUDA events through the driver (``driver``), as ``triton.testing.do_bench``.
-
-:func:`median_ms`: one launch and a synchronize, an estimate over 5 launches, then warm-up and
-timed launches (enough to fill ``warmup_ms`` and ``rep_ms``, capped at ``max_reps``), each timed
-launch between two events; the L2 cache is cleared before each (a 256 MiB memset, as Triton does).
-Unlike Triton, what must happen around a launch (clearing ``reset_to_zero`` buffers, restoring
-``restore_value`` buffers: :class:`Preserve`) is outside the timed span, so it does not favour a
-config. A stream being captured into a CUDA graph is refused first: a benchmark would put its
-launches, memsets and event waits into the caller's graph.
-"""
+"""Timing one launch with CUDA events through the driver, as ``triton.testing.do_bench`` (L2 cleared before each
+timed launch), but with ``reset_to_zero`` / ``restore_value`` work (:class:`Preserve`) outside the timed span, and
+never on a stream being captured into a CUDA graph."""
 from __future__ import annotations
 
 import statistics
 from typing import Any, Callable
 from .. import driver
 from ..errors import DriverError, NoCompatibleVariantError, TuningError
-from ..launch.bind import call_grid
+from ..launch.execute import call_grid
 from ..launch.streams import default_stream, stream_handle
 
 GRID_META = "the chosen variant's constexprs, config kwargs, num_warps/num_stages and the arguments by name"
@@ -67,7 +60,8 @@ def _elapsed(drv: Any, start: Any, end: Any) -> float:
 
 def median_ms(launch: Callable[[], None], stream: int, preserve: Preserve | None = None, *, warmup_ms: float = 25.0,
               rep_ms: float = 100.0, max_reps: int = 1000, flush_bytes: int = L2_FLUSH_BYTES) -> float:
-    """The median time in ms of ``launch()`` on ``stream`` (see the module docstring)."""
+    """The median time in ms of ``launch()`` on ``stream``: one launch, an estimate over 5, then warm-up and timed
+    launches filling ``warmup_ms`` and ``rep_ms`` (at most ``max_reps``), each timed between two events."""
     drv = driver.api()
     before = preserve.before if preserve else (lambda: None)
     after = preserve.after if preserve else (lambda: None)

@@ -1,15 +1,5 @@
-"""Specialization keys and the choice of a family's variant, as Triton's JIT would specialize a call.
-
-A call's key holds one entry per *distinguishing* parameter (a runtime parameter whose pattern
-differs between the family's variants), written as Triton's specializer and ``--signature`` write
-it: ``*fp16:16`` (pointee dtype, 16-byte aligned), ``*fp16``, ``i32:16`` (divisible by 16), ``i32``,
-``i32:1`` (equal to 1), ``i64``, ``u64``; ``*?`` when a pointer's dtype cannot be read (an int address).
-A variant serves a call when each of its patterns accepts the argument: the same dtype; an aligned
-variant only an aligned pointer (an unaligned one may use a plain variant, never the reverse); a
-divisible-by-16 int only such values; ``:1`` only 1; an int type only values in its range. Among
-those, the one whose patterns equal the call's key wins (what the JIT would have compiled), else
-the most specialized.
-"""
+"""Specialization keys and the choice of a family's variant, as Triton's JIT would specialize a call (the
+entries and the rules by which a variant accepts one: docs/variants.md, "A call")."""
 from __future__ import annotations
 from typing import Any, Callable
 from ..abi import DTYPE_NAMES, TYPES, Parameter, format_entry, pointee

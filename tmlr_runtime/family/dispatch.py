@@ -1,20 +1,5 @@
-"""``KernelFamily``: one kernel built as many variants, dispatched per call like Triton's JIT.
-
-``Kernel.load(dir)`` returns one for a family index (``metadata.json`` of schema version 3, see
-``artifact/family_index.py``). A call:
-
-1. binds the arguments (positional, and constexprs by keyword);
-2. with ``@triton.autotune``: the key (the key arguments' values, then the Triton type of each
-   argument with a dtype when the build's Triton appends dtypes) gives a config from memory, else
-   from the tuning mode (``tuning``);
-3. evaluates the recorded ``@triton.heuristics`` in order (those applied inside ``@autotune`` see
-   the config's kwargs and num_warps/num_stages/num_ctas, as in Triton);
-4. computes the specialization key over the distinguishing parameters (``choose``);
-5. looks (config, heuristic values, constexprs given, key) up in a memo dict of sub-kernels; a miss
-   chooses the variant (exact pattern, else the most specialized compatible one) or raises
-   :class:`NoCompatibleVariantError` naming the call's key and the nearest variants;
-6. launches that sub-artifact's :class:`Kernel`, a callable grid receiving the chosen variant's meta.
-"""
+"""``KernelFamily``: one kernel built as many variants, dispatched per call like Triton's JIT (the steps of a call
+and the fast memo of calls seen before: docs/variants.md, "A call")."""
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +12,8 @@ from ..launch import compiled
 from ..artifact.family_index import Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
 from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
-from ..launch.bind import MISSING, Binder, call_grid
+from ..launch.bind import MISSING, Binder
+from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
 from .bench import GRID_META, benchmark
 from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
@@ -44,7 +30,7 @@ def _device_name() -> str:
 
 
 class KernelFamily:
-    """A family artifact (see the module docstring); called like a :class:`Kernel`."""
+    """A family artifact; called like a :class:`Kernel`."""
 
     def __init__(self, index: FamilyIndex, kernel_type: Any, *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest",
                  stats: dict[str, os.stat_result | None] | None = None) -> None:
@@ -124,7 +110,7 @@ class KernelFamily:
     __call__ = compiled.method("_fast_call", _call_python)
 
     def _call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:
-        """A call the fast memo does not know: every step of the module docstring."""
+        """A call the fast memo does not know: every step of a call (docs/variants.md)."""
         given: dict[str, Any] = {}
         plain = not kwargs and len(args) == self.npos and not self._positional_constexprs
         if not plain:

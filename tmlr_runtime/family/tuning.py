@@ -1,20 +1,5 @@
-"""Which autotune config a key gets: the shipped table, the user's tuning cache, benchmarks, fallbacks.
-
-Entries (the same in ``DIR/tuning.json``, the table shipped with a family, and in the cache file
-``<cache>/tuning/<index sha256>.json``) are keyed by device name (``cuDeviceGetName``), the family
-index's sha256 and the key's values (the autotune key's argument values, then the Triton type of each
-argument with a dtype when the kernel's Triton appends dtypes to the key). Modes, per
-``Kernel.load(dir, tuning=..., fallback=...)``:
-
-- ``"tune"`` (default): memory, then the table, then the cache file; an unseen key benchmarks every
-  config (``bench``) and the choice is kept in memory and merged into the cache file;
-- ``"table"``: memory, the table, the cache file; an unseen key takes the fallback, never a benchmark;
-- ``"strict"``: memory and the table only (the user's cache is neither read nor written); an unseen
-  key takes the fallback.
-
-Fallbacks: ``"nearest"`` (default) the config of the known key closest in log2 distance over its
-numbers (its other parts equal), ``"default"`` config 0, ``"error"`` :class:`UnseenKeyError`.
-"""
+"""Which autotune config a key gets: the shipped table, the user's tuning cache, benchmarks, fallbacks (the modes
+and fallbacks: docs/variants.md, "Autotune")."""
 from __future__ import annotations
 
 import contextlib

@@ -1,9 +1,11 @@
-"""What a kernel and a family share about a call: binding its arguments to parameters, and calling a grid function."""
+"""Binding a call's arguments to parameters, for kernels and families alike: imported by the first call that
+gives keywords or another count of arguments, or that fails."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..errors import ArgumentCountError, ArgumentError, GridError
+from ..abi import Parameter
+from ..errors import ArgumentCountError, ArgumentError
 
 MISSING = object()  # a parameter the call did not give
 
@@ -11,17 +13,19 @@ MISSING = object()  # a parameter the call did not give
 class Binder:
     """A call's positional and keyword arguments as values by parameter position."""
 
-    __slots__ = ("name", "names", "kinds", "npos", "usage", "forbidden", "_index")
+    __slots__ = ("name", "names", "kinds", "npos", "usage", "forbidden", "defaults", "_index")
 
     def __init__(self, name: str, names: Sequence[str], kinds: Sequence[str], npos: int, usage: Callable[[], str],
-                 forbidden: frozenset[str] = frozenset()) -> None:
+                 forbidden: frozenset[str] = frozenset(), defaults: dict[int, Any] | None = None) -> None:
         """``kinds``: each parameter's (a constexpr may be left out); ``npos``: the positional parameters of a
-        plain call; ``usage()``: how to call it, for messages; ``forbidden``: names set by autotune configs."""
+        plain call; ``usage()``: how to call it, for messages; ``forbidden``: names set by autotune configs;
+        ``defaults``: the value of a constexpr left out, by position (else :data:`MISSING`)."""
         self.name, self.names, self.kinds, self.npos, self.usage, self.forbidden = name, tuple(names), tuple(kinds), npos, usage, forbidden
+        self.defaults = defaults or {}
         self._index: dict[str, int] | None = None
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-        """Every parameter's value, :data:`MISSING` for a constexpr not given; typed errors for the rest."""
+        """Every parameter's value, its default or :data:`MISSING` for a constexpr not given; typed errors for the rest."""
         name, n = self.name, len(self.names)
         if len(args) > n:
             raise ArgumentCountError(f"{name}: takes {self.npos} positional arguments (up to {n} with constexprs), got {len(args)}; "
@@ -39,6 +43,9 @@ class Binder:
                 raise ArgumentError(f"{name}: {key!r} is set by the autotune configs; do not pass it (Triton refuses it too: "
                                     "'Conflicting meta-parameters')", key)
             values[i] = value
+        for i, value in self.defaults.items():
+            if values[i] is MISSING:
+                values[i] = value
         missing = [p for p, kind, v in zip(self.names, self.kinds, values) if v is MISSING and kind != "constexpr"]
         if missing:
             raise ArgumentCountError(f"{name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
@@ -46,11 +53,11 @@ class Binder:
         return values
 
 
-def call_grid(grid: Callable[[dict[str, Any]], Any], meta: dict[str, Any], receives: str) -> Any:
-    """``grid(meta)``; what it raises becomes a :class:`GridError` saying that it ``receives`` ``meta``."""
-    try:
-        return grid(meta)
-    except GridError:
-        raise
-    except Exception as e:  # the user's function: anything it raises is reported as its failure
-        raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives {receives}") from e
+def usage(name: str, signature: tuple[Parameter, ...]) -> str:
+    """How to call the kernel, for messages: ``add[grid](x_ptr: *fp32, ..., BLOCK=1024)``."""
+    def one(p: Parameter) -> str:
+        if p.kind == "constexpr":
+            return f"{p.name}={p.value!r}"
+        return f"{p.name}: {p.type}" + (" (must be 1)" if p.kind == "equal_to_1" else "")
+
+    return f"{name}[grid]({', '.join(map(one, signature))})"

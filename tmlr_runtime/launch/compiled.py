@@ -1,17 +1,6 @@
-"""The compiled per-call path: which path launches, and the C executor (``_fastlaunch.c``) of a plan.
-
-``pip install`` builds ``tmlr_runtime.launch._fastlaunch`` where a C compiler and Python's headers
-exist (setup.py; nothing is ever compiled at run time). Where it is missing, or ``TMLR_PURE_PYTHON=1``
-is set, every launch runs the Python executor (``execute.launch``), with the same results and errors.
-
-The C executor reads the :class:`~.plan.LaunchPlan` (its steps, buffer size, hidden parameters,
-scratch and launch facts) once, and :class:`Extras`: the driver entry points cuda-python's
-``cuGetProcAddress`` gives, the launch attributes as numbers, and the Python executor's helpers for
-rare work (binding keywords, callable grids, stream objects, conversions). It declines any call it
-does not finish (another context current, a failed check, an argument it does not read) *before*
-anything happens, and the Python executor then runs that call: errors are the Python path's by
-construction.
-"""
+"""The compiled per-call path: which path launches, and the C executor (``_fastlaunch.c``) of a plan, which
+declines any call it does not finish *before* anything happens, so the Python executor's errors stay the
+only ones (docs/contributing.md, "The launch plan")."""
 from __future__ import annotations
 
 import contextlib
@@ -71,13 +60,15 @@ _entry_points: weakref.WeakKeyDictionary[Any, tuple[int, ...] | None] = weakref.
 def entry_points(drv: Any) -> tuple[int, ...] | None:
     """The driver functions the executor calls, as addresses (0: not in this driver), from the
     bindings ``drv``; None when they cannot say (then kernels launch through Python)."""
+    if not hasattr(drv, "cuGetProcAddress"):  # bindings that cannot say (a test's fake): no exception to pay per load
+        return None
     try:
         return _entry_points[drv]
     except (KeyError, TypeError):  # not asked yet; or bindings that take no weak reference: asked each time
         pass
     try:
         found = tuple(_address(drv.cuGetProcAddress(name.encode(), version, _LEGACY_STREAM)) for name, version in _ENTRY_POINTS)
-    except Exception:  # bindings without cuGetProcAddress, or a driver older than CUDA 11.3
+    except Exception:  # a driver older than CUDA 11.3
         found = None
     with contextlib.suppress(TypeError):
         _entry_points[drv] = found
@@ -102,7 +93,11 @@ def executor(plan: LaunchPlan, fallback: Callable[..., Any]) -> Any:
     if fns is None:
         return None
     x = Extras()
-    x.entry_points, x.attrs, x.fallback, x.stream_handle, x.fail = fns, _attributes(plan.drv, plan.variant), fallback, stream_handle, _raise
+    x.entry_points, x.attrs, x.fallback, x.stream_handle, x.fail = fns, (), fallback, stream_handle, _raise
+    if plan.use_ex:
+        from .attributes import attribute_words
+
+        x.attrs = attribute_words(plan.drv, plan.variant)
     x.bind, x.grid3 = functools.partial(bind, plan), functools.partial(grid3, plan)
     sig, device, checks = plan.signature, plan.device, plan.checks
     x.convert = lambda code, i, value: convert(code, sig[i], value, device, checks)
@@ -114,21 +109,6 @@ def executor(plan: LaunchPlan, fallback: Callable[..., Any]) -> Any:
 
 def _raise(code: int, what: str) -> None:
     raise driver.error(code, what)
-
-
-def _attributes(drv: Any, variant: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """The launch attributes of ``cuLaunchKernelEx`` as (id, the value's 32-bit words), the ids
-    from the bindings' enum (as ``plan.launch_config`` sets them)."""
-    A, out = drv.CUlaunchAttributeID, []
-    if variant.is_cluster_launch:
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), tuple(variant.cluster_dims)))
-        spread = int(drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD)
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE), (spread,)))
-    if variant.cooperative:
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE), (1,)))
-    if variant.pdl:
-        out.append((int(A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), (1,)))
-    return tuple(out)
 
 
 def family_key(parts: tuple[tuple[int, int], ...], npos: int, memo: dict[Any, Any], fallback: Callable[..., Any]) -> Any:

@@ -1,12 +1,5 @@
-"""What a launch argument becomes for the cubin: the one conversion routine, :func:`convert`, driven by
-the step code the plan fixed at load (``plan.code``), and the typed errors of the values it refuses.
-
-The Python executor reads torch tensors on the launch device itself and sends every other argument with
-work, and every failed check, here. Pointers go to ``pointers``; scalars are converted and range-checked
-by the packing ``struct``, and :func:`diagnose_scalar` says why it refused one; bf16, i1, TMA descriptors
-and (through ``tensordesc``) host tensor descriptors are converted here, constexprs, ints specialized to 1
-and ints assumed divisible by 16 checked. Nothing here imports torch or numpy.
-"""
+"""What a launch argument becomes for the cubin: :func:`convert`, driven by the step code the plan fixed at load,
+for every argument the executors do not handle inline, with the typed errors of the values it refuses."""
 from __future__ import annotations
 
 import math
@@ -15,7 +8,7 @@ import struct
 from typing import Any
 
 from ..errors import ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
-from ..abi import TYPES, Parameter
+from ..abi import Parameter
 from .plan import BF16, BOOL, CONSTEXPR, DIV16, ONE, PTR, TENSORDESC, TMA
 from .pointers import any_pointer
 
@@ -55,6 +48,8 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
         try:
             return bf16_bits(value)
         except Exception as e:
+            from .diagnose import diagnose_scalar
+
             raise diagnose_scalar(p, value) or ScalarArgumentError(f"parameter {p.name!r} (bf16): {e}", p.name) from None
     if code == CONSTEXPR:
         check_constexpr(p, value)
@@ -70,7 +65,9 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
         except Exception:  # no truth value (a numpy array)
             pass
         raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
-    elif code == DIV16:
+    elif code == DIV16:  # only the error path converts these (the executors check them inline)
+        from .diagnose import diagnose_scalar
+
         err = diagnose_scalar(p, value)
         if err is not None:
             raise err
@@ -92,37 +89,6 @@ def bf16_bits(x: float) -> int:
         return 0x7F80 if f > 0 else 0xFF80
     bits += 0x7FFF + ((bits >> 16) & 1)
     return (bits >> 16) & 0xFFFF
-
-
-def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | None:
-    """Why ``value`` cannot be packed as ``param``'s scalar type, or None if it can."""
-    typ, name = param.type or "", param.name
-    code, bounds = TYPES[typ].code, TYPES[typ].range
-    if bounds is not None:
-        try:
-            v = None if isinstance(value, float) else operator.index(value)  # type: ignore[arg-type]
-        except Exception:  # no __index__, or one that fails (a numpy array, a tensor of several elements)
-            v = None
-        if v is None:
-            fix = "pass int(value) if the truncation is intended" if isinstance(value, float) else "pass an int"
-            return ScalarArgumentError(f"parameter {name!r} ({typ}) needs an integer, got {type(value).__name__} {short_repr(value)}; {fix}", name)
-        if not bounds[0] <= v <= bounds[1]:
-            return ScalarArgumentError(f"parameter {name!r} ({typ}) must be in [{bounds[0]}, {bounds[1]}], got {short_repr(v)}; the kernel "
-                                       f"was built for {typ} - rebuild it with a wider type in --signature if such values are expected", name)
-        return None
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except OverflowError:  # an int beyond even fp64
-        return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: {short_repr(value)} is beyond every float type; scale the value", name)
-    except Exception:
-        return ScalarArgumentError(f"parameter {name!r} ({typ}) needs a float, got {type(value).__name__} {short_repr(value)}; pass a Python float", name)
-    if typ in ("fp16", "fp32"):
-        try:
-            struct.pack("<" + code, f)
-        except OverflowError:  # finite, but beyond the type
-            return ScalarArgumentError(f"parameter {name!r} ({typ}) overflows: |{f}| > {'65504' if typ == 'fp16' else '3.4e38'}; rebuild "
-                                       "with a wider float type in --signature or scale the value", name)
-    return None
 
 
 def tma_bytes(p: Parameter, value: Any) -> bytes:

@@ -1,32 +1,27 @@
-"""The Python executor of a :class:`~.plan.LaunchPlan`: ``Kernel.__call__``.
-
-:func:`launch` reads torch tensors on the launch device and checks ints assumed divisible by 16 inline,
-sends every other argument with work through ``convert`` (which also makes the typed errors), packs the
-values with one ``pack_into`` and calls ``cuLaunchKernel``. What a common call never needs (keywords,
-other grids, global scratch, ``cuLaunchKernelEx``, errors) is in the functions after it.
-"""
+"""The Python executor of a :class:`~.plan.LaunchPlan` (``Kernel.__call__``): :func:`launch` handles a common
+call inline; what it never needs (keywords, other grids, scratch, ``cuLaunchKernelEx``, errors) follows it."""
 from __future__ import annotations
 
 import operator
 import struct
-from typing import Any
+from typing import Any, Callable
 
 from .. import driver
 from ..abi import SCALAR_TYPES
 from ..errors import ArgumentError, GridError, TmlrError, short_repr
-from .bind import MISSING, call_grid
-from .convert import check_constexpr, convert, diagnose_scalar
+from .convert import check_constexpr, convert
 from .plan import DIV16, IGNORED, PTR, SCALAR, LaunchPlan
 from .streams import stream_handle
 
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
     """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
-    fast = kernel._fast  # the plan of the context planned for last, as LaunchPlan.fast
-    if fast[0]()[1] != fast[1]:  # another context is current: launch by its plan (made once)
-        fast = kernel._plan_for_current().fast
-    (_, _, npos, current_stream, device, storage, pointers, unchecked, div16, rest, tensor, pack, max_x, launch_fn, function, block,
-     shared, plan) = fast
+    # the plan of the context planned for last, as LaunchPlan.fast
+    (get_context, context, npos, current_stream, device, storage, pointers, unchecked, div16, rest, tensor, pack, max_x, launch_fn,
+     function, block, shared, plan) = kernel._fast
+    if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
+        kernel._plan_for_current()
+        return launch(kernel, grid, *args, stream=stream, **kwargs)
     if kwargs or len(args) != npos:
         args = bind(plan, args, kwargs)
     if stream is None:
@@ -73,11 +68,10 @@ def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
     """The positional values of a call with keywords, or another count of arguments; constexprs
     left out take their compiled value, those given are checked against it."""
     values = plan.binder.bind(args, kwargs)
-    for i, p in enumerate(plan.signature):
-        if p.kind == "constexpr" and values[i] is MISSING:
-            values[i] = p.value
-        elif p.kind == "constexpr" and plan.checks:
-            check_constexpr(p, values[i])
+    if plan.checks:
+        for i, p in enumerate(plan.signature):
+            if p.kind == "constexpr" and (i < len(args) or p.name in kwargs):
+                check_constexpr(p, values[i])
     return tuple(values[: plan.npos])
 
 
@@ -89,6 +83,8 @@ def error(plan: LaunchPlan, args: tuple[Any, ...], exc: Exception | None) -> Exc
                 convert(c, plan.signature[i], args[i], plan.device, plan.checks)
         except TmlrError as err:
             return err
+    from .diagnose import diagnose_scalar
+
     for p, v in zip(plan.signature, args):
         err = diagnose_scalar(p, v) if p.kind == "runtime" and p.type in SCALAR_TYPES else None
         if err is not None:
@@ -105,6 +101,16 @@ def convert_rest(plan: LaunchPlan, values: list[Any], args: tuple[Any, ...]) -> 
             raise error(plan, args, None)
         if c != PTR and c != DIV16 and c != SCALAR and c != IGNORED:
             values[i + 2] = convert(c, plan.signature[i], values[i + 2], plan.device, plan.checks)
+
+
+def call_grid(grid: Callable[[dict[str, Any]], Any], meta: dict[str, Any], receives: str) -> Any:
+    """``grid(meta)``; what it raises becomes a :class:`GridError` saying that it ``receives`` ``meta``."""
+    try:
+        return grid(meta)
+    except GridError:
+        raise
+    except Exception as e:  # the user's function: anything it raises is reported as its failure
+        raise GridError(f"the grid callable raised {type(e).__name__}: {e}; it receives {receives}") from e
 
 
 def grid3(plan: LaunchPlan, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:

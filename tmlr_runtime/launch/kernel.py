@@ -4,15 +4,28 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import driver
-from ..artifact.metadata import ArtifactMetadata, Variant, read_cubin, read_ptx
-from ..artifact.read import artifacts_in, output_folder_error, read
 from ..errors import ArgumentError, ArtifactError, short_repr
-from . import compiled, modules
+from . import compiled
 from .execute import launch
 from .plan import LaunchPlan
+
+if TYPE_CHECKING:
+    from ..artifact.metadata import ArtifactMetadata, Variant
+    from .modules import LoadedFunction
+
+# The artifact reader and the module cache, imported by the first load that reads (:func:`_import_reader`), not by
+# `import tmlr_runtime`; bound here once, as a function-level import would cost every load a microsecond or more.
+read = read_cubin = read_ptx = modules = None
+
+
+def _import_reader() -> None:
+    global read, read_cubin, read_ptx, modules
+    from ..artifact.metadata import read_cubin, read_ptx
+    from ..artifact.read import read
+    from . import modules
 
 
 class Kernel:
@@ -49,13 +62,9 @@ class Kernel:
     # -- loading ---------------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest") -> Any:
-        """Load the artifact directory ``path`` for the current device (see the class docstring).
-
-        Loading the same unchanged directory again returns the same ``Kernel`` without reading or
-        hashing anything. A family directory (index of schema version 3) gives a
-        :class:`~tmlr_runtime.KernelFamily`, called the same way; ``tuning`` and ``fallback`` choose
-        its autotune mode (docs/variants.md) and mean nothing for a single artifact.
-        """
+        """Load the artifact directory ``path`` for the current device; the same unchanged directory again gives the
+        same ``Kernel`` without reading anything. A family directory gives a :class:`~tmlr_runtime.KernelFamily`,
+        called the same way, whose autotune mode ``tuning`` and ``fallback`` choose (docs/variants.md)."""
         try:
             directory = os.path.abspath(os.fsdecode(os.fspath(path)))
         except TypeError:
@@ -66,10 +75,14 @@ class Kernel:
         hit = process.cached((directory, checks)) or process.cached((directory, checks, tuning, fallback))
         if hit is not None:
             return hit
+        if read is None:
+            _import_reader()
         stats: dict[str, Any] = {}
         try:
             found = read(directory, stats)
         except ArtifactError:
+            from ..artifact.output_folder import artifacts_in, output_folder_error
+
             given = os.fsdecode(os.fspath(path))
             inside = artifacts_in(given)
             if inside:
@@ -93,6 +106,8 @@ class Kernel:
         with self._lock:
             plan = self._contexts.get(handle)
             if plan is None:
+                if modules is None:  # a Kernel made from metadata read elsewhere
+                    _import_reader()
                 dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant, ptx = self.metadata.pick(dev.major, dev.minor)
                 read_image = read_ptx if ptx else read_cubin
@@ -126,7 +141,7 @@ class Kernel:
         return self._plan_for_current().variant
 
     @property
-    def function(self) -> modules.LoadedFunction:
+    def function(self) -> LoadedFunction:
         """The loaded function (module, registers, static shared memory) in the current context."""
         return self._plan_for_current().loaded
 

@@ -1,24 +1,5 @@
-"""The launch plan: what a launch of one variant in one context does, fixed at load as plain data.
-
-:class:`LaunchPlan` describes the per-call work so that an executor in any language can run it
-(``execute.py`` is the Python one; the fields it alone reads are marked so):
-
-- ``steps``: one :data:`Step` per positional parameter, ``(code, position, offset, size, fmt, dtype,
-  mask)``. ``code`` (the constants below) says what the argument needs; ``position`` is its index among
-  the call's positional arguments; ``offset`` and ``size`` say where its bytes go in the packed buffer
-  (-1 and 0: the cubin does not take it); ``fmt`` is the ``struct`` format of those bytes (a tensor
-  descriptor's fields with the padding between them); ``dtype`` is the torch dtype a tensor must have
-  (None: not checked); ``mask`` holds the low bits that must be zero (15: a pointer assumed 16-byte
-  aligned or an int assumed divisible by 16).
-- ``size``: bytes of the packed buffer (whose base is 64-byte aligned); ``fmt`` packs the runtime
-  parameters at offset 0; the hidden trailing pointers (``hidden``: name and offset) stay zero, but for global
-  scratch (``scratch``: bytes per program, alignment, offset), allocated per launch.
-- the launch: ``function``, ``block`` (threads), ``shared`` bytes, ``cluster``, ``max_grid``, and
-  ``use_ex`` for ``cuLaunchKernelEx`` (clusters, cooperative and PDL launches).
-
-Each thread that launches gets its buffer and the ``void**`` into it once (:class:`ArgBuffer`); a
-call only rewrites the values (as tinygrad's ops_cuda does).
-"""
+"""The launch plan: what a launch of one variant in one context does, fixed at load as plain data that an executor in
+any language can run (``execute.py``, ``_fastlaunch.c``); its fields are described in docs/contributing.md."""
 from __future__ import annotations
 
 import ctypes
@@ -27,16 +8,16 @@ import math
 import struct
 import sys
 import threading
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
-from ..artifact.metadata import Variant
-from .modules import LoadedFunction
-from .bind import Binder
 from .streams import stream_getter
+
+if TYPE_CHECKING:
+    from ..artifact.metadata import Variant
+    from .modules import LoadedFunction
 
 # What a step does with its argument (as Inductor's static launcher gives each argument a code).
 SCALAR = 0  # packed by fmt; the struct converts and range-checks it
@@ -78,10 +59,10 @@ def torch_dtype(param: Parameter) -> Any:
     return getattr(sys.modules.get("torch"), name, None) if name else None
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
-    each at an offset aligned to its size, then the hidden pointers."""
+    each at an offset aligned to its size, then the hidden pointers (a tuple: made at each load, and
+    a frozen dataclass's ``__init__`` costs a microsecond more)."""
 
     names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
     offsets: tuple[int, ...]
@@ -131,7 +112,7 @@ def param_slots(p: Parameter) -> list[tuple[str, str]]:
 
 
 def steps(signature: tuple[Parameter, ...], npos: int, layout: Layout, checks: bool) -> tuple[Step, ...]:
-    """One step per positional parameter (see the module docstring)."""
+    """One step per positional parameter (docs/contributing.md, "The launch plan")."""
     out, slot, offsets, sizes, formats = [], 0, layout.offsets, layout.sizes, layout.formats
     for i, p in enumerate(signature[:npos]):
         c = code(p, checks)
@@ -178,16 +159,6 @@ class ArgBuffer:
         self._views = (raw_view, pointers_view)
 
 
-def usage(name: str, signature: tuple[Parameter, ...]) -> str:
-    """How to call the kernel, for messages: ``add[grid](x_ptr: *fp32, ..., BLOCK=1024)``."""
-    def one(p: Parameter) -> str:
-        if p.kind == "constexpr":
-            return f"{p.name}={p.value!r}"
-        return f"{p.name}: {p.type}" + (" (must be 1)" if p.kind == "equal_to_1" else "")
-
-    return f"{name}[grid]({', '.join(map(one, signature))})"
-
-
 def positional_count(signature: tuple[Parameter, ...]) -> int:
     """The parameters a plain call passes by position: up to the last one that is not a constexpr."""
     npos = len(signature)
@@ -198,7 +169,7 @@ def positional_count(signature: tuple[Parameter, ...]) -> int:
 
 class LaunchPlan:
     """What a launch of ``variant`` as ``loaded`` reads, fixed at load in the context current then
-    (see the module docstring). Fields after ``storage`` serve the Python executor alone."""
+    (docs/contributing.md, "The launch plan"). Fields after ``storage`` serve the Python executor alone."""
 
     __slots__ = (
         # the description
@@ -271,18 +242,26 @@ class LaunchPlan:
             self.new_slot()
 
     @property
-    def binder(self) -> Binder:
-        """What binds a call with keywords or another count of arguments (made on the first such call)."""
+    def binder(self) -> Any:
+        """What binds a call with keywords or another count of arguments (``bind.Binder``, made on the first such call)."""
         if self._binder is None:
+            from .bind import Binder, usage
+
             sig = self.signature
-            self._binder = Binder(self.name, [p.name for p in sig], [p.kind for p in sig], self.npos, functools.partial(usage, self.name, sig))
+            self._binder = Binder(self.name, [p.name for p in sig], [p.kind for p in sig], self.npos, functools.partial(usage, self.name, sig),
+                                  defaults={i: p.value for i, p in enumerate(sig) if p.kind == "constexpr"})
         return self._binder
 
     def new_slot(self) -> tuple[memoryview, int, Any]:
         """This thread's ``(buffer, void** address, CUlaunchConfig or None)``, made on its first launch."""
         buf = ArgBuffer(self.layout)
         self.storage.buffer = buf  # its views hold the memory the void** points to
-        self.storage.slot = (buf.view, buf.address, launch_config(self.drv, self.variant) if self.use_ex else None)
+        config = None
+        if self.use_ex:
+            from .attributes import launch_config
+
+            config = launch_config(self.drv, self.variant)
+        self.storage.slot = (buf.view, buf.address, config)
         return self.storage.slot
 
 
@@ -292,29 +271,3 @@ def _packer(head: Callable[..., None], kept: list[int], npos: int, descriptors: 
     if descriptors:
         return lambda buf, at, *values: head(buf, at, *[x for i in kept for x in (values[i] if i in descriptors else (values[i],))])
     return head if len(kept) == npos else (lambda buf, at, *values: head(buf, at, *[values[i] for i in kept]))
-
-
-def launch_config(drv: Any, variant: Variant) -> Any:
-    """A ``CUlaunchConfig`` with the variant's block, shared memory and launch attributes (one per
-    thread: grid and stream are written per launch)."""
-    config = drv.CUlaunchConfig()
-    config.blockDimX, config.blockDimY, config.blockDimZ = variant.threads_per_block, 1, 1
-    config.sharedMemBytes = variant.shared
-    A, attrs = drv.CUlaunchAttributeID, []
-
-    def value(attr_id: Any) -> Any:
-        attrs.append(drv.CUlaunchAttribute())
-        attrs[-1].id = attr_id
-        return attrs[-1].value
-
-    if variant.is_cluster_launch:
-        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-        v.clusterDim.x, v.clusterDim.y, v.clusterDim.z = variant.cluster_dims
-        v = value(A.CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
-        v.clusterSchedulingPolicyPreference = drv.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD
-    if variant.cooperative:
-        value(A.CU_LAUNCH_ATTRIBUTE_COOPERATIVE).cooperative = 1
-    if variant.pdl:
-        value(A.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION).programmaticStreamSerializationAllowed = 1
-    config.attrs, config.numAttrs = attrs, len(attrs)
-    return config

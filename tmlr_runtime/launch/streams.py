@@ -1,9 +1,5 @@
-"""The stream a launch runs on: an explicit stream argument's handle, or the current stream.
-
-An int handle, an object with ``__cuda_stream__`` (the CUDA stream protocol), torch's ``.cuda_stream`` or
-CuPy's ``.ptr``; given none, torch's current stream when torch is already imported, else the legacy
-default stream (0). Nothing here imports torch.
-"""
+"""The stream a launch runs on: an explicit stream argument's handle, or the current stream (torch's when torch
+is imported, else the legacy default stream 0)."""
 from __future__ import annotations
 
 import sys

@@ -1,16 +1,10 @@
 """Host tensor descriptors without Triton: ``tensordesc`` arguments, and ``nvTmaDesc`` TMA descriptors (:func:`make_tensor_map`).
 
-The caller passes one object with ``base``, ``shape``, ``strides``, ``block_shape`` and optionally
-``padding`` / ``round_f32_to_tf32`` (Triton's own ``TensorDescriptor`` or :class:`TensorDescriptor`
-here); the kernel takes the parameters the artifact's ``descriptor.fields`` lists. Which fields a
-Triton release uses is the build's business: this module only follows them. A ``tensormap`` field
-is encoded per call with ``cuTensorMapEncodeTiled`` as Triton 3.9's ``fillTMADescriptorTiled`` does.
-
-Triton 3.3 kernels that take a host descriptor (``nvTmaDesc``) instead expect the encoding of Triton's
-own ``create_1d_tma_descriptor`` / ``create_2d_tma_descriptor``, which :func:`make_tensor_map`
-reproduces exactly: unsigned element types by size, a dense row-major tensor, and (2-D) a swizzle
-chosen from the inner block width; the compiler relies on that convention.
-"""
+A ``tensordesc`` argument (Triton's ``TensorDescriptor`` or :class:`TensorDescriptor`) becomes the parameters its
+artifact's ``descriptor.fields`` lists (which fields is the build's business); a ``tensormap`` field is encoded per
+call as Triton 3.9's ``fillTMADescriptorTiled`` does. :func:`make_tensor_map` reproduces Triton 3.3's
+``create_{1,2}d_tma_descriptor`` encoding exactly (unsigned types by size, dense row-major, swizzle from the inner
+block width), on which its compiler relies."""
 from __future__ import annotations
 
 import itertools
