@@ -115,7 +115,8 @@ def _run(cmd: list[str]) -> str | None:
 
 def machine() -> dict[str, Any]:
     """What ran the measurement: host, CPU count, GPU and driver, Python, the packages' versions (read
-    from their metadata, nothing imported), nvcc, and the environment switch of tmlr's launch path."""
+    from their metadata, nothing imported), nvcc, the environment switch of tmlr's launch path and, where
+    the measuring process imported tmlr_runtime, the launch path it ran (``tmlr --version``'s line)."""
     info: dict[str, Any] = {"host": platform.node(), "cpus": os.cpu_count(), "platform": platform.platform(),
                             "python": platform.python_version(),
                             "gpu": _run(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"])}
@@ -131,6 +132,10 @@ def machine() -> dict[str, Any]:
     version = _run([nvcc, "--version"]) if nvcc else None
     info["nvcc"] = version.splitlines()[-1] if version else None
     info["TMLR_PURE_PYTHON"] = os.environ.get("TMLR_PURE_PYTHON")
+    if "tmlr_runtime" in sys.modules:
+        from tmlr_runtime.launch import compiled
+
+        info["tmlr_launch_path"] = compiled.describe()
     return info
 
 

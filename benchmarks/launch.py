@@ -29,8 +29,7 @@ dispatch
   A family call (tests/family_sample.py ``dtype_family``: 8 variants of ``add``) against the variant
   it picks, called directly; the added µs per call, round by round.
 
-The facts also record ``TMLR_PURE_PYTHON`` and tmlr_runtime's launch path (``tmlr --version``'s line), so
-the results say which launch path ran.
+The machine record (benchmarks/harness.py) says which launch path ran.
 """
 from __future__ import annotations
 
@@ -344,9 +343,6 @@ def main(argv: list[str] | None = None) -> int:
     torch.empty(1, device="cuda")  # the primary context, current on this thread
     env: dict[str, Any] = {"torch": torch, "tr": tr, "drv": drv, "device": torch.cuda.current_device(), "errors": {},
                            "graph": {}}
-    from tmlr_runtime.launch import compiled
-
-    facts = {"TMLR_PURE_PYTHON": os.environ.get("TMLR_PURE_PYTHON"), "launch_path": compiled.describe()}
     with tempfile.TemporaryDirectory(prefix="tmlr-launch-") as tmp:
         env["floor"] = None if a.no_c else guarded(env["errors"], "c_floor (build)", lambda: build_floor(tmp))
         asked = {"launch": lambda: launch_question(a, env), "add_1m": lambda: add_question(a, env),
@@ -356,7 +352,6 @@ def main(argv: list[str] | None = None) -> int:
         questions["graph"] = harness.question(env["graph"], settings={"calls_per_graph": a.graph, "replays": a.graph_rounds,
                                                                       "capture": "torch.cuda.graph", "unit": "GPU us per kernel"})
     for q in questions.values():
-        q["facts"].update(facts)
         q["errors"].update(env["errors"])
     return harness.finish(questions, a.json)
 

@@ -83,8 +83,6 @@ def ptx_question(a: argparse.Namespace) -> dict[str, Any]:
         m.update({f"{kind}/{s}": harness.stats(v, unit) for s, v in samples.items()})
         if "ptx" in samples and "cubin" in samples:
             m[f"{kind}/ptx÷cubin"] = harness.ratio(samples["ptx"], samples["cubin"])
-    path = getattr(tr, "launch_path", None)
-    facts.update(TMLR_PURE_PYTHON=os.environ.get("TMLR_PURE_PYTHON"), launch_path=path() if callable(path) else path)
     return harness.question(m, settings={"rounds": a.rounds, "burst": a.burst, "n": a.n, "gpu_n": a.gpu_n}, facts=facts, errors=errors)
 
 
