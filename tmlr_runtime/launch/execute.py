@@ -16,12 +16,11 @@ from .streams import stream_handle
 
 def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
     """``kernel(grid, *args, stream=None, **kwargs)``, by the plan of the current context."""
-    # the plan of the context planned for last, as LaunchPlan.fast
-    (get_context, context, npos, current_stream, device, storage, pointers, unchecked, div16, rest, tensor, pack, max_x, launch_fn,
-     function, block, shared, plan) = kernel._fast
-    if get_context()[1] != context:  # another context is current: plan for it (once) and launch there
-        kernel._plan_for_current()
-        return launch(kernel, grid, *args, stream=stream, **kwargs)
+    fast = kernel._fast  # the plan of the context planned for last, as LaunchPlan.fast
+    if fast[0]()[1] != fast[1]:  # another context is current: launch by its plan (made once)
+        fast = kernel._plan_for_current().fast
+    (_, _, npos, current_stream, device, storage, pointers, unchecked, div16, rest, tensor, pack, max_x, launch_fn, function, block,
+     shared, plan) = fast
     if kwargs or len(args) != npos:
         args = bind(plan, args, kwargs)
     if stream is None:
