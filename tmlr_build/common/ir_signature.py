@@ -116,3 +116,17 @@ def check_recorded_constexprs(where: str, params: Sequence[Parameter], constexpr
             raise RecordMismatchError(f"{where}: --constexpr {name}={value!r}, but this IR was compiled with "
                                         f"{name}={p.value!r} (its sidecar says so); build it again from the .py for "
                                         "another value", given=value, recorded=p.value)
+
+
+def import_note(name: str, stage: str, signature: Sequence[dict[str, Any]]) -> str:
+    """What a build of an IR input given no --signature or --constexpr says: how its artifact is called, and
+    how to make it callable as the Triton kernel."""
+    names = [p["name"] for p in signature]
+    unnamed = names == [f"arg{i}" for i in range(len(names))]
+    return (f"{name}: imported from a .{stage} without constexprs (Triton's IR and cache entry do not record them): "
+            f"call it with the runtime parameters only, {name}[grid]({', '.join(names)})"
+            + ("; the IR records no parameter names (Triton before 3.5 writes none): --arg-names gives the "
+               "kernel's" if unnamed else "")
+            + ". If the kernel has tl.constexpr parameters, build again with --constexpr NAME=VALUE for each "
+            "(and --arg-names with every parameter in the kernel's order, when they do not come last) to call it "
+            "as the Triton kernel is called")
