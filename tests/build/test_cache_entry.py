@@ -2,7 +2,8 @@
 the IR records (Triton 3.5+), the constexprs given back with --constexpr / --signature and --arg-names,
 names and values that differ from the recorded ones refused, and the usage line of an entry imported bare.
 
-The cache entry is the one triton.compile writes for a kernel of our own (no GPU needed: an explicit target)."""
+The cache entry is the one triton.compile writes for a kernel of our own, tests/gpu/scale_add.py (no GPU needed:
+an explicit target)."""
 from __future__ import annotations
 
 import json
@@ -24,26 +25,14 @@ from tmlr_build.common.mlir_text import read_function
 from tmlr_build.common.triton_check import release_in_range
 from triton_facts import API
 
-KERNEL = textwrap.dedent("""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def scale_add(x_ptr, y_ptr, out_ptr, n_elements, alpha, BLOCK: tl.constexpr, USE_ALPHA: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n_elements
-        x = tl.load(x_ptr + offs, mask=mask)
-        if USE_ALPHA:
-            x = x * alpha
-        tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
-""")
+KERNEL = Path(__file__).resolve().parents[1] / "gpu" / "scale_add.py"  # scale_add(..., BLOCK, USE_ALPHA)
 # the cache entry Triton's JIT writes for scale_add[grid](x, y, out, n, 2.0, BLOCK=256, USE_ALPHA=True)
 COMPILE = textwrap.dedent("""
     import importlib.util, sys
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    spec = importlib.util.spec_from_file_location("scale_add_kernel", sys.argv[1])
+    spec = importlib.util.spec_from_file_location("scale_add", sys.argv[1])
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     sig = dict(x_ptr="*fp32", y_ptr="*fp32", out_ptr="*fp32", n_elements="i32", alpha="fp32",
                BLOCK="constexpr", USE_ALPHA="constexpr")
@@ -58,10 +47,9 @@ NAMED = release_in_range(API.version, ">=3.5")  # Triton 3.5+ names the tt.func 
 @pytest.fixture(scope="module")
 def entry(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("cache-entry")
-    (d / "scale_add_kernel.py").write_text(KERNEL)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env.update(TRITON_CACHE_DIR=str(d / "cache"), TRITON_DISABLE_LINE_INFO="1")
-    subprocess.run([sys.executable, "-c", COMPILE, str(d / "scale_add_kernel.py")], env=env, check=True)
+    subprocess.run([sys.executable, "-c", COMPILE, str(KERNEL)], env=env, check=True)
     return next((d / "cache").rglob("scale_add.cubin")).parent
 
 
@@ -135,9 +123,7 @@ def test_arg_names_that_differ_from_the_recorded_ones_are_refused(entry: Path, t
 
 
 def test_constexprs_that_differ_from_the_sidecar_are_refused(tmp_path: Path) -> None:
-    src = tmp_path / "scale_add_kernel.py"
-    src.write_text(KERNEL)
-    build([request(f"{src}:scale_add", signature="*fp32:16, *fp32:16, *fp32:16, i32, fp32, 256, True")],
+    build([request(f"{KERNEL}:scale_add", signature="*fp32:16, *fp32:16, *fp32:16, i32, fp32, 256, True")],
           BuildConfig(out=str(tmp_path / "py"), archs=parse_arch_list("90"), keep_ir=True, progress=False))
     ttir = next((tmp_path / "py" / "scale_add" / "ir").rglob("scale_add.ttir"))
     build([request(str(ttir), constexprs={"BLOCK": 256})], BuildConfig(out=str(tmp_path / "same"), progress=False))
