@@ -133,6 +133,12 @@ def test_constexprs_that_differ_from_the_sidecar_are_refused(tmp_path: Path) -> 
     assert (e.value.given, e.value.recorded) == (128, 256)
 
 
+@pytest.mark.skipif(not NAMED, reason=f"Triton {API.version} records no parameter names in the IR (3.5+ does)")
+def test_a_constexpr_named_as_a_runtime_parameter_is_refused(entry: Path, tmp_path: Path) -> None:
+    with pytest.raises(SignatureError, match="--constexpr names the runtime parameter n_elements: i32 of the IR"):
+        build([request(str(entry), constexprs={"n_elements": 1000})], BuildConfig(out=str(tmp_path), progress=False))
+
+
 def test_constexprs_with_a_signature_need_every_name(entry: Path, tmp_path: Path) -> None:
     with pytest.raises(SignatureError, match="pass --arg-names with every parameter of the kernel in its order"):
         build([request(str(entry), signature="*fp32:16, *fp32:16, *fp32:16, i32, fp32", constexprs={"BLOCK": 256})],

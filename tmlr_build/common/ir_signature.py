@@ -55,19 +55,27 @@ def from_ir(where: str, runtime: Sequence[Parameter], named: bool, arg_names: Se
     """No ``--signature``: the runtime parameters the IR (or tmlr's sidecar) gives, and the ``--constexpr`` ones.
     ``--arg-names`` lists the runtime parameters only (the constexprs follow them), or every parameter in the
     kernel's order; without it the constexprs follow the runtime parameters in the order given."""
+    clash = [_named_entry(p) for p in runtime if p.name in constexprs and arg_names is None]
+    if clash:
+        raise SignatureError(f"{where}: --constexpr names the runtime parameter {', '.join(clash)} of the IR; give "
+                             "only the constexprs Triton left out of it")
     names = list(arg_names) if arg_names is not None else [p.name for p in runtime]
     if len(names) == len(runtime) and not set(names) & set(constexprs):
         names += list(constexprs)
     elif len(names) != len(runtime) + len(constexprs):
         given = f" and {len(constexprs)} --constexpr" if constexprs else ""
         raise SignatureError(f"{where}: --arg-names has {len(names)} names but the kernel has {len(runtime)} runtime "
-                             f"parameters ({', '.join(format_entry(p) for p in runtime)}){given}; name the runtime "
+                             f"parameters ({', '.join(map(_named_entry, runtime))}){given}; name the runtime "
                              "parameters only, or every parameter in the kernel's order")
     _check_known(where, names, constexprs)
     values = iter(runtime)
     params = [Parameter(n, "constexpr", value=constexprs[n]) if n in constexprs else _renamed(next(values), n)
               for n in names]
     return _checked(where, params, IRFunction("", tuple(runtime), named), arg_names is not None)
+
+
+def _named_entry(p: Parameter) -> str:
+    return f"{p.name}={p.value!r}" if p.kind == "constexpr" else f"{p.name}: {format_entry(p)}"
 
 
 def _renamed(p: Parameter, name: str) -> Parameter:
@@ -109,9 +117,9 @@ def check_recorded_constexprs(where: str, params: Sequence[Parameter], constexpr
     for name, value in constexprs.items():
         p = recorded.get(name)
         if p is None or p.kind != "constexpr":
-            what = "no parameter" if p is None else f"the runtime parameter {format_entry(p)}"
+            what = "no parameter" if p is None else f"the runtime parameter {_named_entry(p)}"
             raise SignatureError(f"{where}: --constexpr {name}: the sidecar records {what} of that name; its "
-                                 f"parameters: {', '.join(format_entry(q) for q in params)}")
+                                 f"parameters: {', '.join(map(_named_entry, params))}")
         if p.value != value or type(p.value) is not type(value):
             raise RecordMismatchError(f"{where}: --constexpr {name}={value!r}, but this IR was compiled with "
                                         f"{name}={p.value!r} (its sidecar says so); build it again from the .py for "
