@@ -19,14 +19,14 @@ import tmlr_runtime as tr
 from fake_driver import H200, installed
 from tmlr_build import BuildConfig, RecordMismatchError, SignatureError, build, parse_arch_list, request
 from tmlr_build.cli import run
-from tmlr_runtime import driver
-from tmlr_runtime.cli import main
 from tmlr_build.common.mlir_text import read_function
 from tmlr_build.common.triton_check import release_in_range
+from tmlr_runtime import driver
+from tmlr_runtime.cli import main
 from triton_facts import API
 
 KERNEL = Path(__file__).resolve().parents[1] / "gpu" / "scale_add.py"  # scale_add(..., BLOCK, USE_ALPHA)
-# the cache entry Triton's JIT writes for scale_add[grid](x, y, out, n, 2.0, BLOCK=256, USE_ALPHA=True)
+# the cache entry Triton's JIT would write for scale_add[grid](x, y, out, n, 2.0, BLOCK=256, USE_ALPHA=True)
 COMPILE = textwrap.dedent("""
     import importlib.util, sys
     import triton
@@ -57,7 +57,8 @@ def _signature(out: Path) -> list[dict]:
     return json.loads((out / "scale_add" / "metadata.json").read_text())["signature"]
 
 
-def test_a_bare_import_keeps_the_names_the_ir_records_and_says_how_to_call_it(entry: Path, tmp_path: Path) -> None:
+def test_a_bare_import_keeps_the_names_the_ir_records_and_says_how_to_call_it(entry: Path, tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
     report = build([request(str(entry))], BuildConfig(out=str(tmp_path), progress=False))
     names = [p["name"] for p in _signature(tmp_path)]
     assert names == (RUNTIME if NAMED else [f"arg{i}" for i in range(5)])
@@ -65,6 +66,9 @@ def test_a_bare_import_keeps_the_names_the_ir_records_and_says_how_to_call_it(en
     note, = report.notes
     assert f"scale_add[grid]({', '.join(names)})" in note and "--constexpr NAME=VALUE" in note
     assert ("records no parameter names" in note) is not NAMED
+    pointers = [f"{n}: *fp32 (16-byte aligned)" for n in names[:3]]
+    assert _inspect_call(tmp_path / "scale_add", capsys) == f"scale_add[grid]({', '.join(pointers)}, " \
+                                                            f"{names[3]}: i32, {names[4]}: fp32)"
     # the runtime's usage line, on a call made as for the Triton kernel, says the same
     _needs_cuda_python()
     with installed(H200):
@@ -106,10 +110,16 @@ def test_constexprs_given_back_make_it_callable_as_the_triton_kernel(entry: Path
         assert len(fake.launches) == 3
         with pytest.raises(tr.ConstexprMismatchError, match="BLOCK"):
             k[4](0x1000, 0x2000, 0x3000, 1000, 2.0, BLOCK=128, USE_ALPHA=True)
-    assert main(["inspect", "--no-device", str(tmp_path / "scale_add")]) == 0
-    call, = [line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["call"]]
-    assert call == ("scale_add[grid](x_ptr: *fp32 (16-byte aligned), y_ptr: *fp32 (16-byte aligned), out_ptr: *fp32 "
+    assert _inspect_call(tmp_path / "scale_add", capsys) == ("scale_add[grid](x_ptr: *fp32 (16-byte aligned), y_ptr: *fp32 (16-byte aligned), out_ptr: *fp32 "
                     "(16-byte aligned), n_elements: i32, alpha: fp32, BLOCK=256 (constexpr), USE_ALPHA=True (constexpr))")
+
+
+def _inspect_call(artifact: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The call line of ``tmlr inspect``."""
+    capsys.readouterr()
+    assert main(["inspect", "--no-device", str(artifact)]) == 0
+    call, = [line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["call"]]
+    return call
 
 
 @pytest.mark.skipif(not NAMED, reason=f"Triton {API.version} records no parameter names in the IR (3.5+ does)")
