@@ -27,7 +27,7 @@ _API = {
     "common.arch": ("Target", "parse_arch_list"),
     "common.errors": ("BuildError", "UsageError", "UnsupportedArchError", "OptionError", "SpecError",
                       "OutputPathError", "TritonVersionError", "InputError", "InputKindError", "KernelNotFoundError",
-                      "SignatureError", "MissingMetadataError", "IRParseError", "ArchMismatchError",
+                      "SignatureError", "RecordMismatchError", "MissingMetadataError", "IRParseError", "ArchMismatchError",
                       "TritonReleaseMismatchError", "CompileError",
                       "PtxasError", "CompilerCrashError", "UnsupportedKernelError", "ArtifactWriteError",
                       "BuildFailedError"),

@@ -72,8 +72,10 @@ def make_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("signature (for every SRC)")
     g.add_argument("--signature", help="AOT syntax: '*fp16:16, i32:16, i32:1, fp32, 128' (:16 divisible by 16, "
                                        ":1 specialized to 1, a bare value is a constexpr)")
-    g.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE", help="set a constexpr by name")
-    g.add_argument("--arg-names", metavar="A,B,...", help="names of the parameters of an IR input (default arg0, arg1, ...)")
+    g.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a constexpr by name (for an IR input or cache entry: give back one Triton left out of it)")
+    g.add_argument("--arg-names", metavar="A,B,...", help="names of the parameters of an IR input (default: the IR's, "
+                                                          "Triton 3.5+, else arg0, ...; with --constexpr: all, in order)")
     g.add_argument("--metadata", metavar="FILE", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
                                       "unless <stem>.json is beside the input)")
     _variant_arguments(p.add_argument_group("variants (for every SRC; a spec entry has its own keys)"))

@@ -41,7 +41,7 @@ COLUMNS = {
     "llir": ["test_build_stages.py::test_every_stage_gives_the_same_cubin_and_metadata[llir-*]"],
     "ptx": ["test_build_stages.py::test_every_stage_gives_the_same_cubin_and_metadata[ptx-*]"],
     "cubin": ["test_build_errors.py::test_cubin_import_checks_that_metadata_and_cubin_belong_together"],
-    "cache entry": ["test_build_stages.py::test_a_triton_cache_entry_imports_as_it_is*"],
+    "cache entry": ["test_build_stages.py::test_a_triton_cache_entry_imports_as_it_is*", "test_cache_entry.py::*"],
     "--keep-ir / --stop-after": ["test_build_artifacts.py::test_keep_ir_and_stop_after",
                                  "test_build_artifacts.py::test_rebuilding_from_ir_inside_the_artifact_keeps_that_ir"],
     "jit": ["test_build_jit.py::*"],

@@ -99,8 +99,9 @@ def test_descriptor_types_in_signatures_and_ir() -> None:
     # in the IR a descriptor argument is followed by its shape (i32) and strides (i64): one parameter
     ir = ("tt.func public @k(%a: !tt.tensordesc<tensor<64x128xf16>>, %a_0: i32, %a_1: i32, %a_2: i64, %a_3: i64, "
           "%b: !tt.tensordesc<32xf32, #shared>, %b.shape.0: i32, %b.stride.0: i64, %n: i32) {\n")
+    # (named as the IR names them: the descriptor's name, not its shape's and strides')
     assert [(p.name, p.type) for p in read_function(ir, "k.ttir").params] == [
-        ("arg0", "tensordesc<fp16[64, 128]>"), ("arg1", "tensordesc<fp32[32]>"), ("arg2", "i32")]
+        ("a", "tensordesc<fp16[64, 128]>"), ("b", "tensordesc<fp32[32]>"), ("n", "i32")]
 
 
 META = {"swizzle": 3, "elem_size": 2, "elem_type": 6, "block_size": [64, 64], "fp4_padded": False, "is_im2col": False}

@@ -9,13 +9,14 @@ from typing import Any, Callable, Sequence
 
 from ..common.arch import Target
 from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, PtxTargetError, UsageError
+from ..common.ir_signature import import_note
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
 from . import in_process, variants
 from .artifact import artifact_files, prepare_output, write_directory
 from .family import family_files
 from .rebuild_table import TABLE_FILE, table_on_rebuild
-from .sources import KernelRequest, check_input_kind, default_archs, make_jobs
+from .sources import KernelRequest, check_input_kind, default_archs, imported_without_constexprs, make_jobs
 from .variants import FamilyPlan
 from .workers import Task, run_jobs, run_tasks
 
@@ -282,6 +283,8 @@ def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[
             (report.notes if TABLE_FILE in added else report.warnings).append(note)
     else:
         files = artifact_files(name, results, with_metadata=config.stop_after is None)
+        if imported_without_constexprs(requests[i]):
+            report.notes.append(import_note(name, requests[i].stage, results[0].signature))
     report.written.append(write_directory(out, name, files, _inputs_inside(requests, final), drop))
 
 

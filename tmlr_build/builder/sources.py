@@ -150,6 +150,11 @@ def _beside(source: str, suffix: str) -> str | None:
     return path if os.path.isfile(path) else None
 
 
+def imported_without_constexprs(req: KernelRequest) -> bool:
+    """An IR input built with neither --signature nor --constexpr, nor tmlr's sidecar (which records them)."""
+    return req.stage != "python" and req.signature is None and not req.constexprs and not _beside(req.source, ".tmlr.json")
+
+
 _STAGE_WORDS = {"ttir": "TTIR", "ttgir": "TTGIR", "llir": "LLVM IR", "ptx": "PTX", "cubin": "a cubin (ELF)"}
 _WHY = {"ttir": " (a tt.func but no ttg.* layouts or module attributes)", "ttgir": " (it has ttg.* layouts)"}
 _THEN = {"ttir": " and pass --arch (TTIR is portable)", "ttgir": ""}

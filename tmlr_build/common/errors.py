@@ -64,6 +64,15 @@ class SignatureError(InputError, UsageError):
     --signature (or a spec's "signature") must give, so a usage error (exit status 2)."""
 
 
+class RecordMismatchError(SignatureError):
+    """A parameter name (--arg-names) or constexpr value (--constexpr) differs from the one the input records
+    (the names Triton 3.5+ writes in the IR, the values in tmlr's sidecar); ``given`` and ``recorded`` hold both."""
+
+    def __init__(self, message: str, given: object = None, recorded: object = None) -> None:
+        super().__init__(message)
+        self.given, self.recorded = given, recorded
+
+
 class MissingMetadataError(InputError):
     """A .llir/.ptx/.cubin input lacks the Triton metadata JSON of its original compile."""
 
@@ -116,7 +125,8 @@ ERROR_CLASSES: dict[str, type[BuildError]] = {
     cls.__name__: cls
     for cls in (
         BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
-        TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, MissingMetadataError,
+        TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, RecordMismatchError,
+        MissingMetadataError,
         IRParseError, ArchMismatchError, TritonReleaseMismatchError, CompileError, PtxasError, CompilerCrashError, UnsupportedKernelError,
         ArtifactWriteError, BuildFailedError,
     )

@@ -1,7 +1,8 @@
 """Facts read from the text of a .ttir/.ttgir file: the kernel's parameters and module attributes.
 
-IR files carry no parameter names, no constexprs and no unsigned types (MLIR integers are
-signless); what they do carry - types, ``tt.divisibility``, ``ttg.*`` module attributes - is read
+IR files carry no constexprs and no unsigned types (MLIR integers are signless); what they do carry -
+types, ``tt.divisibility``, ``ttg.*`` module attributes, and from Triton 3.5 the parameter names (each
+argument's name location, ``loc("x_ptr"(#loc))``, which also names its SSA value ``%x_ptr``) - is read
 here with plain text scanning so the parent process can check inputs without loading Triton.
 """
 from __future__ import annotations
@@ -30,7 +31,8 @@ _LLIR_MARK = re.compile(r"^\s*(define\s|target\s+triple\s*=)", re.MULTILINE)
 @dataclass(frozen=True)
 class IRFunction:
     name: str
-    params: tuple[Parameter, ...]  # runtime parameters only, named arg0, arg1, ...
+    params: tuple[Parameter, ...]  # runtime parameters only, named as the IR records (else arg0, arg1, ...)
+    named: bool = False  # whether the IR records the parameters' names (Triton 3.5+)
 
 
 def _split(text: str) -> list[str]:
@@ -72,28 +74,55 @@ def read_function(text: str, where: str) -> IRFunction:
     m = _FUNC.search(text)
     if m is None:
         raise IRParseError(f"{where}: no tt.func found; is this a Triton .ttir/.ttgir file?")
-    params = []
+    params, names = [], []
+    aliases = dict(_LOC_ALIAS.findall(text))
     for i, arg in enumerate(_split(_arg_list(text, m.end()))):
-        am = re.match(r"%[\w.$-]+\s*:\s*(.+?)\s*(\{.*\})?\s*(loc\(.*\))?$", arg, re.DOTALL)
+        am = re.match(r"%([\w.$-]+)\s*:\s*(.+?)\s*(\{.*\})?\s*(loc\(.*\))?$", arg, re.DOTALL)
         if am is None:
             raise IRParseError(f"{where}: cannot read tt.func argument {arg!r}")
-        attrs = am.group(2) or ""
+        attrs = am.group(3) or ""
         div = re.search(r"tt\.divisibility\s*=\s*(\d+)", attrs)
-        ty = _triton_type(am.group(1).strip(), attrs, where)
+        ty = _triton_type(am.group(2).strip(), attrs, where)
         params.append(Parameter(f"arg{i}", "runtime", ty, 16 if div and int(div.group(1)) % 16 == 0 else 1))
-    return IRFunction(m.group(1), tuple(_fold_descriptors(params)))
+        names.append(_recorded_name(am.group(1), am.group(4) or "", aliases))
+    folded = _fold_descriptors(params, names)
+    return _named(m.group(1), folded)
 
 
-def _fold_descriptors(params: list[Parameter]) -> list[Parameter]:
+# loc("x_ptr"(#loc)) inline, or loc(#loc14) with "#loc14 = loc("x_ptr"(#loc))" among the file's aliases
+_NAME_LOC = re.compile(r'^loc\("([^"]*)"\s*\(')
+_LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(loc\(.*\))\s*$", re.MULTILINE)
+
+
+def _recorded_name(ssa: str, loc: str, aliases: dict[str, str]) -> str | None:
+    """The name Triton 3.5+ gives an argument: its name location, else its SSA name (unless MLIR's
+    own ``%argN``). A file location (``loc("k.py":5:0)``) names nothing."""
+    alias = re.fullmatch(r"loc\((#loc\d*)\)", loc.strip())
+    found = _NAME_LOC.match(aliases.get(alias.group(1), "") if alias else loc.strip())
+    if found:
+        return found.group(1)
+    return None if re.fullmatch(r"arg\d+", ssa) else ssa
+
+
+def _named(name: str, params: list[tuple[Parameter, str | None]]) -> IRFunction:
+    """Parameters named as the IR records, when it records a usable name for every one (an identifier, no
+    repeats: a tuple's elements, ``t.0``, are not); else arg0, arg1, ..."""
+    names = [n for _, n in params]
+    usable = all(n is not None and n.isidentifier() for n in names) and len(set(names)) == len(names)
+    out = tuple(Parameter(n if usable else f"arg{i}", p.kind, p.type, p.divisibility)
+                for i, (p, n) in enumerate(params))
+    return IRFunction(name, out, usable and bool(params))
+
+
+def _fold_descriptors(params: list[Parameter], names: list[str | None]) -> list[tuple[Parameter, str | None]]:
     """A host tensor descriptor argument is, in the IR, the descriptor followed by its shape (ndim i32) and
-    strides (ndim i64): one parameter of the kernel's signature. Parameters are numbered after folding."""
+    strides (ndim i64): one parameter of the kernel's signature, named as the descriptor is."""
     out, i = [], 0
     while i < len(params):
         desc = parse_type(params[i].type)
         n = len(desc.block_shape) if desc else 0
         folds = desc is not None and [p.type for p in params[i + 1:i + 1 + 2 * n]] == ["i32"] * n + ["i64"] * n
-        p = params[i]
-        out.append(Parameter(f"arg{len(out)}", p.kind, p.type, p.divisibility))
+        out.append((params[i], names[i]))
         i += 1 + 2 * n if folds else 1
     return out
 

@@ -155,11 +155,12 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
         else:
             params.append(Parameter(n, "constexpr", value=defaults[n]))
     for p in params:
-        _check_json_value(kernel, p)
+        check_json_value(kernel, p)
     return params
 
 
-def _check_json_value(kernel: str, p: Parameter) -> None:
+def check_json_value(kernel: str, p: Parameter) -> None:
+    """A constexpr's value must be one metadata.json can record."""
     if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))):
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
                              "only numbers, booleans, strings and None can")

@@ -15,7 +15,7 @@ from tmlr_runtime.abi import TYPES
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
-from ..common import mlir_text, signature as sig
+from ..common import ir_signature, mlir_text, signature as sig
 from ..common.arch import triton_target
 from ..common.errors import (ArchMismatchError, CompileError, InputError, IRParseError, MissingMetadataError,
                              OptionError, SignatureError, TritonReleaseMismatchError)
@@ -125,7 +125,7 @@ def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics)
     attrs = mlir_text.module_attributes(text) if job.stage == "ttgir" else {}
     if job.stage == "ttgir":
         _check_ttgir_target(job, base, attrs)
-    params = _ir_params(job, base, fn.name, list(fn.params))
+    params = _ir_params(job, base, fn.name, fn)
     recorded = [job.triton_metadata, (job.sidecar or {}).get("options")]
     options = _parse_options(backend, opts.merge(job.options, recorded, attrs, job.label), job)
     context = ir.context()
@@ -272,39 +272,35 @@ def _symbol(stage: str, text: str, base: str) -> str:
     return m.group(1)
 
 
-def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Parameter] | None) -> list[sig.Parameter]:
-    """The full signature of an IR input: sidecar, then --signature, then the IR's own types."""
-    if ir_params is None and job.sibling_ir is not None:
-        ir_params = _sibling_params(job, base)
+def _ir_params(job: Job, base: str, name: str, ir: mlir_text.IRFunction | None) -> list[sig.Parameter]:
+    """The full signature of an IR input: --signature, then the sidecar, then the IR's own types and names;
+    --arg-names and --constexpr restore the kernel's names and constexprs (common/ir_signature.py)."""
+    if ir is None and job.sibling_ir is not None:
+        ir = _sibling_function(job, base)
     if job.signature is not None:
-        entries = sig.parse_signature(job.signature)
-        names = list(job.arg_names or [f"arg{i}" for i in range(len(entries))])
-        if len(names) != len(entries):
-            raise SignatureError(f"{base}: --arg-names has {len(names)} names but the signature {len(entries)} entries")
-        params = [e.named(n) for n, e in zip(names, entries)]
-        if ir_params is not None:
-            sig.check_against_ir(base, params, ir_params)
+        params = ir_signature.from_signature(base, sig.parse_signature(job.signature), job.arg_names,
+                                             dict(job.constexprs), ir)
+        if ir is not None:
+            sig.check_against_ir(base, params, ir.params)
         return params
     if job.sidecar and job.sidecar.get("signature") is not None:
-        return [read_sidecar_entry(p, f"{os.path.splitext(base)[0]}.tmlr.json") for p in job.sidecar["signature"]]
-    if ir_params is None:
+        where = f"{os.path.splitext(base)[0]}.tmlr.json"
+        params = [read_sidecar_entry(p, where) for p in job.sidecar["signature"]]
+        ir_signature.check_recorded_constexprs(where, params, dict(job.constexprs))
+        return params
+    if ir is None:
         stem = os.path.splitext(base)[0]
         raise SignatureError(
             f"{base}: the parameter types of {name} cannot be recovered from a .{job.stage}; pass --signature "
             f"'*fp16:16, i32, ...' (and --arg-names), or keep {stem}.tmlr.json or {stem}.ttir beside it")
-    if job.arg_names is not None:
-        if len(job.arg_names) != len(ir_params):
-            raise SignatureError(f"{base}: --arg-names has {len(job.arg_names)} names but {name} has "
-                                 f"{len(ir_params)} parameters ({sig.format_signature(ir_params)})")
-        return [sig.Parameter(n, p.kind, p.type, p.divisibility) for n, p in zip(job.arg_names, ir_params)]
-    return ir_params
+    return ir_signature.from_ir(base, ir.params, ir.named, job.arg_names, dict(job.constexprs))
 
 
-def _sibling_params(job: Job, base: str) -> list[sig.Parameter]:
-    """The parameter types of the .ttgir/.ttir beside a .llir/.ptx/.cubin input."""
+def _sibling_function(job: Job, base: str) -> mlir_text.IRFunction:
+    """The parameters of the .ttgir/.ttir beside a .llir/.ptx/.cubin input (a Triton cache entry keeps both)."""
     sibling = job.sibling_ir_name or "the .ttgir/.ttir beside it"
     try:
-        return list(mlir_text.read_function(job.sibling_ir or "", sibling).params)
+        return mlir_text.read_function(job.sibling_ir or "", sibling)
     except IRParseError as e:
         raise IRParseError(f"{e} tmlr-build reads {sibling}, which lies beside {base}, for the parameter types of "
                            f"{base}: fix it or move it away (then pass --signature, or keep "
