@@ -281,7 +281,7 @@ def _ir_params(job: Job, base: str, name: str, ir_params: list[sig.Parameter] | 
         names = list(job.arg_names or [f"arg{i}" for i in range(len(entries))])
         if len(names) != len(entries):
             raise SignatureError(f"{base}: --arg-names has {len(names)} names but the signature {len(entries)} entries")
-        params = [e.named(n) for n, e in zip(names, entries)]
+        params = [p for n, e in zip(names, entries) for p in e.leaves(n)]  # a tuple: its elements
         if ir_params is not None:
             sig.check_against_ir(base, params, ir_params)
         return params
