@@ -138,3 +138,12 @@ def test_jit_specializes_tuples_as_triton_does() -> None:
     assert ours.values[0] == src and type(ours.values[0]) is Tensor
     nested = specialize(tuple_kernels.tuple_nested, (((FakeTensor(0), None), (FakeTensor(16), 1)), (1.5, 48), 100), {"BLOCK": 1024})
     assert nested.signature == "((*fp32:16, None), (*fp32:16, i32:1)), (fp32, i32:16), i32, 1024"
+
+
+def test_variants_of_a_tuple_kernel_are_refused_cleanly(tmp_path: Path) -> None:
+    from tmlr_build.common.errors import SpecError
+
+    with pytest.raises(SpecError, match="tuple parameters .* not supported yet"):
+        build([request(f"{GPU / 'tuple_kernels.py'}:tuple_add", signature="(*fp32:16?, *fp32:16, *fp32:16), i32, 1024")],
+              BuildConfig(out=str(tmp_path), archs=parse_arch_list("90"), progress=False))
+    assert not any(tmp_path.iterdir())

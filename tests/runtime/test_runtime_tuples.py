@@ -138,3 +138,20 @@ def test_only_a_kernel_with_tuples_gets_the_tuple_call(tmp_path):
     assert type(plain) is Kernel
     assert isinstance(tupled, Kernel) and type(tupled) is not Kernel and type(tupled).__name__ == "Kernel"
     assert type(tupled).__call__ is not Kernel.__call__
+
+
+def test_inspect_shows_the_nesting(capsys):
+    import json
+
+    from tmlr_runtime.cli import main
+
+    record = str(pathlib.Path(fake_driver.ROOT) / "tests/gpu/artifacts/record_scale")
+    assert main(["inspect", "--no-device", record]) == 0
+    text = capsys.readouterr().out
+    assert "schema v5" in text and ("record_scale[grid](src: (ptr=*fp32:16, shape=(i32, i32), stride=(i32, i32:1)), "
+                                    "dst: (ptr=*fp32:16, shape=(i32, i32), stride=(i32, i32:1)), alpha: fp32, BM=32, BN=32)") in text
+    assert main(["inspect", "--json", "--no-device", record]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert [t["name"] for t in info["tuples"]] == ["src", "dst"] and info["tuples"][0]["fields"] == ["ptr", "shape", "stride"]
+    assert [p["name"] for p in info["signature"]][:5] == ["src.ptr", "src.shape[0]", "src.shape[1]", "src.stride[0]", "src.stride[1]"]
+    assert main(["verify", "--no-device", record]) == 0

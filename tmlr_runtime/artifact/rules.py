@@ -124,8 +124,7 @@ def record(cls: type, fields: dict[str, Any]) -> Any:
     return record
 
 
-IS_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").fullmatch
-IDENTIFIER = string(IS_IDENTIFIER, "an identifier")
+IDENTIFIER = string(re.compile(r"[A-Za-z_][A-Za-z0-9_]*").fullmatch, "an identifier")
 IS_SHA256, IS_ARCH = re.compile(r"[0-9a-f]{64}").fullmatch, re.compile(r"sm_[0-9]+a?").fullmatch
 IS_PTX_ARCH = re.compile(r"compute_[0-9]+").fullmatch  # never "a": arch-specific PTX cannot be compiled for another GPU
 SHA256 = string(IS_SHA256, "a sha256 in lowercase hex")
