@@ -2,8 +2,8 @@
 schema file) accept and reject the same ones: every committed artifact's metadata.json, variations of
 them with values changed within what the schema allows, and single invalid changes.
 
-Besides the schema the reader refuses two things the schema cannot say: parameter names that repeat,
-and two variants for one arch (:func:`expected_valid`).
+Besides the schema the reader refuses three things the schema cannot say: parameter names that repeat,
+two variants for one arch, and tuples that the signature's element names do not make (:func:`expected_valid`).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import jsonschema
 import tmlr_runtime as tr
 from tmlr_runtime import abi
 from tmlr_runtime.artifact.metadata import METADATA_FILE as METADATA
+from tmlr_runtime.tuples import TupleParam, call_params
 
 ROOT = Path(__file__).resolve().parents[1]
 JSONSCHEMA = jsonschema.Draft202012Validator(json.loads(tr.SCHEMA_PATH.read_text()))
@@ -39,7 +40,18 @@ def expected_valid(doc: Any) -> bool:
         return False
     names = [p["name"] for p in doc["signature"]]
     archs = [v["target"]["arch"] for v in doc["variants"]]
-    return len(set(names)) == len(names) and len(set(archs)) == len(archs)
+    return len(set(names)) == len(names) and len(set(archs)) == len(archs) and _tuples_agree(doc, names)
+
+
+def _tuples_agree(doc: Any, names: list[str]) -> bool:
+    """A v5 document's ``tuples`` are what its element names make (tmlr_runtime.tuples.call_params)."""
+    if doc["schema_version"] < 5:
+        return True
+    try:
+        made = [p.to_json() for p in call_params(names) if isinstance(p, TupleParam)]
+    except ValueError:
+        return False
+    return made == doc.get("tuples", [])
 
 
 def reader_verdict(doc: Any) -> str | None:

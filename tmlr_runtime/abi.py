@@ -149,7 +149,8 @@ def format_entry(p: Parameter) -> str:
 
 
 def format_signature(params: Iterable[Parameter]) -> str:
-    """A signature in the AOT syntax tmlr-build's ``--signature`` reads: ``"*fp32:16, i32, 1024"``."""
+    """A signature in the AOT syntax tmlr-build's ``--signature`` reads: ``"*fp32:16, i32, 1024"`` (tuple elements one
+    by one: ``tuples.format_nested`` writes them as their tuples)."""
     return ", ".join(format_entry(p) for p in params)
 
 

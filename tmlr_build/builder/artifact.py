@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import tmlr_runtime
 from tmlr_runtime import METADATA_FILE, SCHEMA_PATH, ArtifactMetadata, SchemaError
 from tmlr_runtime.abi import TENSORDESC, Target
+from tmlr_runtime.tuples import TupleParam, call_params
 
 from ..common.errors import ArtifactWriteError, OutputPathError
 from ..common.jobs import JobResult
@@ -19,10 +20,11 @@ from ..common.jobs import JobResult
 IR_DIR = "ir"
 VARIANTS_DIR = "v"  # a family's variants, one artifact each (family.py)
 # schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
-# parameters) or what version 4 added (a variant's PTX), so that a runtime that reads version 1 only
-# still loads every artifact it can launch (3 is a family index)
+# parameters), what version 4 added (a variant's PTX) or what version 5 added (tuple parameters), so that a
+# runtime that reads version 1 only still loads every artifact it can launch (3 is a family index)
 _DESCRIPTOR_SCHEMA = 2
 _PTX_SCHEMA = 4
+_TUPLE_SCHEMA = 5
 
 
 def cubin_file_name(name: str, arch: str) -> str:
@@ -59,6 +61,9 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     signature = results[0].signature
     version = _DESCRIPTOR_SCHEMA if any(p.get("type") == TENSORDESC for p in signature) else 1
     version = _PTX_SCHEMA if any(r.ptx is not None for r in results) else version
+    tuples = [p.to_json() for p in call_params(p["name"] for p in signature) if isinstance(p, TupleParam)]
+    if tuples:  # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
+        return {"schema_version": _TUPLE_SCHEMA, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
     return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
 
 

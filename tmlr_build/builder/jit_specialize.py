@@ -84,6 +84,10 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
     entries, values = [], []
     for p, name in zip(fn.params, names):
         value = bound.arguments[name]
+        if isinstance(value, tuple) and not p.is_constexpr:
+            entries.append(_tuple_entry(name, value))
+            values.append(_unwrapped(value))
+            continue
         values.append(value)
         if p.is_constexpr or value is None:
             param = _constexpr(name, value)
@@ -91,3 +95,33 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
             param = _parameter(name, value, not p.do_not_specialize, not p.do_not_specialize_on_alignment, p.is_const)
         entries.append(format_entry(param))
     return Specialization(names, tuple(entries), tuple(values), options)
+
+
+def _tuple_entry(name: str, value: tuple[Any, ...]) -> str:
+    """A tuple argument's entry, as Triton specializes one: each element by the rules of a parameter (specialized,
+    on alignment too), None and tl.constexpr elements as values; a NamedTuple's elements named by field."""
+    from triton.language import constexpr  # the JIT runs beside Triton (jit.py imports it)
+
+    fields = getattr(value, "_fields", None)
+    parts = []
+    for i, x in enumerate(value):
+        path = f"{name}.{fields[i]}" if fields else f"{name}[{i}]"
+        if isinstance(x, tuple):
+            parts.append(_tuple_entry(path, x))
+        elif x is None or isinstance(x, constexpr):
+            parts.append(format_entry(_constexpr(path, x)))
+        else:
+            parts.append(format_entry(_parameter(path, x, True, True, False)))
+    if not parts:
+        raise SignatureError(f"argument {name}: an empty tuple passes nothing; leave the parameter out of the kernel")
+    if fields:
+        return "(" + ", ".join(f"{f}={part}" for f, part in zip(fields, parts)) + ")"
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _unwrapped(value: Any) -> Any:
+    """A tuple argument with its tl.constexpr elements unwrapped, as the runtime compares them (NamedTuples kept)."""
+    if not isinstance(value, tuple):
+        return getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
+    items = [_unwrapped(x) for x in value]
+    return type(value)(*items) if hasattr(value, "_fields") else tuple(items)

@@ -22,6 +22,7 @@ from .sources import KernelRequest
 
 DEFAULT_MAX_VARIANTS = 256
 MAYBE_16 = ":16?"
+_TUPLE_ENTRY = re.compile(r"^([A-Za-z_]\w*)?\(")  # a tuple or NamedTuple entry (signature.parse_tuple)
 _TYPE_VAR = re.compile(r"^(\*?)([A-Za-z_]\w*)(:.*)?$")
 
 
@@ -91,6 +92,11 @@ def plan(req: KernelRequest, facts: KernelFacts, archs: int, max_variants: int) 
     if unknown:
         raise SpecError(f"{label}: \"heuristics\" names {', '.join(unknown)}, which is no @triton.heuristics value "
                         f"built per variant (those are: {', '.join(h.name for h in heuristics) or 'none'})")
+    tupled = next((e for e in entries if _TUPLE_ENTRY.match(e)), None)
+    if tupled is not None:  # the family index and its dispatch know plain parameters only
+        raise SpecError(f"{label}: variants (types, :16?, autotune configs, heuristic values) of a kernel with tuple "
+                        f"parameters ({tupled}) are not supported yet; build each variant as an artifact of its own with "
+                        "a fixed signature (and, for an autotuned kernel, every config constexpr fixed)")
     return _expand(req, facts, configs, heuristics, entries, archs, max_variants)
 
 

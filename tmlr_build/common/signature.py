@@ -7,6 +7,7 @@ runtime needs all three to pack arguments and to check callers.
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -15,6 +16,8 @@ from typing import Any, Iterable, Sequence
 # through this module (sig.Parameter, sig.format_signature)
 from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature,
                                split_top_level)
+
+from tmlr_runtime.tuples import TupleParam, call_params
 
 from .errors import SignatureError
 from .tensordesc import DescriptorType, parse_type as parse_descriptor_type
@@ -26,13 +29,23 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class SigEntry:
     """One unnamed entry of an AOT-syntax signature."""
 
-    kind: str  # "runtime" | "constexpr" | "equal_to_1"
+    kind: str  # "runtime" | "constexpr" | "equal_to_1" | "tuple"
     type: str | None = None
     divisibility: int = 1
     value: Any = None
+    items: tuple["SigEntry", ...] = ()  # a tuple's elements
+    fields: tuple[str, ...] | None = None  # a NamedTuple's field names
 
     def named(self, name: str) -> Parameter:
         return Parameter(name, self.kind, self.type, self.divisibility, 1 if self.kind == "equal_to_1" else self.value)
+
+    def leaves(self, name: str) -> list[Parameter]:
+        """The parameters the kernel takes for this entry: itself, or a tuple's elements named by path (``ptrs[0]``,
+        ``t.shape[1]``), as Triton flattens a tuple argument."""
+        if self.kind != "tuple":
+            return [self.named(name)]
+        keys = [f".{f}" for f in self.fields] if self.fields is not None else [f"[{i}]" for i in range(len(self.items))]
+        return [p for key, item in zip(keys, self.items) for p in item.leaves(name + key)]
 
 
 def parse_constexpr_value(text: str) -> Any:
@@ -62,11 +75,42 @@ def parse_constexpr_value(text: str) -> Any:
     )
 
 
+_NAMED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?\((.*)\)$", re.S)
+_FIELD = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)(.*)$", re.S)
+
+
+def parse_tuple(word: str) -> SigEntry | None:
+    """A tuple entry, ``(*fp32:16, (i32, 3), None)``, or a NamedTuple one, ``(ptr=*fp32, shape=(i32, i32))`` (a type name
+    may come first: ``Tensor(ptr=*fp32, ...)``); None for any other text."""
+    m = _NAMED.match(word)
+    if m is None:
+        return None
+    parts = split_top_level(m.group(2), "([{<")
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()  # (i32,): a tuple of one
+    if parts == [""]:
+        raise SignatureError(f"signature entry {word!r}: an empty tuple passes nothing; leave the parameter out of the kernel")
+    named = [_FIELD.match(part) for part in parts]
+    if any(named) and not all(named):
+        raise SignatureError(f"signature entry {word!r}: name every element of a NamedTuple (field=type) or none")
+    if m.group(1) and not all(named):
+        raise SignatureError(f"signature entry {word!r}: a NamedTuple's elements are written field=type, e.g. "
+                             f"{m.group(1)}(ptr=*fp32:16, n=i32)")
+    fields = tuple(f.group(1) for f in named) if all(named) else None  # type: ignore[union-attr]
+    if fields is not None and len(set(fields)) != len(fields):
+        raise SignatureError(f"signature entry {word!r}: NamedTuple fields repeat")
+    texts = [f.group(2) for f in named] if fields is not None else parts  # type: ignore[union-attr]
+    return SigEntry("tuple", items=tuple(parse_entry(t) for t in texts), fields=fields)
+
+
 def parse_entry(text: str) -> SigEntry:
-    """Parse one entry: ``*fp16:16``, ``i32``, ``i32:1``, ``128``, ``'relu'``."""
+    """Parse one entry: ``*fp16:16``, ``i32``, ``i32:1``, ``128``, ``'relu'``, ``(*fp32:16, i32)``."""
     word = text.strip()
     if not word:
         raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
+    entry = parse_tuple(word)
+    if entry is not None:
+        return entry
     descriptor = parse_descriptor_type(word)
     if descriptor is not None:  # a host TensorDescriptor (Triton 3.4+): no hint after it
         return SigEntry("runtime", descriptor.text, 1)
@@ -147,9 +191,12 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
             params.append(Parameter(n, "constexpr", value=constexprs[n]))
         elif n in by_name:
             e = by_name[n]
+            if e.kind == "tuple":
+                params.extend(_tuple_leaves(kernel, n, e, n in constexpr_params))
+                continue
             if n in constexpr_params and e.kind != "constexpr":
                 raise SignatureError(f"{kernel}: parameter {n} is a tl.constexpr; give it a value, not the type {e.type}")
-            if e.kind == "constexpr" and n not in constexpr_params and not isinstance(e.value, (int, float, bool)):
+            if e.kind == "constexpr" and n not in constexpr_params and not isinstance(e.value, (int, float, bool, type(None))):
                 raise SignatureError(f"{kernel}: parameter {n} is not a tl.constexpr; give it a type, not {e.value!r}")
             params.append(e.named(n))
         else:
@@ -159,8 +206,19 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
     return params
 
 
+<<<<<<< HEAD
 def check_json_value(kernel: str, p: Parameter) -> None:
     """A constexpr's value must be one metadata.json can record."""
+=======
+def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> list[Parameter]:
+    if constexpr:
+        raise SignatureError(f"{kernel}: parameter {name} is a tl.constexpr; give it one value, not a tuple (a tuple of "
+                             "constexprs is a plain parameter whose elements are values: drop tl.constexpr)")
+    return entry.leaves(name)
+
+
+def _check_json_value(kernel: str, p: Parameter) -> None:
+>>>>>>> i23-tuples
     if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))):
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
                              "only numbers, booleans, strings and None can")
@@ -191,18 +249,31 @@ def _signless(ty: str) -> str:
     return re.sub(r"\bu(\d+)$", r"i\1", ty.replace("*u", "*i"))
 
 
-def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, str], dict[tuple[int, ...], Any], dict[tuple[int, ...], list]]:
-    """The (signature, constexprs, attrs) triple Triton's ASTSource takes (3.3-3.9)."""
-    sig: dict[str, str] = {}
+def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, Any], dict[tuple[int, ...], Any], dict[tuple[int, ...], list]]:
+    """The (signature, constexprs, attrs) triple Triton's ASTSource takes (3.3-3.9): a tuple parameter's type is the
+    tuple of its elements' (a NamedTuple's a namedtuple), its elements' constexprs and attributes keyed by their path."""
+    by_name = {p.name: p for p in params}
+    sig: dict[str, Any] = {}
     consts: dict[tuple[int, ...], Any] = {}
     attrs: dict[tuple[int, ...], list] = {}
-    for i, p in enumerate(params):
+
+    def leaf(p: Parameter, path: tuple[int, ...]) -> str:
         if p.kind == "runtime":
-            sig[p.name] = p.type or ""
             if p.divisibility == 16:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-        else:
-            # Triton specializes an int equal to 1 into a constexpr of value 1 (3.3-3.9)
-            sig[p.name] = "constexpr"
-            consts[(i,)] = 1 if p.kind == "equal_to_1" else p.value
+                attrs[path] = [["tt.divisibility", 16]]
+            return p.type or ""
+        # Triton specializes an int equal to 1 into a constexpr of value 1 (3.3-3.9)
+        consts[path] = 1 if p.kind == "equal_to_1" else p.value
+        return "constexpr"
+
+    def node(item: str | TupleParam, path: tuple[int, ...]) -> Any:
+        if isinstance(item, str):
+            return leaf(by_name[item], path)
+        types = [node(x, path + (i,)) for i, x in enumerate(item.items)]
+        if item.fields is None:
+            return tuple(types)
+        return collections.namedtuple("_".join(re.findall(r"[A-Za-z0-9_]+", item.name)), item.fields)(*types)
+
+    for i, item in enumerate(call_params(by_name)):
+        sig[item if isinstance(item, str) else item.name] = node(item, (i,))
     return sig, consts, attrs

@@ -278,8 +278,14 @@ def _ir_params(job: Job, base: str, name: str, ir: mlir_text.IRFunction | None) 
     if ir is None and job.sibling_ir is not None:
         ir = _sibling_function(job, base)
     if job.signature is not None:
-        params = ir_signature.from_signature(base, sig.parse_signature(job.signature), job.arg_names,
-                                             dict(job.constexprs), ir)
+        entries = sig.parse_signature(job.signature)
+        if any(e.kind == "tuple" for e in entries):  # a tuple's elements, named by --arg-names (or argN) and path
+            names = list(job.arg_names or [f"arg{i}" for i in range(len(entries))])
+            if len(names) != len(entries):
+                raise SignatureError(f"{base}: --arg-names has {len(names)} names but the signature {len(entries)} entries")
+            params = [p for n, e in zip(names, entries) for p in e.leaves(n)]
+        else:
+            params = ir_signature.from_signature(base, entries, job.arg_names, dict(job.constexprs), ir)
         if ir is not None:
             sig.check_against_ir(base, params, ir.params)
         return params

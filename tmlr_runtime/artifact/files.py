@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ArtifactError, SchemaError
 
-FAMILY_VERSION = 3  # a family index; kernel metadata is version 1, 2 or 4 (metadata.SCHEMA_VERSIONS)
+FAMILY_VERSION = 3  # a family index; kernel metadata is version 1, 2, 4 or 5 (metadata.SCHEMA_VERSIONS)
 _O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 

@@ -21,11 +21,13 @@ from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid,
 from .targets import choose
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
-SCHEMA_VERSION = 4  # the newest this reader reads
+SCHEMA_VERSION = 5  # the newest this reader reads
 # 2 added tensordesc parameters (a document without one says 1); 3 is a family index (files.FAMILY_VERSION);
-# 4 added a variant's PTX (a document without any says 1 or 2, as before)
-SCHEMA_VERSIONS = (1, 2, 4)
+# 4 added a variant's PTX (a document without any says 1 or 2, as before); 5 added tuple parameters (tuples.py: a
+# document without any says 1, 2 or 4, as before)
+SCHEMA_VERSIONS = (1, 2, 4, 5)
 PTX_VERSION = 4
+TUPLE_VERSION = 5
 METADATA_FILE = "metadata.json"
 
 
@@ -91,6 +93,7 @@ class ArtifactMetadata:
     variants: tuple[Variant, ...]
     path: str | None = None
     schema_version: int = 1
+    tuples: tuple[Any, ...] = ()  # the tuple parameters (tuples.TupleParam), schema v5
     kind = "kernel"  # a FamilyIndex says "family"
 
     @classmethod
@@ -102,9 +105,10 @@ class ArtifactMetadata:
             raise SchemaError(f"{where}: schema_version {short_repr(version)} is not supported by this tmlr_runtime (it "
                               f"reads versions {', '.join(map(str, SCHEMA_VERSIONS))}); rebuild the artifact with a matching tmlr-build or upgrade "
                               "tmlr_runtime", path, "$.schema_version")
-        name, signature, variants = check(lambda d: _document(d, version), doc, path,
-                                          f"not a tmlr metadata.json (schema v{SCHEMA_VERSION}) - rebuild it with tmlr-build")
-        return record(cls, {"name": name, "signature": signature, "variants": variants, "path": path, "schema_version": int(version)})
+        name, signature, variants, tuples = check(lambda d: _document(d, version), doc, path,
+                                                  f"not a tmlr metadata.json (schema v{SCHEMA_VERSION}) - rebuild it with tmlr-build")
+        return record(cls, {"name": name, "signature": signature, "variants": variants, "path": path, "schema_version": int(version),
+                            "tuples": tuples})
 
     @classmethod
     def read(cls, directory: str | os.PathLike[str], stats: dict[str, os.stat_result] | None = None) -> "ArtifactMetadata":
@@ -155,14 +159,16 @@ def _descriptor(value: Any) -> Descriptor:
 
 
 _KINDS = ("runtime", "constexpr", "equal_to_1")
+# a parameter's name, or a tuple element's (as the schema's "parameter_name"; tuples.split_path reads it)
+_NAME = string(re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[(0|[1-9][0-9]*)\]|\.[A-Za-z_][A-Za-z0-9_]*)*").fullmatch, "an identifier, or a tuple element's path like ptrs[0] or t.shape[1]")
 _PARAMETER = {
-    "runtime": obj({"name": IDENTIFIER, "kind": ANY, "divisibility": one_of((1, 16), "1 or 16"),
+    "runtime": obj({"name": _NAME, "kind": ANY, "divisibility": one_of((1, 16), "1 or 16"),
                         "type": string(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
-    TENSORDESC: obj({"name": IDENTIFIER, "kind": ANY, "type": ANY, "descriptor": _descriptor,
+    TENSORDESC: obj({"name": _NAME, "kind": ANY, "type": ANY, "descriptor": _descriptor,
                          "divisibility": one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
-    "constexpr": obj({"name": IDENTIFIER, "kind": ANY, "value": test(lambda v: not isinstance(v, (list, dict)),
+    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: not isinstance(v, (list, dict)),
                                                                          "a number, boolean, string or null")}),
-    "equal_to_1": obj({"name": IDENTIFIER, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
+    "equal_to_1": obj({"name": _NAME, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
 }
 _VARIANT = obj({
     "target": obj({"backend": one_of(("cuda",), "'cuda'"), "capability": integer(50),
@@ -215,10 +221,20 @@ def _variant(value: Any) -> Variant:
         "hidden_params": scratch["hidden_params"], "resources": d.get("resources", {}), "provenance": d["provenance"], "ptx": ptx})
 
 
-_DOCUMENT = obj({"schema_version": ANY, "name": IDENTIFIER, "signature": array(_parameter), "variants": array(_variant, 1)})
+def _tuple(value: Any) -> dict[str, Any]:
+    d = _TUPLE(value)
+    if (d["kind"] == "namedtuple") != ("fields" in d):
+        raise Invalid("'fields' is required when kind is 'namedtuple', and allowed only then")
+    return d
 
 
-def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...]]:
+_TUPLE = obj({"name": _NAME, "kind": one_of(("tuple", "namedtuple"), "'tuple' or 'namedtuple'"),
+              "items": array(lambda v: v if isinstance(v, str) else _tuple(v), 1)}, {"fields": array(IDENTIFIER, 1, unique=True)})
+_DOCUMENT = obj({"schema_version": ANY, "name": IDENTIFIER, "signature": array(_parameter), "variants": array(_variant, 1)},
+                {"tuples": array(_tuple, 1)})
+
+
+def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple[Variant, ...], tuple[Any, ...]]:
     d = _DOCUMENT(doc)
     name, signature, variants = d["name"], d["signature"], d["variants"]
     names = [p.name for p in signature]
@@ -230,7 +246,30 @@ def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple
         raise at(Invalid("1, but the signature has a tensordesc parameter, which needs schema_version 2"), "schema_version")
     if version < PTX_VERSION and any(v.ptx is not None for v in variants):
         raise at(Invalid(f"{version}, but a variant has ptx, which needs schema_version {PTX_VERSION}"), "schema_version")
-    return name, signature, variants
+    return name, signature, variants, _tuples(doc, names, version)
+
+
+def _tuples(d: dict[str, Any], names: list[str], version: int) -> tuple[Any, ...]:
+    """The tuple parameters, which the leaf names make and ``tuples`` records (``d``: the document, checked): the two
+    must agree."""
+    if version < TUPLE_VERSION:
+        if "tuples" in d:
+            raise at(Invalid(f"{version}, but the document has tuples, which need schema_version {TUPLE_VERSION}"), "schema_version")
+        element = next((i for i, n in enumerate(names) if "[" in n or "." in n), None)  # names passed _NAME
+        if element is not None:
+            problem = Invalid(f"{names[element]!r} is a tuple element, which needs schema_version {TUPLE_VERSION} (this is {version})")
+            raise at(at(at(problem, "name"), element), "signature")
+        return ()
+    from ..tuples import TupleParam, call_params
+
+    try:
+        made = tuple(p for p in call_params(names) if isinstance(p, TupleParam))
+    except ValueError as e:
+        raise at(Invalid(f"its tuple elements make no tuple: {e}"), "signature") from None
+    if [p.to_json() for p in made] != d.get("tuples", []):
+        raise at(Invalid(f"the tuples do not match the signature's tuple elements, which make "
+                         f"{[p.to_json() for p in made]}"), "tuples")
+    return made
 
 
 def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> bytes:

@@ -117,6 +117,10 @@ def inspect_kernel(directory: str, meta: ArtifactMetadata, with_device: bool = T
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
            "signature": [_param_json(p) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants],
            "problems": cubin_problems(directory, meta)}
+    if meta.tuples:  # the call passes tuples: show them nested, and what each holds
+        from ..launch.tuple_call import usage
+
+        out["call"], out["tuples"] = usage(meta.name, meta.signature), [t.to_json() for t in meta.tuples]
     if cc is not None:
         out["on"] = would_load(meta, *cc)
     if with_device and not out["problems"]:

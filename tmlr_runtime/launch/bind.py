@@ -54,7 +54,12 @@ class Binder:
 
 
 def usage(name: str, signature: tuple[Parameter, ...]) -> str:
-    """How to call the kernel, for messages: ``add[grid](x_ptr: *fp32, ..., BLOCK=1024)``."""
+    """How to call the kernel, for messages: ``add[grid](x_ptr: *fp32, ..., BLOCK=1024)``; with its tuples nested."""
+    if any("[" in p.name or "." in p.name for p in signature):
+        from .tuple_call import usage as tuple_usage
+
+        return tuple_usage(name, signature)
+
     def one(p: Parameter) -> str:
         if p.kind == "constexpr":
             return f"{p.name}={p.value!r}"

@@ -96,7 +96,7 @@ class Kernel:
             family = KernelFamily(found, cls, checks=checks, tuning=tuning, fallback=fallback, stats=stats)
             process.remember((directory, checks, tuning, fallback), stats, family)
             return family
-        kernel = cls(found, directory, checks=checks, stats=stats)
+        kernel = (tuple_kernel(cls) if found.tuples else cls)(found, directory, checks=checks, stats=stats)
         process.remember((directory, checks), stats, kernel)
         return kernel
 
@@ -148,3 +148,11 @@ class Kernel:
     def __repr__(self) -> str:
         archs = ",".join(v.arch for v in self.metadata.variants)
         return f"Kernel({self.name!r}, archs={archs}, dir={self.directory!r}, checks={self.checks})"
+
+
+def tuple_kernel(cls: type) -> type:
+    """``cls`` for a kernel with tuple parameters: its calls pass tuples, flattened into the leaves the plan takes
+    (tuple_call.py), so that a kernel without any keeps the plain call."""
+    from .tuple_call import tuple_class
+
+    return tuple_class(cls)
