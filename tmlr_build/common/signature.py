@@ -206,10 +206,6 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
     return params
 
 
-<<<<<<< HEAD
-def check_json_value(kernel: str, p: Parameter) -> None:
-    """A constexpr's value must be one metadata.json can record."""
-=======
 def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> list[Parameter]:
     if constexpr:
         raise SignatureError(f"{kernel}: parameter {name} is a tl.constexpr; give it one value, not a tuple (a tuple of "
@@ -217,8 +213,8 @@ def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> l
     return entry.leaves(name)
 
 
-def _check_json_value(kernel: str, p: Parameter) -> None:
->>>>>>> i23-tuples
+def check_json_value(kernel: str, p: Parameter) -> None:
+    """A constexpr's value must be one metadata.json can record."""
     if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))):
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
                              "only numbers, booleans, strings and None can")
