@@ -1,0 +1,22 @@
+"""A GPU test's own file run again in a process where Triton cannot be imported, as a deployed service runs.
+
+The file's ``__main__`` prints one ``PASS <check>`` or ``FAIL <check>`` line per check; :func:`assert_checks_pass`
+runs it and asserts that exactly ``checks`` passed, in that order."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_BLOCKED_RUN = "import runpy, sys\nsys.modules['triton'] = None\nsys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')"
+
+
+def assert_checks_pass(path: str, checks: Sequence[str]) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-c", _BLOCKED_RUN, path], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env=env)
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and [line.split()[1] for line in lines] == list(checks), proc.stdout + proc.stderr
+    assert all(line.startswith("PASS ") for line in lines), proc.stdout + proc.stderr
