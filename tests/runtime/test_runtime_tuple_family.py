@@ -20,11 +20,6 @@ TUPLE_PARAMS = [{"name": "ptrs", "kind": "runtime"}, {"name": "n", "kind": "runt
 XYZ = collections.namedtuple("XYZ", ["x", "y", "out"])
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TMLR_CACHE_DIR", str(tmp_path / "cache"))
-
-
 @pytest.fixture
 def fake():
     with installed() as f:
