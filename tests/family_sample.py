@@ -16,6 +16,7 @@ from typing import Any
 
 from tmlr_runtime.abi import format_signature
 from tmlr_runtime.artifact.metadata import read_parameter
+from tmlr_runtime.tuples import TupleParam, call_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADD = os.path.join(ROOT, "examples", "artifacts", "add")
@@ -44,6 +45,9 @@ def write_variant(family: str, config: int | None, sig: list[dict[str, Any]], nu
     variant = next(v for v in doc["variants"] if v["target"]["arch"] == "sm_90a")
     variant["launch"]["num_warps"] = num_warps
     doc.update(schema_version=1, name="add", signature=sig, variants=[variant])
+    tuples = [p.to_json() for p in call_params(p["name"] for p in sig) if isinstance(p, TupleParam)]
+    if tuples:  # a kernel with tuple parameters: its elements named by path (schema v5)
+        doc.update(schema_version=5, tuples=tuples)
     shutil.copy(os.path.join(source, variant["cubin"]["file"]), out)
     with open(os.path.join(out, "metadata.json"), "w") as f:
         json.dump(doc, f, indent=1)
@@ -59,14 +63,15 @@ def autotune(key: list[str], configs: list[dict[str, Any]], **extra: Any) -> dic
 
 
 def make_family(directory: str, variants: list[tuple[int | None, list[dict[str, Any]]]], autotune_doc: dict[str, Any] | None = None,
-                heuristics: list[dict[str, Any]] | None = None, name: str = "add") -> str:
-    """A family of ``(config, signature)`` variants; each config's num_warps is taken from ``autotune_doc``."""
+                heuristics: list[dict[str, Any]] | None = None, name: str = "add", params: list[dict[str, Any]] = PARAMS) -> str:
+    """A family of ``(config, signature)`` variants; each config's num_warps is taken from ``autotune_doc``; ``params``:
+    the kernel's own parameters (a tuple one stands for its elements, named ``ptrs[0]``... in the signatures)."""
     os.makedirs(directory, exist_ok=True)
     entries = []
     for config, sig in variants:
         warps = autotune_doc["configs"][config]["num_warps"] if autotune_doc and config is not None else 4
         entries.append(write_variant(directory, config, sig, warps))
-    index = {"schema_version": 3, "kind": "family", "name": name, "params": PARAMS, "autotune": autotune_doc,
+    index = {"schema_version": 3, "kind": "family", "name": name, "params": params, "autotune": autotune_doc,
              "heuristics": heuristics or [], "variants": entries}
     with open(os.path.join(directory, "metadata.json"), "w") as f:
         json.dump(index, f, indent=1)

@@ -136,6 +136,12 @@ class Flattener:
                 named.update(zip(p.leaves, leaves))
         return out, named
 
+    def tuples(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The call's tuple arguments by parameter name, as passed (what a grid callable gets besides the leaves)."""
+        out = {p.name: value for p, value in zip(self.params, args) if isinstance(p, TupleParam)}
+        out.update((key, value) for key, value in kwargs.items() if key in self.by_name)
+        return out
+
     def _leaves(self, node: TupleParam, value: Any, out: list[Any]) -> None:
         if not isinstance(value, (tuple, list)) or len(value) != len(node.items):
             what = f"a NamedTuple with fields {', '.join(node.fields)}" if node.fields else "a tuple"

@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 
 from tmlr_build import BuildConfig, build, parse_arch_list, request
+from tmlr_build.builder import variants
 from tmlr_build.builder.jit_specialize import specialize
+from tmlr_build.builder.sources import KernelRequest
 from tmlr_build.cli import run
 from tmlr_build.common import signature as sig
 from tmlr_build.common.errors import SignatureError
+from tmlr_build.common.kernel_facts import AutotuneFact, ConfigFact, HeuristicFact, KernelFacts, ParamFact
 from tmlr_runtime.abi import format_signature
 from tmlr_runtime.tuples import format_nested
 from triton_facts import committed_triton_only, spec_entries
@@ -80,7 +83,9 @@ def test_committed_tuple_artifacts_are_what_the_spec_builds(tmp_path: Path) -> N
     for name in names:
         assert _tree(tmp_path / name) == _tree(GPU / "artifacts" / name), (
             f"tests/gpu/artifacts/{name} is stale: rebuild with the command in tests/gpu/tuple_kernels.json")
-        assert json.loads((tmp_path / name / "metadata.json").read_text())["schema_version"] == 5
+        for path in (tmp_path / name).rglob("metadata.json"):  # a family's index (v3) and its variants' metadata
+            doc = json.loads(path.read_text())
+            assert doc["schema_version"] == (3 if doc.get("kind") == "family" else 5), path
 
 
 @pytest.mark.parametrize("name", list(make_tuple_cached.CASES))
@@ -140,10 +145,54 @@ def test_jit_specializes_tuples_as_triton_does() -> None:
     assert nested.signature == "((*fp32:16, None), (*fp32:16, i32:1)), (fp32, i32:16), i32, 1024"
 
 
-def test_variants_of_a_tuple_kernel_are_refused_cleanly(tmp_path: Path) -> None:
+def test_a_family_of_a_tuple_kernel_builds_with_the_same_nesting_in_every_variant(tmp_path: Path) -> None:
+    build([request(f"{GPU / 'tuple_kernels.py'}:tuple_add", signature="(*fp32:16, *fp32:16?, *fp32:16), i32:16?, 1024")],
+          BuildConfig(out=str(tmp_path), archs=parse_arch_list("90"), progress=False))
+    index = json.loads((tmp_path / "tuple_add" / "metadata.json").read_text())
+    assert index["kind"] == "family" and [(p["name"], p["kind"]) for p in index["params"]] == [
+        ("ptrs", "runtime"), ("n", "runtime"), ("BLOCK", "constexpr")]
+    assert sorted(v["signature"] for v in index["variants"]) == [
+        "*fp32:16, *fp32, *fp32:16, i32, 1024", "*fp32:16, *fp32, *fp32:16, i32:16, 1024",
+        "*fp32:16, *fp32:16, *fp32:16, i32, 1024", "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024"]
+    for v in index["variants"]:
+        sub = json.loads((tmp_path / "tuple_add" / v["dir"] / "metadata.json").read_text())
+        assert sub["schema_version"] == 5 and sub["tuples"] == [
+            {"name": "ptrs", "kind": "tuple", "items": ["ptrs[0]", "ptrs[1]", "ptrs[2]"]}]
+        assert [p["name"] for p in sub["signature"]] == ["ptrs[0]", "ptrs[1]", "ptrs[2]", "n", "BLOCK"]
+
+
+FACTS = KernelFacts((ParamFact("t", False), ParamFact("io", False), ParamFact("n", False), ParamFact("BLOCK", True)),
+                    None, ())
+
+
+def _plan(signature: str, facts: KernelFacts = FACTS, **kw: Any) -> Any:
+    return variants.plan(KernelRequest(source="/x/k.py", stage="python", kernel="k", signature=signature, **kw),
+                         facts, 1, 256)
+
+
+def test_type_variables_and_maybe_16_inside_tuples_expand_per_element() -> None:
+    plan = _plan("Rec(ptr=*T:16?, shape=(i32, i32:16?)), ((*T:16, None),), i32:16?, 1024", types={"T": ["fp16", "bf16"]})
+    assert plan.count_line == "k: 2 types x 8 patterns x 1 arch = 16 variants"
+    texts = [v.signature for v in plan.variants]
+    assert texts[0] == "Rec(ptr=*fp16:16, shape=(i32, i32:16)), ((*fp16:16, None),), i32:16, 1024"
+    assert "Rec(ptr=*bf16, shape=(i32, i32)), ((*bf16:16, None),), i32, 1024" in texts
+    assert plan.variants[0].full_signature == "*fp16:16, i32, i32:16, *fp16:16, None, i32:16, 1024"
+    assert len({v.vid for v in plan.variants}) == 16
+
+
+def test_a_tuple_in_the_autotune_key_or_a_heuristic_is_refused_before_compiling() -> None:
     from tmlr_build.common.errors import SpecError
 
-    with pytest.raises(SpecError, match="tuple parameters .* not supported yet"):
-        build([request(f"{GPU / 'tuple_kernels.py'}:tuple_add", signature="(*fp32:16?, *fp32:16, *fp32:16), i32, 1024")],
-              BuildConfig(out=str(tmp_path), archs=parse_arch_list("90"), progress=False))
-    assert not any(tmp_path.iterdir())
+    tune = AutotuneFact(("t",), (ConfigFact({"BLOCK": 64}, 4, 3, 1, None),), (), (), False, (), False)
+    keyed = KernelFacts(FACTS.params, tune, ())
+    with pytest.raises(SpecError, match="the autotune key reads t, a tuple parameter"):
+        _plan("(*fp32, i32), (*fp32,), i32", keyed)
+    assert _plan("*fp32, (*fp32:16?,), i32", keyed) is not None  # t is a plain pointer here
+    heur = KernelFacts(FACTS.params, None, (HeuristicFact("BLOCK", "args['io'] is None", None, False, True),))
+    with pytest.raises(SpecError, match=r"heuristic BLOCK \(args\['io'\] is None\) reads io, a tuple parameter"):
+        _plan("(*fp32, i32), (*fp32,), i32", heur)
+
+
+def test_constexpr_of_a_tuple_element_says_where_its_value_goes() -> None:
+    with pytest.raises(SignatureError, match=r"coef\[1\] is a tuple's element; write 4 in its place in coef's --signature entry"):
+        sig.parse_constexpr_assignments(["coef[1]=4"])

@@ -10,6 +10,9 @@ The checks run in that process (this file as a script) and print one ``PASS`` li
   from Python and from the cache entry;
 - ``descriptor``: ``tuple_descriptor_copy(src, dst, (M, N), (N, 1))``: the tuples become a device-side tensor
   descriptor's shape and strides;
+- ``family``: ``tuple_add_family``, tuple_add built as a family (``(*fp32:16?, *fp32:16?, *fp32:16), i32:16?``: 8
+  variants): aligned and misaligned elements, a tuple, a list or a NamedTuple, each call served by its own variant,
+  equal to torch's; an element every variant assumes aligned is refused naming it (``ptrs[2]``);
 - ``errors``: a misaligned element, a tuple of the wrong length, a constexpr element of another value: typed errors
   that name the element (``ptrs[1]``, ``io[1][1]``), and nothing launched.
 """
@@ -25,7 +28,7 @@ pytestmark = pytest.mark.gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARTIFACTS = os.path.join(HERE, "artifacts")
-CHECKS = ("flat", "nested", "namedtuple", "descriptor", "errors")
+CHECKS = ("flat", "nested", "namedtuple", "descriptor", "family", "errors")
 Tensor = collections.namedtuple("Tensor", ["ptr", "shape", "stride"])
 
 
@@ -90,6 +93,44 @@ def _descriptor(torch) -> None:
     print(f"PASS descriptor (shape ({m}, {n}) and strides ({n}, 1) as tuples into make_tensor_descriptor: dst == 2 * src)")
 
 
+def _family(torch) -> None:
+    import tmlr_runtime as tr
+
+    family = tr.Kernel.load(os.path.join(ARTIFACTS, "tuple_add_family"))
+    assert isinstance(family, tr.KernelFamily) and len(family.members) == 8, family
+    n = 100_000  # divisible by 16
+    bx, by = torch.randn(n + 1, device="cuda"), torch.randn(n + 1, device="cuda")
+    cases = [(bx[:n], by[:n], n, "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024"),
+             (bx[1:], by[:n], n, "*fp32, *fp32:16, *fp32:16, i32:16, 1024"),
+             (bx[:n - 3], by[1:n - 2], n - 3, "*fp32:16, *fp32, *fp32:16, i32, 1024")]
+    XYZ = collections.namedtuple("XYZ", ["x", "y", "out"])
+
+    def grid(meta):
+        assert meta["ptrs"] is ptrs and meta["ptrs[2]"] is out  # the tuple as passed, and its elements by path
+        return ((meta["n"] + meta["BLOCK"] - 1) // meta["BLOCK"],)
+
+    chosen = set()
+    for x, y, m, want in cases:
+        out = torch.empty(m, device="cuda")
+        for ptrs in ((x, y, out), [x, y, out], XYZ(x, y, out)):
+            member = family.choose(ptrs, m)
+            assert member.signature == want, (member.signature, want)
+            chosen.add(member.vid)
+            out.zero_()
+            family[grid](ptrs, m)
+            torch.cuda.synchronize()
+            assert torch.equal(out, x + y), want
+    assert len(chosen) == 3, chosen
+    out = torch.full((n + 1,), 7.0, device="cuda")
+    with pytest.raises(tr.PointerArgumentError) as e:
+        family(1, (bx[:n], by[:n], out[1:]), n)
+    assert e.value.param == "ptrs[2]", str(e.value)
+    torch.cuda.synchronize()
+    assert torch.equal(out, torch.full_like(out, 7.0))  # nothing launched
+    print("PASS family (tuple_add_family: aligned, misaligned x, misaligned y with n not divisible by 16, as a tuple, a list "
+          "and a NamedTuple, each by its own variant, equal torch's x + y; ptrs[2] misaligned refused naming it)")
+
+
 def _errors(torch) -> None:
     import tmlr_runtime as tr
 
@@ -113,7 +154,7 @@ def _main() -> None:
     import torch
 
     torch.cuda.init()
-    for check in (_flat, _nested, _namedtuple, _descriptor, _errors):
+    for check in (_flat, _nested, _namedtuple, _descriptor, _family, _errors):
         check(torch)
 
 

@@ -75,6 +75,8 @@ def test_nested_tuple_with_none_and_constexpr():
     with pytest.raises(tr.ConstexprMismatchError) as e:
         launch(1, (((0x1000, None), (0x2000, 2)), (1.5, 4), 9), {}, 0)
     assert e.value.param == "coef[1]" and "compiled as 3" in str(e.value)
+    # --constexpr takes whole parameters: the hint says where an element's value goes
+    assert "rebuild with 4 in the place of coef[1] in coef's --signature entry" in str(e.value), str(e.value)
     with pytest.raises(tr.ConstexprMismatchError) as e:
         launch(1, (((0x1000, 0x4000), (0x2000, 2)), (1.5, 3), 9), {}, 0)
     assert e.value.param == "io[0][1]" and "compiled as None" in str(e.value)

@@ -1,7 +1,7 @@
 """Variant expansion: one Python kernel request -> the variants of a family artifact (issue 14).
 
 Factors: type variables (``"types": {"T": ["fp16", "bf16"]}``, ``*T:16`` in the signature), ``:16?``
-entries (divisible by 16 and not), autotune configs, and heuristic values (bool-valued heuristics
+entries (divisible by 16 and not; inside tuples too: ``(*T:16?, *T:16?), i32:16?``), autotune configs, and heuristic values (bool-valued heuristics
 build True and False; others the values the spec lists). Constexprs that a config or a heuristic
 sets are filled per variant, so the user's signature leaves them out. Pure planning: no Triton.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from tmlr_runtime.abi import PARAM_TYPES, SCALAR_TYPES, format_signature, split_top_level
+from tmlr_runtime.artifact.heuristics import names_used
 
 from ..common import signature as sig
 from ..common.errors import MaxVariantsError, OptionError, SignatureError, SpecError
@@ -92,11 +93,8 @@ def plan(req: KernelRequest, facts: KernelFacts, archs: int, max_variants: int) 
     if unknown:
         raise SpecError(f"{label}: \"heuristics\" names {', '.join(unknown)}, which is no @triton.heuristics value "
                         f"built per variant (those are: {', '.join(h.name for h in heuristics) or 'none'})")
-    tupled = next((e for e in entries if _TUPLE_ENTRY.match(e)), None)
-    if tupled is not None:  # the family index and its dispatch know plain parameters only
-        raise SpecError(f"{label}: variants (types, :16?, autotune configs, heuristic values) of a kernel with tuple "
-                        f"parameters ({tupled}) are not supported yet; build each variant as an artifact of its own with "
-                        "a fixed signature (and, for an autotuned kernel, every config constexpr fixed)")
+    named = open_all if fixed else [n for n in open_all if n not in filled]  # the parameters the entries give
+    _check_tuples(label, facts, {n for n, e in zip(named, entries) if _TUPLE_ENTRY.match(e)}, configs is not None)
     return _expand(req, facts, configs, heuristics, entries, archs, max_variants)
 
 
@@ -149,6 +147,21 @@ def _check_entries(label: str, facts: KernelFacts, filled: set[str], entries: Se
         "by the autotune configs, the heuristics or the constexprs - leave them out")
 
 
+def _check_tuples(label: str, facts: KernelFacts, tuples: set[str], tuned: bool) -> None:
+    """The autotune key, reset_to_zero, restore_value (``tuned``: the index records them) and the heuristic expressions
+    name plain parameters (not ``tuples``): the runtime reads them by name among a call's flattened elements."""
+    tune = facts.autotune
+    uses = [("the autotune key", tune.key), ("reset_to_zero", tune.reset_to_zero),
+            ("restore_value", tune.restore_value)] if tune is not None and tuned else []
+    uses += [(f"heuristic {h.name} ({h.expr})", names_used(h.expr)) for h in facts.heuristics if h.expr is not None]
+    for what, names in uses:
+        bad = sorted(tuples & set(names))
+        if bad:
+            raise SpecError(f"{label}: {what} reads {bad[0]}, a tuple parameter; a family of a kernel with tuple "
+                            "parameters reads plain parameters there: name a plain parameter (e.g. a size), or fix "
+                            "the value with --constexpr and build without it")
+
+
 def _configs(req: KernelRequest, facts: KernelFacts, label: str) -> tuple[ConfigFact, ...]:
     assert facts.autotune is not None  # the caller checked
     available = facts.autotune.configs
@@ -179,7 +192,7 @@ def config_from_dict(doc: dict[str, Any], where: str) -> ConfigFact:
 
 def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> list[dict[str, str]]:
     types = req.types or {}
-    used = {m.group(2) for m in (_TYPE_VAR.match(e.strip()) for e in entries) if m}
+    used = {m.group(2) for m in (_TYPE_VAR.match(leaf) for e in entries for leaf in _leaves(e)) if m}
     undeclared = sorted(n for n in used - set(types) if n not in PARAM_TYPES and n not in ("True", "False", "None"))
     if undeclared:
         raise SpecError(f"{label}: {undeclared[0]} in the signature is no type; as a type variable, declare it: "
@@ -196,8 +209,20 @@ def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> lis
     return [dict(zip(types, combo)) for combo in itertools.product(*types.values())]
 
 
-def _entry_text(entry: str, types: dict[str, str], divisible: bool | None) -> str:
-    text = entry.strip()
+def _leaves(entry: str) -> list[str]:
+    """The leaf entries of a signature entry: itself, or a tuple's elements at any depth."""
+    found: list[str] = []
+    sig.map_leaves(entry, lambda leaf: found.append(leaf) or leaf)
+    return found
+
+
+def _entry_text(entry: str, at: int, types: dict[str, str], divisible: dict[tuple[int, int], bool]) -> str:
+    """Entry number ``at`` with its type variables and ``:16?`` leaves chosen (``divisible``: by (entry, leaf))."""
+    leaf_number = itertools.count()
+    return sig.map_leaves(entry, lambda leaf: _leaf_text(leaf, types, divisible.get((at, next(leaf_number)))))
+
+
+def _leaf_text(text: str, types: dict[str, str], divisible: bool | None) -> str:
     if divisible is not None:
         text = text[:-len(MAYBE_16)] + (":16" if divisible else "")
     m = _TYPE_VAR.match(text)
@@ -224,7 +249,7 @@ def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, .
             heuristics: list[HeuristicFact], entries: Sequence[str], archs: int, max_variants: int) -> FamilyPlan:
     label = str(req.kernel)
     type_choices = _type_choices(req, entries, label)
-    maybe = [i for i, e in enumerate(entries) if e.strip().endswith(MAYBE_16)]
+    maybe = [(i, j) for i, e in enumerate(entries) for j, leaf in enumerate(_leaves(e)) if leaf.endswith(MAYBE_16)]
     values = [_heuristic_values(req, h, label) for h in heuristics]
     config_indices: list[int | None] = list(range(len(configs))) if configs is not None else [None]
     factors = [(len(type_choices), "type"), (2 ** len(maybe), "pattern"),
@@ -244,7 +269,7 @@ def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, .
                                                                                          repeat=len(maybe)),
                                                          config_indices, itertools.product(*values)):
         divisible = dict(zip(maybe, bits))
-        text = ", ".join(_entry_text(e, types, divisible.get(i)) for i, e in enumerate(entries))
+        text = ", ".join(_entry_text(e, i, types, divisible) for i, e in enumerate(entries))
         variants.append(_variant(req, facts, configs, config, text, dict(zip((h.name for h in heuristics), chosen))))
     _check_distinct(label, variants)
     return FamilyPlan(req.name or label, facts, configs, tuple(variants), line, _warnings(facts, configs, label))

@@ -10,7 +10,7 @@ import ast
 import collections
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 # Parameter and format_signature are the runtime's record and formatter; the build's modules name them
 # through this module (sig.Parameter, sig.format_signature)
@@ -103,6 +103,19 @@ def parse_tuple(word: str) -> SigEntry | None:
     return SigEntry("tuple", items=tuple(parse_entry(t) for t in texts), fields=fields)
 
 
+def map_leaves(word: str, leaf: Callable[[str], str]) -> str:
+    """``word`` (one signature entry) with each of its leaf entries replaced by ``leaf(text)``, in order: the entry
+    itself, or a tuple's elements at any depth (``(*T:16?, i32)``), its field names and type name kept."""
+    m = _NAMED.match(word.strip())
+    if m is None:
+        return leaf(word.strip())
+    parts = split_top_level(m.group(2), "([{<")
+    one = len(parts) > 1 and parts[-1] == ""  # (i32,): a tuple of one
+    out = [f"{f.group(1)}={map_leaves(f.group(2), leaf)}" if f else map_leaves(part, leaf)
+           for part, f in ((part, _FIELD.match(part)) for part in parts[:len(parts) - one])]
+    return f"{m.group(1) or ''}({', '.join(out)}{',' if one else ''})"
+
+
 def parse_entry(text: str) -> SigEntry:
     """Parse one entry: ``*fp16:16``, ``i32``, ``i32:1``, ``128``, ``'relu'``, ``(*fp32:16, i32)``."""
     word = text.strip()
@@ -149,6 +162,10 @@ def parse_constexpr_assignments(items: Iterable[str]) -> dict[str, Any]:
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
+        if sep and re.match(r"[A-Za-z_]\w*[\[.]", name):
+            raise SignatureError(f"--constexpr {item!r}: {name} is a tuple's element; write {value.strip()} in its place in "
+                                 f"{re.split(r'[.[]', name)[0]}'s --signature entry, as in (fp32, {value.strip()}); "
+                                 "--constexpr sets whole parameters only")
         if not sep or not _IDENT.match(name):
             raise SignatureError(f"--constexpr {item!r}: write NAME=VALUE, e.g. --constexpr BLOCK=128")
         out[name] = parse_constexpr_value(value)

@@ -17,7 +17,7 @@ from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
 from .bench import GRID_META, benchmark
 from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
-from .members import Member, read_members
+from .members import Member, leaf_params, read_members
 from .tuning import Key, Tuner
 
 _FAST_ENTRIES = 4096
@@ -33,21 +33,24 @@ class KernelFamily:
     """A family artifact; called like a :class:`Kernel`."""
 
     def __init__(self, index: FamilyIndex, kernel_type: Any, *, checks: bool = True, tuning: str = "tune", fallback: str = "nearest",
-                 stats: dict[str, os.stat_result | None] | None = None) -> None:
-        """``kernel_type`` makes the variants' kernels (``Kernel``); ``stats`` gets the stat of the shipped table."""
+                 stats: dict[str, os.stat_result | None] | None = None, members: list[Member] | None = None) -> None:
+        """``kernel_type`` makes the variants' kernels (``Kernel``); ``stats`` gets the stat of the shipped table;
+        ``members``: the variants read already (:func:`open_family`)."""
         self.index, self.name, self.directory, self.checks = index, index.name, index.directory, checks
-        self.members = read_members(index, checks, kernel_type)
-        self.names = tuple(n for n, _ in index.params)
-        runtime = [i for i, (_, k) in enumerate(index.params) if k == "runtime"]
+        self.members = read_members(index, checks, kernel_type) if members is None else members
+        # the parameters the variants' kernels take: the index's, a tuple's elements in the place of the tuple
+        self.params = tuple(leaf_params(self.members[0].meta))
+        self.names = tuple(n for n, _ in self.params)
+        runtime = [i for i, (_, k) in enumerate(self.params) if k == "runtime"]
         self.npos = runtime[-1] + 1 if runtime else 0
         self._fixed = self._fixed_constexprs()
-        self._positional_constexprs = any(index.params[i][1] == "constexpr" for i in range(self.npos))
+        self._positional_constexprs = any(self.params[i][1] == "constexpr" for i in range(self.npos))
         self._position = {n: i for i, n in enumerate(self.names)}
         self._dist = self._distinguishing(runtime)
         at = index.autotune
         self.configs: tuple[Config, ...] = at.configs if at else ()
         self._config_names = frozenset(k for c in self.configs for k in c.kwargs)
-        self._binder = Binder(self.name, self.names, [k for _, k in index.params], self.npos, self.usage, self._config_names)
+        self._binder = Binder(self.name, self.names, [k for _, k in self.params], self.npos, self.usage, self._config_names)
         self._key_pos = tuple(self._position[n] for n in at.key if n in self._position) if at else ()
         self._dtypes = at.dtype_in_key if at else False
         self.tuner = Tuner(self.name, self.directory, index.sha256, len(self.configs), _device_name(), tuning, fallback, stats) \
@@ -63,7 +66,7 @@ class KernelFamily:
 
     def _fixed_constexprs(self) -> dict[str, Any]:
         """The constexprs every variant has one value for: fixed at build, so known to heuristics and grids."""
-        names = [n for n, k in self.index.params if k == "constexpr"]
+        names = [n for n, k in self.params if k == "constexpr"]
         return {n: self.members[0].constexprs[n] for n in names
                 if len({repr(m.constexprs.get(n)) for m in self.members}) == 1 and n in self.members[0].constexprs}
 
@@ -142,12 +145,12 @@ class KernelFamily:
 
     # -- binding, keys, heuristics -----------------------------------------------------------------
     def usage(self) -> str:
-        return f"{self.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in self.index.params)})"
+        return f"{self.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in self.params)})"
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """(the positional values up to the last runtime parameter, the constexprs given by name)."""
         values = self._binder.bind(args, kwargs)
-        given = {n: v for (n, k), v in zip(self.index.params, values) if k == "constexpr" and v is not MISSING}
+        given = {n: v for (n, k), v in zip(self.params, values) if k == "constexpr" and v is not MISSING}
         for i in range(self.npos):
             if values[i] is MISSING:
                 values[i] = self._only_value(self.names[i])
@@ -321,3 +324,15 @@ class KernelFamily:
 
     def __repr__(self) -> str:
         return f"KernelFamily({self.name!r}, variants={len(self.members)}, configs={len(self.configs)}, dir={self.directory!r})"
+
+
+def open_family(index: FamilyIndex, kernel_type: Any, *, checks: bool = True, **options: Any) -> KernelFamily:
+    """The family of ``index``; for a kernel with tuple parameters, one whose calls pass the tuples (flattened into
+    their elements, then dispatched as any family's call: launch/tuple_call.py)."""
+    members = read_members(index, checks, kernel_type)
+    cls: type[KernelFamily] = KernelFamily
+    if members[0].meta.tuples:
+        from ..launch.tuple_call import tuple_family
+
+        cls = tuple_family(KernelFamily)
+    return cls(index, kernel_type, checks=checks, members=members, **options)

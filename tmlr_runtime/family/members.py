@@ -9,6 +9,7 @@ from ..abi import format_signature, split_top_level
 from ..artifact.family_index import FamilyIndex
 from ..artifact.metadata import ArtifactMetadata
 from ..errors import IntegrityError
+from ..tuples import split_path
 
 
 class Member:
@@ -34,9 +35,29 @@ class Member:
         return self._kernel
 
 
+def leaf_params(meta: ArtifactMetadata) -> list[tuple[str, str]]:
+    """(name, "runtime" | "constexpr") of each parameter the variant's kernel takes: a tuple's elements by path."""
+    return [(p.name, "constexpr" if p.kind == "constexpr" else "runtime") for p in meta.signature]
+
+
+def _kernel_params(leaves: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The kernel's own parameters, as the index records them, that ``leaves`` make: a tuple is a runtime parameter."""
+    out: list[tuple[str, str]] = []
+    for name, kind in leaves:
+        root, steps = split_path(name)
+        if not out or out[-1][0] != root or not steps:
+            out.append((root, "runtime" if steps else kind))
+    return out
+
+
+def _names(params: list[tuple[str, str]]) -> str:
+    return ", ".join(n for n, _ in params)
+
+
 def read_members(index: FamilyIndex, checks: bool, kernel_type: Any) -> list[Member]:
-    """Every variant's sub-artifact read and checked against the index."""
-    names = [n for n, _ in index.params]
+    """Every variant's sub-artifact read and checked against the index (its parameters, a tuple's elements alike in
+    every variant)."""
+    first: list[tuple[str, str]] | None = None
     out = []
     for i, v in enumerate(index.variants):
         directory = os.path.join(index.directory, v.dir)
@@ -49,9 +70,11 @@ def read_members(index: FamilyIndex, checks: bool, kernel_type: Any) -> list[Mem
         if v.cubin_sha256 is not None and {m.arch: m.cubin_sha256 for m in meta.variants} != v.cubin_sha256:
             raise IntegrityError(f"{directory}: its cubins differ from those the family index records (a tuning table or cache "
                                  "keyed by the index would be applied to other bytes); rebuild the family with tmlr-build", directory)
-        kinds = [("constexpr" if p.kind == "constexpr" else "runtime") for p in meta.signature]
-        if [p.name for p in meta.signature] != names or kinds != [k for _, k in index.params]:
-            raise IntegrityError(f"{directory}: its parameters ({', '.join(p.name for p in meta.signature)}) differ from the "
-                                 f"family's ({', '.join(names)}); rebuild the family with tmlr-build", directory)
+        leaves = leaf_params(meta)
+        first = first or leaves
+        if leaves != first or _kernel_params(leaves) != list(index.params):
+            theirs = _names(list(index.params)) + ("" if first == leaves else f"; its first variant's {_names(first)}")
+            raise IntegrityError(f"{directory}: its parameters ({_names(leaves)}) differ from the family's ({theirs}); "
+                                 "rebuild the family with tmlr-build", directory)
         out.append(Member(i, v.dir.rstrip("/").rsplit("/", 1)[-1], v.config, meta, directory, checks, kernel_type, stats))
     return out

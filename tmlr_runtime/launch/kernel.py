@@ -91,9 +91,9 @@ class Kernel:
         if found.kind == "family":
             # The family machinery is imported when a family is met, so a service of single kernels never
             # imports it; it makes its variants' kernels with this class (it imports nothing of launch/kernel).
-            from ..family.dispatch import KernelFamily
+            from ..family.dispatch import open_family
 
-            family = KernelFamily(found, cls, checks=checks, tuning=tuning, fallback=fallback, stats=stats)
+            family = open_family(found, cls, checks=checks, tuning=tuning, fallback=fallback, stats=stats)
             process.remember((directory, checks, tuning, fallback), stats, family)
             return family
         kernel = (tuple_kernel(cls) if found.tuples else cls)(found, directory, checks=checks, stats=stats)
