@@ -71,7 +71,8 @@ def make_family(directory: str, variants: list[tuple[int | None, list[dict[str, 
     for config, sig in variants:
         warps = autotune_doc["configs"][config]["num_warps"] if autotune_doc and config is not None else 4
         entries.append(write_variant(directory, config, sig, warps))
-    index = {"schema_version": 3, "kind": "family", "name": name, "params": params, "autotune": autotune_doc,
+    tupled = any("tuples" in json.load(open(os.path.join(directory, e["dir"], "metadata.json"))) for e in entries)
+    index = {"schema_version": 6 if tupled else 3, "kind": "family", "name": name, "params": params, "autotune": autotune_doc,
              "heuristics": heuristics or [], "variants": entries}
     with open(os.path.join(directory, "metadata.json"), "w") as f:
         json.dump(index, f, indent=1)

@@ -83,9 +83,9 @@ def test_committed_tuple_artifacts_are_what_the_spec_builds(tmp_path: Path) -> N
     for name in names:
         assert _tree(tmp_path / name) == _tree(GPU / "artifacts" / name), (
             f"tests/gpu/artifacts/{name} is stale: rebuild with the command in tests/gpu/tuple_kernels.json")
-        for path in (tmp_path / name).rglob("metadata.json"):  # a family's index (v3) and its variants' metadata
+        for path in (tmp_path / name).rglob("metadata.json"):  # a tuple family's index (v6) and its variants' metadata (v5)
             doc = json.loads(path.read_text())
-            assert doc["schema_version"] == (3 if doc.get("kind") == "family" else 5), path
+            assert doc["schema_version"] == (6 if doc.get("kind") == "family" else 5), path
 
 
 @pytest.mark.parametrize("name", list(make_tuple_cached.CASES))

@@ -124,8 +124,10 @@ def test_the_committed_autotune_example_runs_from_its_carried_over_table():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "examples", "autotune", "artifacts", "matmul", "tuning.json")) as f:
         devices = {e["device"] for e in json.load(f)["entries"]}
-    if torch.cuda.get_device_name() not in devices:
-        pytest.skip(f"the shipped table was measured on {', '.join(sorted(devices))}")
     done = subprocess.run([sys.executable, os.path.join(root, "examples", "autotune", "run_matmul.py")], cwd=root,
                           env={**os.environ, "PYTHONPATH": root}, capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.startswith("PASS"), done.stdout + done.stderr
+    device = torch.cuda.get_device_name()
+    if device in devices:
+        assert done.returncode == 0 and done.stdout.startswith("PASS"), done.stdout + done.stderr
+    else:  # another GPU: the table has nothing for it, and strict mode refuses to launch untuned, naming the device
+        assert done.returncode != 0 and "UnseenKeyError" in done.stderr and device in done.stderr, done.stdout + done.stderr

@@ -145,3 +145,19 @@ def test_variants_whose_elements_differ_are_an_integrity_error(tmp_path, fake):
         json.dump(doc, f)
     with pytest.raises(tr.IntegrityError, match=r"its parameters \(ptrs\[0\], ptrs\[1\], q, n, BLOCK\) differ from the family's"):
         tr.Kernel.load(directory)
+
+
+@pytest.mark.parametrize("tupled_variants", [True, False])
+def test_the_index_version_says_whether_the_variants_have_tuples(tmp_path, fake, tupled_variants):
+    # 6 for tuple variants, so that a runtime without tuple families names the version it cannot read (a
+    # family index of version 3 is one it reads, and would then find variants it does not understand)
+    directory = tuple_family(tmp_path) if tupled_variants else make_family(str(tmp_path / "plain"), [(None, signature("fp32", True, ""))])
+    path = os.path.join(directory, "metadata.json")
+    index = json.loads(open(path).read())
+    assert index["schema_version"] == (6 if tupled_variants else 3)
+    index["schema_version"] = 3 if tupled_variants else 6
+    with open(path, "w") as f:
+        json.dump(index, f)
+    with pytest.raises(tr.IntegrityError, match=f"says schema_version {index['schema_version']}, but its variants "
+                                                f"{'have' if tupled_variants else 'have no'} tuple parameters"):
+        tr.Kernel.load(directory)

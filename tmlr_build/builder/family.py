@@ -11,7 +11,7 @@ import json
 from typing import Any, Sequence
 
 from tmlr_runtime import METADATA_FILE
-from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH, FAMILY_VERSION  # the runtime's reader of the index
+from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH, FAMILY_TUPLE_VERSION, FAMILY_VERSION  # the runtime's reader of the index
 from tmlr_runtime.abi import format_signature
 from tmlr_runtime.artifact.metadata import read_parameter
 
@@ -32,7 +32,7 @@ def index_document(plan: FamilyPlan, digests: dict[str, dict[str, str]]) -> dict
                     "reset_to_zero": list(tune.reset_to_zero), "restore_value": list(tune.restore_value),
                     "has_pre_hook": tune.has_pre_hook, "dtype_in_key": tune.dtype_in_key}
     return {
-        "schema_version": FAMILY_VERSION,
+        "schema_version": FAMILY_TUPLE_VERSION if plan.has_tuples else FAMILY_VERSION,
         "kind": "family",
         "name": plan.name,
         "params": [{"name": p.name, "kind": "constexpr" if p.constexpr else "runtime"} for p in plan.facts.params],

@@ -46,6 +46,11 @@ class FamilyPlan:
     count_line: str  # "matmul: 2 types x 1 pattern x 4 configs x 2 EVEN_K x 1 arch = 16 variants"
     warnings: tuple[str, ...]
 
+    @property
+    def has_tuples(self) -> bool:
+        """Whether the kernel has tuple parameters (its index then says schema version 6)."""
+        return any(_TUPLE_ENTRY.match(e) for e in split_top_level(self.variants[0].signature))
+
 
 def wants_family(req: KernelRequest) -> bool:
     """Whether the request asks for variants itself (types, :16?, configs or heuristic values)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .heuristics import Heuristic
-from .files import FAMILY_VERSION
+from .files import FAMILY_TUPLE_VERSION, FAMILY_VERSION, FAMILY_VERSIONS
 from .rules import BOOL, IDENTIFIER, IS_ARCH, IS_SHA256, Invalid, array, at, check, integer, nullable, obj, one_of, string, test
 
 FAMILY_SCHEMA_PATH = Path(__file__).with_name("schema") / "family.schema.json"
@@ -73,14 +73,15 @@ class FamilyIndex:
     variants: tuple[FamilyVariant, ...]
     directory: str
     sha256: str  # of the index file's bytes: what tuning tables and caches are keyed by
+    schema_version: int = FAMILY_VERSION  # FAMILY_TUPLE_VERSION: the kernel has tuple parameters
     kind = "family"
 
     @classmethod
     def from_dict(cls, doc: Any, directory: str, sha256: str) -> "FamilyIndex":
         """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
         d = check(_document, doc, os.path.join(directory, "metadata.json"),
-                  "not a tmlr family index (schema v3) - rebuild it with tmlr-build")
-        return cls(d["name"], d["params"], d["autotune"], d["heuristics"], d["variants"], directory, sha256)
+                  "not a tmlr family index (schema v3 or v6) - rebuild it with tmlr-build")
+        return cls(d["name"], d["params"], d["autotune"], d["heuristics"], d["variants"], directory, sha256, d["schema_version"])
 
 
 # --- the document, in the order of schema/family.schema.json ---------------------------------------
@@ -115,7 +116,7 @@ _DIGESTS = test(lambda v: type(v) is dict and len(v) > 0 and all(type(k) is str 
 _VARIANT = obj({"dir": lambda v: _relative(string(meaning="a relative directory")(v)),
                 "config": nullable(integer(0)), "signature": string(meaning="a signature text")}, {"cubin_sha256": _DIGESTS})
 _PARAM = obj({"name": IDENTIFIER, "kind": one_of(_PARAM_KINDS, "runtime or constexpr")})
-_DOCUMENT_RULE = obj({"schema_version": one_of((FAMILY_VERSION,), "3 (a family index)"), "kind": one_of(("family",), '"family"'), "name": IDENTIFIER,
+_DOCUMENT_RULE = obj({"schema_version": one_of(FAMILY_VERSIONS, "3 or 6 (a family index)"), "kind": one_of(("family",), '"family"'), "name": IDENTIFIER,
                       "params": array(lambda p: (lambda d: (d["name"], d["kind"]))(_PARAM(p))),
                       "autotune": nullable(_AUTOTUNE), "heuristics": array(_heuristic),
                       "variants": array(lambda v: FamilyVariant(**_VARIANT(v)), 1)})

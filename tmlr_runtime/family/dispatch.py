@@ -9,9 +9,9 @@ from typing import Any, Callable
 
 from .. import driver
 from ..launch import compiled
-from ..artifact.family_index import Config, FamilyIndex
+from ..artifact.family_index import FAMILY_TUPLE_VERSION, FAMILY_VERSION, Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
-from ..errors import ArgumentCountError, ArgumentError, NoCompatibleVariantError
+from ..errors import ArgumentCountError, ArgumentError, IntegrityError, NoCompatibleVariantError
 from ..launch.bind import MISSING, Binder
 from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
@@ -330,6 +330,10 @@ def open_family(index: FamilyIndex, kernel_type: Any, *, checks: bool = True, **
     """The family of ``index``; for a kernel with tuple parameters, one whose calls pass the tuples (flattened into
     their elements, then dispatched as any family's call: launch/tuple_call.py)."""
     members = read_members(index, checks, kernel_type)
+    if bool(members[0].meta.tuples) != (index.schema_version == FAMILY_TUPLE_VERSION):
+        raise IntegrityError(f"{index.directory}: the family index says schema_version {index.schema_version}, but its variants "
+                             f"{'have' if members[0].meta.tuples else 'have no'} tuple parameters (an index of tuple variants says "
+                             f"{FAMILY_TUPLE_VERSION}, any other {FAMILY_VERSION}); rebuild the family with tmlr-build")
     cls: type[KernelFamily] = KernelFamily
     if members[0].meta.tuples:
         from ..launch.tuple_call import tuple_family
