@@ -16,7 +16,7 @@ workload, each figure in ns per launch (median of a round's bursts, then median 
 - ``bare``: cuda-python's ``cuLaunchKernel`` with everything prebuilt (launch.py's ``bare``).
 
 ``residual = tmlr - tmlr_host - (floor_each - ctypes_noop)``: what is left once tmlr's own work and a
-launch between Python code are accounted for. Also printed: ns per call of torch's reads the executor
+launch between Python code are accounted for; three ratios are also taken within each round. Also printed: ns per call of torch's reads the executor
 makes (``data_ptr()``, ``get_device()``, ``.dtype``, ``_cuda_getCurrentRawStream``) from a Python loop.
 """
 from __future__ import annotations
@@ -163,6 +163,13 @@ def main(argv: list[str] | None = None) -> int:
         med = {s: r["median"] for s, r in row.items()}
         row["launch_between_python"] = med["floor_each"] - med["ctypes_noop"]
         row["residual"] = med["tmlr"] - med["tmlr_host"] - row["launch_between_python"]
+        per_round = [dict(zip(by, vals)) for vals in zip(*by.values())]  # ratios within a round, as launch.py does
+        for ratio, f in (("tmlr÷floor_burst", lambda x: x["tmlr"] / x["floor_burst"]),
+                         ("launch_between_python÷floor_burst", lambda x: (x["floor_each"] - x["ctypes_noop"]) / x["floor_burst"]),
+                         ("tmlr÷(tmlr_host+launch_between_python)",
+                          lambda x: x["tmlr"] / (x["tmlr_host"] + x["floor_each"] - x["ctypes_noop"]))):
+            v = [f(x) for x in per_round]
+            row[ratio] = {"median": statistics.median(v), "min": min(v), "max": max(v)}
         report["workloads"][w] = row
         print(f"{w:9s} " + "  ".join(f"{s} {r['median']:.0f} [{r['min']:.0f}-{r['max']:.0f}]" for s, r in row.items() if isinstance(r, dict))
               + f"  launch_between_python {row['launch_between_python']:.0f}  residual {row['residual']:.0f}")

@@ -14,6 +14,9 @@ and dtype checks). A child reports:
 - first load (us): ``Kernel.load`` of fresh copies of ``add4`` and ``nop_args`` (the module cache cleared,
   so the cubin is read and hashed each time), the median over ``--loads`` copies.
 
+``--gpu`` (a GPU machine): the real driver and CUDA tensors instead, each burst ending in a device
+synchronize; with ``TMLR_PURE_PYTHON=1`` in the environment both checkouts take the Python launch path.
+
 Printed, and written with ``--json``: per measure and checkout, the median [min-max] over the rounds, and
 NEW / BASE of the medians.
 """
@@ -60,30 +63,33 @@ def fake_driver() -> Any:
         cuLaunchKernel=lambda f, gx, gy, gz, bx, by, bz, shm, stream, kp, extra: ok, cuLaunchKernelEx=lambda c, f, kp, extra: ok)
 
 
-def install(drv: Any) -> Any:
-    """Make the imported tmlr_runtime use ``drv``; returns a function that empties the module cache."""
+def install(drv: Any | None) -> Any:
+    """Make the imported tmlr_runtime use ``drv`` (None: the real driver); returns a function that empties
+    the module cache."""
     import tmlr_runtime
 
     if hasattr(tmlr_runtime, "_driver"):  # the flat layout (e9a0270)
         from tmlr_runtime import _driver, _modules
 
-        _driver._api, _driver._initialised = drv, True
-        _driver._devices.clear()
+        if drv is not None:
+            _driver._api, _driver._initialised = drv, True
+            _driver._devices.clear()
         return _modules.clear
     from tmlr_runtime import driver
 
-    driver.PROCESS = driver.Process(api=drv, initialised=True)
-    return driver.PROCESS.modules.clear
+    if drv is not None:
+        driver.PROCESS = driver.Process(api=drv, initialised=True)
+    return lambda: driver.PROCESS.modules.clear()
 
 
-def child(calls: int, loads: int) -> dict[str, float]:
+def child(calls: int, loads: int, gpu: bool) -> dict[str, float]:
     import torch  # before the loads: the launcher reads torch tensors inline only when torch is imported
 
     import tmlr_runtime as tr
 
-    clear_modules = install(fake_driver())
+    clear_modules = install(None if gpu else fake_driver())
     out: dict[str, float] = {}
-    tensors = [torch.empty(1024) for _ in range(5)]
+    tensors = [torch.empty(1024, device="cuda" if gpu else "cpu") for _ in range(5)]
     pc = time.perf_counter
     for name, args in (("nop_args", tensors + NOP_ARGS_INTS), ("add4", tensors[:3] + [1024])):
         k = tr.Kernel.load(os.path.join(ARTIFACTS, name))
@@ -94,6 +100,8 @@ def child(calls: int, loads: int) -> dict[str, float]:
             t0 = pc()
             for _ in range(calls // 30):
                 k(1, *args)
+            if gpu:
+                torch.cuda.synchronize()
             samples.append((pc() - t0) / (calls // 30) * 1e9)
         out[f"call {name} (ns)"] = min(samples)
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,18 +125,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--loads", type=int, default=40)
     ap.add_argument("--json")
+    ap.add_argument("--gpu", action="store_true", help="the real driver and CUDA tensors (a GPU machine), not the fake")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        print(json.dumps(child(a.calls, a.loads)))
+        print(json.dumps(child(a.calls, a.loads, a.gpu)))
         return 0
     runs: dict[str, list[dict[str, float]]] = {"base": [], "new": []}
     for r in range(a.rounds):
         for which in (("base", "new") if r % 2 == 0 else ("new", "base")):
             env = {**os.environ, "PYTHONPATH": os.path.abspath(getattr(a, which)), "PYTHONDONTWRITEBYTECODE": "1"}
-            cmd = [sys.executable, os.path.abspath(__file__), a.base, a.new, "--child", "--calls", str(a.calls), "--loads", str(a.loads)]
+            cmd = [sys.executable, os.path.abspath(__file__), a.base, a.new, "--child", "--calls", str(a.calls), "--loads", str(a.loads)] + ["--gpu"] * a.gpu
             runs[which].append(json.loads(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout))
-    report: dict[str, Any] = {"rounds": a.rounds, "calls": a.calls, "loads": a.loads, "measures": {}}
+    report: dict[str, Any] = {"rounds": a.rounds, "calls": a.calls, "loads": a.loads, "gpu": a.gpu,
+                              "TMLR_PURE_PYTHON": os.environ.get("TMLR_PURE_PYTHON"), "measures": {}}
     for measure in runs["base"][0]:
         row = {}
         for which in ("base", "new"):
