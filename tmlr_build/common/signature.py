@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature,
                                split_top_level)
 
-from tmlr_runtime.tuples import TupleParam, call_params
+from tmlr_runtime.tuples import TupleParam, call_params, split_path
 
 from .errors import SignatureError
 from .tensordesc import DescriptorType, parse_type as parse_descriptor_type
@@ -156,15 +156,22 @@ def parse_signature(text: str) -> list[SigEntry]:
     return [parse_entry(part) for part in split_top_level(text, "([{<")]  # "<": a Gluon descriptor's layout
 
 
+def _is_leaf_path(name: str) -> bool:
+    try:
+        return bool(split_path(name)[1])
+    except ValueError:
+        return False
+
+
 def parse_constexpr_assignments(items: Iterable[str]) -> dict[str, Any]:
     """``["BLOCK=128", "ACT='relu'"]`` -> ``{"BLOCK": 128, "ACT": "relu"}``."""
     out: dict[str, Any] = {}
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
-        if sep and re.match(r"[A-Za-z_]\w*[\[.]", name):
+        if sep and _IDENT.match(name) is None and _is_leaf_path(name):
             raise SignatureError(f"--constexpr {item!r}: {name} is a tuple's element; write {value.strip()} in its place in "
-                                 f"{re.split(r'[.[]', name)[0]}'s --signature entry, as in (fp32, {value.strip()}); "
+                                 f"{split_path(name)[0]}'s --signature entry, as in (fp32, {value.strip()}); "
                                  "--constexpr sets whole parameters only")
         if not sep or not _IDENT.match(name):
             raise SignatureError(f"--constexpr {item!r}: write NAME=VALUE, e.g. --constexpr BLOCK=128")

@@ -30,7 +30,9 @@ def same_constexpr(value: Any, expected: Any) -> bool:
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not same_constexpr(value, p.value):
         # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
-        root = p.name.partition("[")[0].partition(".")[0]
+        from ..tuples import split_path  # a rare path: `import tmlr_runtime` does not import tuples.py
+
+        root = split_path(p.name)[0]
         rebuild = f"--constexpr {p.name}={short_repr(value)}" if root == p.name else \
             f"{short_repr(value)} in the place of {p.name} in {root}'s --signature entry"
         raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
