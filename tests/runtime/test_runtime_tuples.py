@@ -157,3 +157,19 @@ def test_inspect_shows_the_nesting(capsys):
     assert [t["name"] for t in info["tuples"]] == ["src", "dst"] and info["tuples"][0]["fields"] == ["ptr", "shape", "stride"]
     assert [p["name"] for p in info["signature"]][:5] == ["src.ptr", "src.shape[0]", "src.shape[1]", "src.stride[0]", "src.stride[1]"]
     assert main(["verify", "--no-device", record]) == 0
+
+
+def test_inspect_of_a_tuple_family_shows_its_version_and_each_variant_nested(capsys):
+    import json
+
+    from tmlr_runtime.cli import main
+
+    family = str(pathlib.Path(fake_driver.ROOT) / "tests/gpu/artifacts/tuple_add_family")
+    assert main(["inspect", "--no-device", family]) == 0
+    text = capsys.readouterr().out
+    assert "family index schema v6" in text and "tuple_add_family[grid](ptrs, n, BLOCK=...)" in text
+    assert "(*fp32:16, *fp32, *fp32:16), i32:16, 1024" in text  # the index's flat text, grouped as the variant's metadata nests it
+    assert main(["inspect", "--json", "--no-device", family]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["kind"] == "family" and info["schema_version"] == 6 and len(info["variants"]) == 8
+    assert all(v["signature"].startswith("(*fp32") and v["signature"].count("(") == 1 for v in info["variants"])

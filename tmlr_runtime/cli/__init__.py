@@ -44,7 +44,7 @@ def verify_artifact(directory: str, with_device: bool = True) -> list[CheckResul
 
 
 def _print_inspect(info: dict[str, Any]) -> None:
-    (family_cli.print_inspect_family if info.get("schema_version") == 3 else print_inspect_kernel)(info)
+    (family_cli.print_inspect_family if info["kind"] == "family" else print_inspect_kernel)(info)
     for problem in info["problems"]:
         print(f"  DAMAGED   {problem}")
     if info["problems"]:

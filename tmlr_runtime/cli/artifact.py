@@ -113,7 +113,7 @@ def inspect_kernel(directory: str, meta: ArtifactMetadata, with_device: bool = T
                    cc: tuple[int, int] | None = None) -> dict[str, Any]:
     """Everything a person wants to know about a kernel artifact, as a JSON-able dict; ``problems`` lists
     the cubins that do not match metadata.json; ``cc``: a compute capability to say what it would load."""
-    out = {"name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
+    out = {"kind": "kernel", "name": meta.name, "directory": os.path.abspath(directory), "schema_version": meta.schema_version,
            "call": f"{meta.name}[grid]({', '.join(describe_param(p) for p in meta.signature)})",
            "signature": [_param_json(p) for p in meta.signature], "variants": [_describe_variant(directory, v) for v in meta.variants],
            "problems": cubin_problems(directory, meta)}

@@ -8,7 +8,8 @@ import os
 import sys
 from typing import Any, Iterable
 
-from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex
+from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex, FamilyVariant
+from ..artifact.files import FAMILY_TUPLE_VERSION
 from ..artifact.metadata import ArtifactMetadata
 from ..artifact.output_folder import artifacts_in, output_folder_error
 from ..artifact.read import read, read_index
@@ -18,6 +19,7 @@ from ..family.dispatch import KernelFamily
 from ..family.members import read_members
 from ..family.tuning import cache_path, write_entries
 from ..launch.kernel import Kernel
+from ..tuples import format_nested
 from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel, would_load
 
 
@@ -28,15 +30,25 @@ def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dic
     configs = at.configs if at else ()
     table = read_entries(os.path.join(index.directory, TABLE_FILE), len(configs)) if at else []
     return {
-        "name": index.name, "directory": index.directory, "schema_version": 3, "index_sha256": index.sha256,
+        "kind": "family", "name": index.name, "directory": index.directory, "schema_version": index.schema_version, "index_sha256": index.sha256,
         "call": f"{index.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in index.params)})",
         "autotune": None if at is None else {
             "key": list(at.key), "configs": [c.describe() for c in at.configs], "reset_to_zero": list(at.reset_to_zero),
             "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
-        "variants": [{"dir": v.dir, "config": v.config, "signature": v.signature, **_on(index, v.dir, cc)} for v in index.variants],
+        "variants": [{"dir": v.dir, "config": v.config, "signature": _signature(index, v), **_on(index, v.dir, cc)} for v in index.variants],
         "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": _variant_problems(index),
     }
+
+
+def _signature(index: FamilyIndex, variant: FamilyVariant) -> str:
+    """A variant's signature with its tuples nested, as its own metadata records them (the index keeps the flat text)."""
+    if index.schema_version != FAMILY_TUPLE_VERSION:
+        return variant.signature
+    try:
+        return format_nested(ArtifactMetadata.read(os.path.join(index.directory, variant.dir)).signature)
+    except TmlrError:  # _variant_problems says what is wrong with it
+        return variant.signature
 
 
 def _on(index: FamilyIndex, directory: str, cc: tuple[int, int] | None) -> dict[str, Any]:
@@ -62,7 +74,7 @@ def _variant_problems(index: FamilyIndex) -> list[str]:
 
 
 def print_inspect_family(info: dict[str, Any]) -> None:
-    print(f"{info['name']}  ({info['directory']}, family index schema v3, sha256 {info['index_sha256'][:16]}…)\n  call      {info['call']}")
+    print(f"{info['name']}  ({info['directory']}, family index schema v{info['schema_version']}, sha256 {info['index_sha256'][:16]}…)\n  call      {info['call']}")
     at = info["autotune"]
     if at:
         print(f"  autotune  key {at['key']}{' + argument dtypes' if at['dtype_in_key'] else ''}; reset_to_zero {at['reset_to_zero']}, "
