@@ -29,6 +29,11 @@ def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dic
     at = index.autotune
     configs = at.configs if at else ()
     table = read_entries(os.path.join(index.directory, TABLE_FILE), len(configs)) if at else []
+    variants, problems = [], []
+    for v in index.variants:
+        info, damaged = _variant(index, v, cc)
+        variants.append(info)
+        problems += damaged
     return {
         "kind": "family", "name": index.name, "directory": index.directory, "schema_version": index.schema_version, "index_sha256": index.sha256,
         "call": f"{index.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in index.params)})",
@@ -36,41 +41,27 @@ def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dic
             "key": list(at.key), "configs": [c.describe() for c in at.configs], "reset_to_zero": list(at.reset_to_zero),
             "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
-        "variants": [{"dir": v.dir, "config": v.config, "signature": _signature(index, v), **_on(index, v.dir, cc)} for v in index.variants],
-        "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": _variant_problems(index),
+        "variants": variants, "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": problems,
     }
 
 
-def _signature(index: FamilyIndex, variant: FamilyVariant) -> str:
-    """A variant's signature with its tuples nested, as its own metadata records them (the index keeps the flat text)."""
-    if index.schema_version != FAMILY_TUPLE_VERSION:
-        return variant.signature
+def _variant(index: FamilyIndex, v: FamilyVariant, cc: tuple[int, int] | None) -> tuple[dict[str, Any], list[str]]:
+    """One variant, its metadata read once: its signature (its tuples nested, as its metadata records them; the index
+    keeps the flat text), what a GPU of compute capability ``cc`` loads of it, and the cubins that do not match their
+    recorded size and sha256."""
+    directory = os.path.join(index.directory, v.dir)
+    info: dict[str, Any] = {"dir": v.dir, "config": v.config, "signature": v.signature}
     try:
-        return format_nested(ArtifactMetadata.read(os.path.join(index.directory, variant.dir)).signature)
-    except TmlrError:  # _variant_problems says what is wrong with it
-        return variant.signature
-
-
-def _on(index: FamilyIndex, directory: str, cc: tuple[int, int] | None) -> dict[str, Any]:
-    """``{"on": ...}``: what a GPU of compute capability ``cc`` loads of one variant ({} without ``cc``)."""
-    if cc is None:
-        return {}
-    try:
-        return {"on": would_load(ArtifactMetadata.read(os.path.join(index.directory, directory)), *cc)}
+        meta = ArtifactMetadata.read(directory)
     except TmlrError as e:
-        return {"on": {"cc": "%d.%d" % cc, "loads": None, "text": f"nothing: {e}"}}
-
-
-def _variant_problems(index: FamilyIndex) -> list[str]:
-    """The cubins of the variants that do not match their recorded size and sha256."""
-    problems = []
-    for v in index.variants:
-        directory = os.path.join(index.directory, v.dir)
-        try:
-            problems += cubin_problems(directory, ArtifactMetadata.read(directory))
-        except TmlrError as e:
-            problems.append(str(e))
-    return problems
+        if cc is not None:
+            info["on"] = {"cc": "%d.%d" % cc, "loads": None, "text": f"nothing: {e}"}
+        return info, [str(e)]
+    if index.schema_version == FAMILY_TUPLE_VERSION:
+        info["signature"] = format_nested(meta.signature)
+    if cc is not None:
+        info["on"] = would_load(meta, *cc)
+    return info, cubin_problems(directory, meta)
 
 
 def print_inspect_family(info: dict[str, Any]) -> None:

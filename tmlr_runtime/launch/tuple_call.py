@@ -22,10 +22,15 @@ class TupleCalls:
         return [p.name for p in self.metadata.signature]  # type: ignore[attr-defined]
 
     def __call__(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+        grid, leaves, named = self._flat_call(grid, args, kwargs)
+        super().__call__(grid, *leaves, stream=stream, **named)  # type: ignore[misc]
+
+    def _flat_call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, list[Any], dict[str, Any]]:
+        """A launching call's grid (a callable also sees the tuples as passed) and its flattened arguments."""
         leaves, named = self._flattener.flatten(args, kwargs)
         if callable(grid):
             grid = _with_tuples(grid, self._flattener.tuples(args, kwargs))
-        super().__call__(grid, *leaves, stream=stream, **named)  # type: ignore[misc]
+        return grid, leaves, named
 
     def __getitem__(self, grid: Any) -> Any:
         return functools.partial(self.__call__, grid)
@@ -66,9 +71,7 @@ class TupleFamilyCalls(TupleCalls):
         return super().variant(config, *leaves, **named)  # type: ignore[misc]
 
     def tune(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
-        leaves, named = self._flattener.flatten(args, kwargs)
-        if callable(grid):
-            grid = _with_tuples(grid, self._flattener.tuples(args, kwargs))
+        grid, leaves, named = self._flat_call(grid, args, kwargs)
         return super().tune(grid, *leaves, stream=stream, **named)  # type: ignore[misc]
 
 
