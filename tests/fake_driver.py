@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
@@ -340,8 +341,20 @@ def _run_add(params: int, programs: int, block: int = 1024) -> None:
 def installed(device: driver.DeviceInfo = H200) -> Iterator[FakeDriver]:
     """Run the block with :class:`FakeDriver` as tmlr_runtime's driver and fresh caches."""
     fake = FakeDriver(driver.api(), device)
-    with _patched(driver, PROCESS=driver.Process(api=fake, initialised=True, devices={device.ordinal: device})):
+    with _patched(driver, PROCESS=driver.Process(api=fake, initialised=True, devices={device.ordinal: device})), \
+            _torch_stream_on_the_fake_device():
         yield fake
+
+
+def _torch_stream_on_the_fake_device() -> contextlib.AbstractContextManager[None]:
+    """torch's current stream is 0 while the fake device stands in: a CUDA build of torch on a machine whose driver
+    cannot serve it (or has no GPU) raises from its current-stream function, which a launch given no stream calls;
+    a CPU build has no such function and the runtime already takes 0."""
+    torch = sys.modules.get("torch")
+    torch_c = getattr(torch, "_C", None)
+    if torch_c is None or not hasattr(torch_c, "_cuda_getCurrentRawStream") or torch.cuda.is_available():
+        return contextlib.nullcontext()
+    return _patched(torch_c, _cuda_getCurrentRawStream=(0).__mul__)
 
 
 @contextlib.contextmanager
