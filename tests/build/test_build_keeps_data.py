@@ -229,8 +229,8 @@ def test_an_edited_ir_file_survives_a_rebuild_and_is_reported(kept_ir: Path, tmp
     [aside] = edited_folders(add)
     assert sorted(p.name for p in add.iterdir()) == ["add.sm_90a.cubin", aside.name, "metadata.json"]
     assert tree(aside) == {f"ir/sm_90a/{rel}": data for rel, data in before.items()}  # with the files beside it
-    assert (f"tmlr-build: add: kept 1 file under ir/ that tmlr-build did not write as they are, with the files "
-            f"beside them, in {aside}/ at the same paths: ir/sm_90a/add.ptx (edited)") in err
+    assert (f"tmlr-build: add: kept 1 file under ir/ that tmlr-build did not write as it is, with the files "
+            f"beside it, in {aside}/ at the same paths: ir/sm_90a/add.ptx (edited)") in err
     assert json.loads(out)["kept"] == [{"artifact": str(add), "folder": str(aside),
                                         "files": {"ir/sm_90a/add.ptx": "edited"}}]
     # the kept folder builds as the IR folder did (arch, metadata and signature from the files beside the PTX)

@@ -66,9 +66,10 @@ def kept_note(name: str, final: str, kept: Kept) -> str:
     more = len(listed) - _SHOWN
     shown = ", ".join(listed[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
     trees = " and ".join(sorted({rel.split("/")[0] + "/" for rel in kept.files}))
-    count = f"{len(listed)} file{'s' if len(listed) > 1 else ''}"
-    return (f"{name}: kept {count} under {trees} that tmlr-build did not write as they are, with the files beside "
-            f"them, in {os.path.join(final, kept.folder)}/ at the same paths: {shown}")
+    count = f"{len(listed)} files" if len(listed) > 1 else "1 file"
+    as_is = "as they are" if len(listed) > 1 else "as it is"
+    return (f"{name}: kept {count} under {trees} that tmlr-build did not write {as_is}, with the files beside "
+            f"{'them' if len(listed) > 1 else 'it'}, in {os.path.join(final, kept.folder)}/ at the same paths: {shown}")
 
 
 def _old_files(final: str) -> Iterator[str]:
