@@ -321,7 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_partial(report)
         status = 2 if all(isinstance(err, UsageError) for err in errors) else 1
         if as_json:
-            done = {} if report is None else {"written": report.written, "not_written": report.not_written}
+            done = {} if report is None else {"written": report.written, "not_written": report.not_written,
+                                              "kept": report.kept}
             _print_json(status, errors=[{"type": type(err).__name__, "message": str(err)} for err in errors], **done)
         return status
     except KeyboardInterrupt:
@@ -340,7 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tmlr-build: warning: {warning}", file=sys.stderr)
     if as_json:
         _print_json(0, written=report.written, stopped_after=report.stopped_after, skipped=report.skipped,
-                    skipped_for_triton=report.skipped_for_triton, notes=report.notes, warnings=report.warnings)
+                    skipped_for_triton=report.skipped_for_triton, notes=report.notes, warnings=report.warnings,
+                    kept=report.kept)
     return 0
 
 

@@ -13,8 +13,9 @@ from ..common.ir_signature import import_note
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
 from . import in_process, variants
-from .artifact import artifact_files, prepare_output, write_directory
+from .artifact import artifact_files, prepare_output, unrecord, write_directory
 from .family import family_files
+from .rebuild_edits import edits_on_rebuild, kept_note
 from .rebuild_table import TABLE_FILE, table_on_rebuild
 from .sources import KernelRequest, check_input_kind, default_archs, imported_without_constexprs, make_jobs
 from .variants import FamilyPlan
@@ -51,6 +52,9 @@ class BuildReport:
     stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
     warnings: list[str] = field(default_factory=list)  # e.g. autotune pruning that the build cannot apply
     notes: list[str] = field(default_factory=list)  # what a rebuild kept (a tuning table re-stamped)
+    # files under ir/ or v/ that tmlr-build did not write as they are, kept by a rebuild (rebuild_edits.py):
+    # {"artifact": dir, "folder": the edited-<sha> folder they were copied to, "files": {path: "edited"|"not recorded"}}
+    kept: list[dict[str, Any]] = field(default_factory=list)
     not_written: list[str] = field(default_factory=list)  # names of the requests a failed build did not write
 
 
@@ -285,7 +289,14 @@ def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[
         files = artifact_files(name, results, with_metadata=config.stop_after is None)
         if imported_without_constexprs(requests[i]):
             report.notes.append(import_note(name, requests[i].stage, results[0].signature))
-    report.written.append(write_directory(out, name, files, _inputs_inside(requests, final), drop))
+    carry = _inputs_inside(requests, final)
+    unrecord(files, carry)
+    copies, kept = edits_on_rebuild(final, name, files, carry)
+    files.update(copies)
+    report.written.append(write_directory(out, name, files, carry, drop))
+    if kept is not None:
+        report.notes.append(kept_note(name, final, kept))
+        report.kept.append({"artifact": final, "folder": os.path.join(final, kept.folder), "files": kept.files})
 
 
 def _import_validation() -> None:
@@ -312,12 +323,14 @@ def _with_pass_dump(jobs: list[Job], path: str) -> list[Job]:
 
 
 def _inputs_inside(requests: Sequence[KernelRequest], directory: str) -> list[str]:
-    """Folders of ``directory`` holding an input of this build (relative paths)."""
+    """Folders of ``directory`` holding an input of this build, and the inputs themselves (relative paths,
+    '/'-separated): an input edited in place stays where it is, whatever the rebuild writes beside it."""
     inside = []
     for req in requests:
         rel = os.path.relpath(os.path.dirname(req.source), directory)
         if rel != "." and not rel.startswith(".."):
-            inside.append(rel)
+            rel = rel.replace(os.sep, "/")
+            inside += [rel, f"{rel}/{os.path.basename(req.source)}"]
     return inside
 
 
