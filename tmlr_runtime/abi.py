@@ -201,13 +201,13 @@ class Target:
 
     @staticmethod
     def device(text: str) -> tuple[int, int]:
-        """A GPU's compute capability (major, minor) from ``"9.0"``, ``"90"`` or ``"sm_90"``; ValueError for other text."""
+        """A GPU's compute capability (major, minor) from ``"9.0"`` or ``"12.1"``: X.Y only (``"9"`` or ``"90"`` could
+        mean 9.0 or 0.9); ValueError for other text."""
         major, dot, minor = str(text).strip().partition(".")
-        if dot:
-            if not (major.isdigit() and len(minor) == 1 and minor.isdigit()):
-                raise ValueError(f"{str(text)!r} is not a compute capability; write it like 9.0 or 8.6")
-            return int(major), int(minor)
-        return divmod(Target.parse(text).capability, 10)
+        if not (dot and (major + minor).isascii() and major.isdigit() and major[0] != "0" and len(major) <= 2
+                and minor.isdigit() and len(minor) == 1):
+            raise ValueError(f"{str(text)!r} is not a compute capability written X.Y, e.g. 9.0 or 8.6")
+        return int(major), int(minor)
 
     @classmethod
     def of_ptx(cls, arch: str) -> "Target":

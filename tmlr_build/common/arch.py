@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from tmlr_runtime.abi import Target
+from tmlr_runtime.artifact.targets import BUILD_CAPABILITIES
 
 from .errors import UnsupportedArchError
 
-# the capabilities Triton 3.3.1's CUDA backend and its bundled ptxas compile for
-_SUPPORTED = (80, 86, 89, 90, 100)
+# the capabilities Triton 3.3.1's CUDA backend and its bundled ptxas compile for; kept by the runtime, whose advice for
+# a GPU that nothing of an artifact runs on names only builds made here
+_SUPPORTED = BUILD_CAPABILITIES
 
 
 def supported_capabilities() -> tuple[int, ...]:

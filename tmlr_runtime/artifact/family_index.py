@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import short_repr
 from .heuristics import Heuristic
 from .files import FAMILY_TUPLE_VERSION, FAMILY_VERSION, FAMILY_VERSIONS
 from .rules import BOOL, IDENTIFIER, IS_ARCH, IS_SHA256, Invalid, array, at, check, integer, nullable, obj, one_of, string, test
@@ -79,8 +80,11 @@ class FamilyIndex:
     @classmethod
     def from_dict(cls, doc: Any, directory: str, sha256: str) -> "FamilyIndex":
         """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
+        said = (f"it says schema v{short_repr(doc['schema_version'])}" if type(doc) is dict and "schema_version" in doc
+                else "it names no schema_version")
         d = check(_document, doc, os.path.join(directory, "metadata.json"),
-                  "not a tmlr family index (schema v3 or v6) - rebuild it with tmlr-build")
+                  f"not a valid tmlr family index ({said}; this tmlr_runtime reads family indexes of "
+                  f"{' and '.join(f'v{n}' for n in FAMILY_VERSIONS)}) - rebuild it with tmlr-build")
         return cls(d["name"], d["params"], d["autotune"], d["heuristics"], d["variants"], directory, sha256, d["schema_version"])
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
                    TensorMapMeta)
 from ..errors import ArtifactError, IntegrityError, SchemaError, short_repr
-from .files import read_file, read_json
+from .files import FAMILY_VERSIONS, read_file, read_json
 from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
 from .targets import choose
 
@@ -26,6 +26,7 @@ SCHEMA_VERSION = 5  # the newest this reader reads
 # 4 added a variant's PTX (a document without any says 1 or 2, as before); 5 added tuple parameters (tuples.py: a
 # document without any says 1, 2 or 4, as before)
 SCHEMA_VERSIONS = (1, 2, 4, 5)
+_READS = ", ".join(f"v{n}" for n in SCHEMA_VERSIONS)  # what the kernel metadata reader reads, said when it refuses
 PTX_VERSION = 4
 TUPLE_VERSION = 5
 METADATA_FILE = "metadata.json"
@@ -99,14 +100,13 @@ class ArtifactMetadata:
     @classmethod
     def from_dict(cls, doc: Any, path: str | None = None) -> "ArtifactMetadata":
         """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
-        where = path or "metadata"
         version = doc.get("schema_version", SCHEMA_VERSION) if isinstance(doc, dict) else SCHEMA_VERSION
         if isinstance(version, bool) or version not in SCHEMA_VERSIONS:
-            raise SchemaError(f"{where}: schema_version {short_repr(version)} is not supported by this tmlr_runtime (it "
-                              f"reads versions {', '.join(map(str, SCHEMA_VERSIONS))}); rebuild the artifact with a matching tmlr-build or upgrade "
-                              "tmlr_runtime", path, "$.schema_version")
+            raise SchemaError(f"{path or 'metadata'}: {unreadable_version(doc)}", path, "$.schema_version")
+        said = f"it says schema v{version}" if isinstance(doc, dict) and "schema_version" in doc else "it names no schema_version"
         name, signature, variants, tuples = check(lambda d: _document(d, version), doc, path,
-                                                  f"not a tmlr metadata.json (schema v{SCHEMA_VERSION}) - rebuild it with tmlr-build")
+                                                  f"not a valid tmlr metadata.json ({said}; this tmlr_runtime reads {_READS}) - "
+                                                  "rebuild it with tmlr-build")
         return record(cls, {"name": name, "signature": signature, "variants": variants, "path": path, "schema_version": int(version),
                             "tuples": tuples})
 
@@ -130,7 +130,7 @@ class ArtifactMetadata:
         :class:`NoCompatibleVariantError` naming what the artifact has and what the device needs."""
         clusters = major < 9 and all(v.is_cluster_launch for v in self.variants)
         found = choose(self.name, [(v.target, v.ptx and v.ptx.target) for v in self.variants], major, minor,
-                       " and --num-ctas 1: thread-block clusters need sm_90 or newer" if clusters else "")
+                       "; with --num-ctas 1 in either case: thread-block clusters need sm_90 or newer" if clusters else "")
         return self.variants[found.index], found.ptx
 
     def select_variant(self, major: int, minor: int) -> Variant:
@@ -201,6 +201,20 @@ def _parameter(p: Any) -> Parameter:
                                "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": d.get("descriptor")})
 
 
+def unreadable_version(doc: dict[str, Any]) -> str:
+    """Why this reader refuses the ``schema_version`` of ``doc`` (a metadata.json), and what to do."""
+    version, family = doc["schema_version"], doc.get("kind") == "family"
+    reads = f"family indexes of {', '.join(f'v{n}' for n in FAMILY_VERSIONS)}" if family else f"kernel metadata of {_READS}"
+    if type(version) is int and version > max(*SCHEMA_VERSIONS, *FAMILY_VERSIONS):
+        why = ("a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
+               "tmlr-build of this tmlr_runtime")
+    elif not family and version in FAMILY_VERSIONS:
+        why = f'{version} numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'
+    else:
+        why = "no tmlr-build writes that version - rebuild the artifact with tmlr-build"
+    return f"schema_version {short_repr(version)} is not one this tmlr_runtime reads ({reads}); {why}"
+
+
 def read_parameter(doc: Any, path: str | None = None) -> Parameter:
     """One ``signature`` entry (as ``Parameter.to_json`` writes it) checked by metadata.json's rules; ``path``
     names its file in a :class:`SchemaError`."""
@@ -212,6 +226,9 @@ def _variant(value: Any) -> Variant:
     t, c, launch, scratch, p = d["target"], d["cubin"], d["launch"], d["scratch"], d.get("ptx")
     ptx = None if p is None else record(Ptx, {"target": Target.of_ptx(p["arch"]), "file": p["file"], "sha256": p["sha256"],
                                               "size": p["size"]})
+    if t["arch"].removeprefix("sm_").removesuffix("a") != str(t["capability"]):
+        raise at(Invalid(f"capability {t['capability']} and arch {t['arch']!r} disagree: a variant's cubin is for one GPU "
+                         f"(sm_{t['capability']} or sm_{t['capability']}a for capability {t['capability']})"), "target")
     return record(Variant, {
         "target": record(Target, {"capability": t["capability"], "arch": t["arch"]}), "entry": d["entry"],
         "cubin_file": c["file"], "cubin_sha256": c["sha256"], "cubin_size": c["size"],
@@ -240,8 +257,11 @@ def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple
     names = [p.name for p in signature]
     if len(set(names)) != len(names):
         raise at(Invalid(f"parameter names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}"), "signature")
-    if len({v.arch for v in variants}) != len(variants):
-        raise at(Invalid(f"two variants for the same arch ({', '.join(v.arch for v in variants)})"), "variants")
+    archs = [v.arch for v in variants]
+    twice = next((i for i, arch in enumerate(archs) if arch in archs[:i]), None)
+    if twice is not None:
+        raise at(at(Invalid(f"a second variant for {archs[twice]} (variant {archs.index(archs[twice])} is one): an artifact "
+                            "holds one cubin per arch"), twice), "variants")
     if version == 1 and any(p.descriptor is not None for p in signature):
         raise at(Invalid("1, but the signature has a tensordesc parameter, which needs schema_version 2"), "schema_version")
     if version < PTX_VERSION and any(v.ptx is not None for v in variants):

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex, FamilyVariant
 from ..artifact.files import FAMILY_TUPLE_VERSION
 from ..artifact.metadata import ArtifactMetadata
-from ..artifact.output_folder import artifacts_in, output_folder_error
+from ..artifact.output_folder import artifacts_in, output_folder_error, tunable_in
 from ..artifact.read import read, read_index
 from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
 from ..errors import ArgumentError, CudaUnavailableError, TmlrError
@@ -20,7 +20,7 @@ from ..family.members import read_members
 from ..family.tuning import cache_path, write_entries
 from ..launch.kernel import Kernel
 from ..tuples import format_nested
-from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel, would_load
+from .artifact import CheckResult, cubin_problems, jsonschema_check, no_gpu, verify_kernel, would_load
 
 
 def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dic
         info, damaged = _variant(index, v, cc)
         variants.append(info)
         problems += damaged
-    return {
+    out = {
         "kind": "family", "name": index.name, "directory": index.directory, "schema_version": index.schema_version, "index_sha256": index.sha256,
         "call": f"{index.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in index.params)})",
         "autotune": None if at is None else {
@@ -43,6 +43,9 @@ def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dic
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
         "variants": variants, "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": problems,
     }
+    if cc is not None:  # a GPU of it can take every call only when every variant loads there
+        out["on"] = {"cc": "%d.%d" % cc, "variants": len(variants), "loading": sum(v["on"]["loads"] is not None for v in variants)}
+    return out
 
 
 def _variant(index: FamilyIndex, v: FamilyVariant, cc: tuple[int, int] | None) -> tuple[dict[str, Any], list[str]]:
@@ -80,6 +83,11 @@ def print_inspect_family(info: dict[str, Any]) -> None:
         print(f"    {v['dir']:24s} config {'-' if v['config'] is None else v['config']}  {v['signature']}")
         if "on" in v:
             print(f"      on {v['on']['cc']}: {v['on']['text']}")
+    if "on" in info:
+        on = info["on"]
+        others = on["variants"] - on["loading"]
+        print(f"  on {on['cc']}: {on['loading']} of {on['variants']} variants load"
+              + (f": a call that takes one of the other {others} fails there" if others else ""))
     if at:
         print(f"  tuning table: {len(info['table'])} entries" + ("" if info["table"] else f" (no {TABLE_FILE})"))
         for e in info["table"]:
@@ -103,17 +111,19 @@ def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult
              "family was rebuilt with other configs, variants or cubin bytes) and are ignored; run `tmlr tune` again")]
 
 
-def verify_family(directory: str, with_device: bool = True, index: FamilyIndex | None = None) -> list[CheckResult]:
+def verify_family(directory: str, with_device: bool = True, index: FamilyIndex | None = None,
+                  cc: tuple[int, int] | None = None) -> list[CheckResult]:
     """Every check of a family (``index``: its index, read already): the index, each sub-artifact (as `tmlr
-    verify` checks one), their signatures against the index, the shipped table; with a GPU, every variant loads."""
+    verify` checks one, ``cc`` included: a variant that loads nothing there fails), their signatures against the
+    index, the shipped table; with a GPU, every variant loads."""
     try:
         index = index or read_index(os.path.abspath(directory))
     except TmlrError as e:
         return [("family index follows the schema", False, str(e))]
-    results: list[CheckResult] = [("family index follows the schema", True, f"v3, {len(index.variants)} variants"),
+    results: list[CheckResult] = [("family index follows the schema", True, f"v{index.schema_version}, {len(index.variants)} variants"),
                                   jsonschema_check(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
     for v in index.variants:
-        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_kernel(os.path.join(index.directory, v.dir), False)]
+        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_kernel(os.path.join(index.directory, v.dir), False, cc=cc)]
     check = "sub-artifacts match the index (signatures, cubin sha256)"
     try:
         read_members(index, True, Kernel)
@@ -139,7 +149,7 @@ def _device_check(index: FamilyIndex) -> CheckResult:
         for m in family.members:
             m.kernel.variant  # noqa: B018 - loads the cubin in this context
     except CudaUnavailableError as e:
-        return check, None, f"not checked: needs an NVIDIA GPU and driver ({e})"
+        return check, None, no_gpu(e)
     except TmlrError as e:
         return check, False, str(e)
     return check, True, f"{len(family.members)} variants on {family.tuner.device if family.tuner else 'this device'}"
@@ -172,7 +182,10 @@ def _check_tunable(directory: str) -> None:
     """Refuse, before any driver call, a directory that is no family: there is nothing to tune."""
     found = artifacts_in(directory)
     if found:
-        raise output_folder_error(directory, found, f"tune a family among them, e.g. tmlr tune {found[0]} --cases ...")
+        tunable = tunable_in(found)
+        raise output_folder_error(directory, found, f"the families among them are {', '.join(tunable)}: tune each, e.g. "
+                                  f"tmlr tune {tunable[0]} --cases ..." if tunable else "none of them is a family with "
+                                  "@triton.autotune configs, which is what tmlr tune takes")
     if os.path.isfile(os.path.join(directory, "metadata.json")) and read(directory).kind != "family":
         raise ArgumentError(f"{directory}: not a family: nothing to tune (a plain artifact has one set of options); "
                             "tmlr tune takes the family tmlr-build writes for an @triton.autotune kernel", "directory")
