@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import SchemaError
+from ..errors import SchemaError, TuningFileError
 from .files import read_file
 from .rules import IDENTIFIER, SHA256, Invalid, array, at, check, integer, obj, one_of, string, test
 
@@ -55,6 +55,16 @@ def read_entries(path: str, configs: int, stats: dict[str, os.stat_result | None
         if stats is not None:
             stats[path] = None
         return []
-    except (OSError, ValueError, RecursionError) as e:
+    except OSError as e:  # no SchemaError: the bytes may be fine, the file system refused them
+        raise file_error(path, e, "read", "make it readable, or move it out of the way") from None
+    except (ValueError, RecursionError) as e:
         raise SchemaError(f"{path}: cannot be read as JSON ({e}); delete it or write it again with `tmlr tune`", path) from None
     return list(check(_table(configs), doc, path, "not a tmlr tuning table - write it again with `tmlr tune`"))
+
+
+def file_error(path: str, e: OSError, doing: str, advice: str) -> TuningFileError:
+    """The typed error of an OS error met reading or writing the table or cache file ``path`` (its folder, lock
+    or temp file included: the OS's text names the file it refused)."""
+    # os.makedirs says "File exists" of a file where a folder must be
+    reason = f"{e.filename} is a file, not a folder" if isinstance(e, FileExistsError) else str(e)
+    return TuningFileError(f"{path}: cannot be {doing} ({reason}); {advice}", path, reason, e.errno)

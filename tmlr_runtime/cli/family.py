@@ -17,7 +17,7 @@ from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_
 from ..errors import ArgumentError, CudaUnavailableError, TmlrError
 from ..family.dispatch import KernelFamily
 from ..family.members import read_members
-from ..family.tuning import cache_path, write_entries
+from ..family.tuning import cache_path, check_writable, write_entries
 from ..launch.kernel import Kernel
 from ..tuples import format_nested
 from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel, would_load
@@ -185,6 +185,8 @@ def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, A
     family = Kernel.load(directory, tuning="strict")
     if not isinstance(family, KernelFamily) or family.tuner is None:
         raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")
+    out = out or os.path.join(family.directory, TABLE_FILE)
+    check_writable(out)  # a read-only folder refused before the benchmarks, not after
     new = []
     for n, case in enumerate(_cases(cases)):
         try:
@@ -196,7 +198,7 @@ def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, A
         new.append(entry(family.tuner.device, family.index.sha256, key, config, times))
         print(f"  key {list(key)} -> config {config} ({family.configs[config].describe()}); "
               f"{', '.join('-' if t == float('inf') else f'{t:.4f}' for t in times)} ms")
-    write_entries(out or os.path.join(family.directory, TABLE_FILE), family.name, new, len(family.configs))
+    write_entries(out, family.name, new, len(family.configs))
     return new
 
 
