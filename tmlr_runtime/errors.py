@@ -131,7 +131,8 @@ class PtxJitWarning(UserWarning):
 
 class TuningCacheWarning(UserWarning):
     """The tuning cache cannot be read or written here (``TuningFileError``'s causes): the configs chosen stay in
-    memory for the process and launches go on; said once per cache folder and process. ``path``: the file."""
+    memory for the process and launches go on; said once per cache folder and process. Or the cache is damaged:
+    it was moved aside and a new one is started. ``path``: the file."""
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)

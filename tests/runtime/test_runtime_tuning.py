@@ -291,3 +291,86 @@ def test_os_errors_of_a_table_are_typed_not_schema_errors(tmp_path, fake, capsys
     os.mkdir(os.path.join(d, "tuning.json"))  # a shipped table the OS will not read: said as such at load
     with pytest.raises(tr.TuningFileError, match="tuning.json: cannot be read.*Is a directory"):
         tr.Kernel.load(d)
+
+
+# --- issue 28: a damaged tuning cache (bad JSON, cut short by a crash, another schema) never stops a launch ---
+GOOD_CACHE = json.dumps(tuning_table.table_doc("add", [tuning_table.entry("NVIDIA H200", "0" * 64, (4096,), 1)]))
+DAMAGED = {"bad-json": ("{not json", "cannot be read as JSON"),
+           "cut-short": (GOOD_CACHE[: len(GOOD_CACHE) // 2], "cannot be read as JSON"),
+           "wrong-schema": ('{"schema_version": 1, "kind": "tuning", "name": "add", "entries": [{"config": 9}]}', "$.entries[0]"),
+           "wrong-shape": ("[]", "$: ")}
+
+
+def damaged_cache(directory: str, damage: str) -> tuple[str, bytes]:
+    """The family's cache file (for this tmp_path's TMLR_CACHE_DIR) written with ``damage``: (its path, its bytes)."""
+    path = tuning.cache_path(tr.Kernel.load(directory).index.sha256)
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write(DAMAGED[damage][0])
+    return path, read_bytes(path)
+
+
+def read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("damage", DAMAGED)
+def test_a_damaged_cache_is_kept_aside_and_the_launch_runs(tmp_path, fake, recwarn, damage):
+    d = dtype_family(str(tmp_path / "add"))
+    path, damaged = damaged_cache(d, damage)
+    launches_then_reuses(fake, tr.Kernel.load(d))
+    [said] = cache_warnings(recwarn)
+    [aside] = [n for n in os.listdir(os.path.dirname(path)) if ".unreadable-" in n]
+    assert read_bytes(os.path.join(os.path.dirname(path), aside)) == damaged  # kept, never deleted
+    assert path in said and DAMAGED[damage][1] in said and aside in said and "launches go on" in said
+    assert "write it again" not in said  # tmlr tune never writes the cache: no such advice
+    [entry] = tuning_table.read_entries(path, 2)  # a new cache holds the choice made
+    assert entry["key"][0] == 4096 and entry["config"] == 1
+    # found whole under the lock (another process mended it meanwhile): read, not moved
+    assert tuning.keep_damaged_aside(path, 2) == ([entry], None)
+    with installed() as again:  # the next process: the new cache answers, nothing is said
+        tr.Kernel.load(d)(4, *tensors(), 4096)
+        assert len(again.launches) == 1 and again.launches[0]["block"] == (256, 1, 1)
+    assert len(cache_warnings(recwarn)) == 1
+
+
+def test_a_damaged_cache_that_cannot_be_moved_aside_warns_once_and_launches(tmp_path, fake, monkeypatch, recwarn):
+    d = dtype_family(str(tmp_path / "add"))
+    path, damaged = damaged_cache(d, "bad-json")
+    tries = []
+
+    def read_only(*args):
+        tries.append(args)
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), args[1])
+    monkeypatch.setattr(os, "replace", read_only)
+    family = tr.Kernel.load(d)
+    launches_then_reuses(fake, family)
+    family(1, *tensors(1024), 1024)  # a new key: benchmarked too, the cache not tried again
+    tr.Kernel.load(d, tuning="table", fallback="default")(4, *tensors(), 4096)  # another family object: not said again
+    assert len(tries) == 2  # the move aside, once by each family object; no write
+    [said] = cache_warnings(recwarn)
+    assert "is damaged" in said and "cannot be moved aside" in said and "Read-only file system" in said
+    assert "in memory only" in said and "TMLR_CACHE_DIR" in said
+    name = os.path.basename(path)
+    assert sorted(os.listdir(os.path.dirname(path))) == [name, name + ".lock"] and read_bytes(path) == damaged  # left as it was
+
+
+@pytest.mark.parametrize("damage", ["bad-json", "wrong-schema"])
+def test_a_damaged_shipped_table_fails_the_load_and_tmlr_tune_writes_it_again(tmp_path, fake, capsys, damage):
+    d = dtype_family(str(tmp_path / "add"))
+    table = os.path.join(d, "tuning.json")
+    with open(table, "w") as f:
+        f.write(DAMAGED[damage][0])
+    with pytest.raises(tr.SchemaError, match=DAMAGED[damage][1].replace("$", r"\$").replace("[", r"\[")) as caught:
+        tr.Kernel.load(d)
+    assert f"write it again with `tmlr tune {d} --cases FILE.py:func`, which keeps the damaged file aside" in str(caught.value)
+    (tmp_path / "cases.py").write_text(CASES)
+    assert main(["tune", d, "--cases", f"{tmp_path / 'cases.py'}:cases"]) == 0  # as the error says
+    [aside] = [n for n in os.listdir(d) if n.startswith("tuning.unreadable-")]
+    assert read_bytes(os.path.join(d, aside)) == DAMAGED[damage][0].encode()
+    assert f"kept aside as {os.path.join(d, aside)}; this run writes {table} again" in capsys.readouterr().err
+    assert [e["key"][0] for e in tuning_table.read_entries(table, 2)] == [1024, 4096]
+    fake.launches.clear()
+    tr.Kernel.load(d, tuning="strict", fallback="error")(4, *tensors(), 4096)
+    assert [launch["block"] for launch in fake.launches] == [(256, 1, 1)]

@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Iterator
 
 from .. import driver
-from ..artifact.tuning_table import TABLE_FILE, Key, entry, file_error, read_entries, table_doc
+from ..artifact.tuning_table import CACHE_KIND, TABLE_FILE, Key, entry, file_error, read_entries, table_doc
 from ..errors import ArgumentError, SchemaError, TuningCacheWarning, TuningFileError, UnseenKeyError, short_repr
 
 MODES = ("tune", "table", "strict")
@@ -110,6 +110,17 @@ def keep_aside(path: str) -> str:
     return aside
 
 
+def keep_damaged_aside(path: str, configs: int, kind: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """A file that :func:`read_entries` found damaged, read again under the lock: (its entries, None) when another
+    process rewrote it meanwhile, else ([], where :func:`keep_aside` moved it). :class:`TuningFileError` when the
+    file system refuses the lock or the move."""
+    with _locked(path):
+        try:
+            return read_entries(path, configs, kind=kind), None
+        except SchemaError:
+            return [], keep_aside(path)
+
+
 def _distance(a: Key, b: Key) -> float | None:
     """log2 distance over the numbers of two keys whose other parts are equal; None if they are not comparable."""
     if len(a) != len(b):
@@ -155,13 +166,30 @@ class Tuner:
             found: list[dict[str, Any]] = []
             if self.cache_usable:
                 try:
-                    found = read_entries(cache_path(self.sha256), self.configs)
+                    found = read_entries(cache_path(self.sha256), self.configs, kind=CACHE_KIND)
                 except TuningFileError as e:
                     self._unusable(e)
+                except SchemaError as e:
+                    found = self._damaged(e)
             self._cache = choices(found, self.device, self.sha256)
         return self._cache
 
-    def _unusable(self, e: TuningFileError) -> None:
+    def _damaged(self, e: SchemaError) -> list[dict[str, Any]]:
+        """A cache cut short by a crash or written by something else never stops a launch: it is kept aside
+        (:func:`keep_aside`, never deleted) and a new one is written in its place; the entries found instead."""
+        path = cache_path(self.sha256)
+        try:
+            found, aside = keep_damaged_aside(path, self.configs, CACHE_KIND)
+        except TuningFileError as refused:  # a read-only cache: the damaged file stays, unused
+            self._unusable(refused, f"is damaged ({e}) and cannot be moved aside")
+            return []
+        if aside is not None:
+            warnings.warn(TuningCacheWarning(
+                f"{self.name}: the tuning cache is damaged ({e}); it was kept aside as {aside}, and launches go on "
+                "without it (new choices go into a new cache file)", path), stacklevel=2)
+        return found
+
+    def _unusable(self, e: TuningFileError, what: str = "cannot be used") -> None:
         """The cache file cannot be read or written here (read-only container, a file where its folder
         should be...): choices stay in memory for the process, and launches go on. Warned once per cache folder."""
         self.cache_usable = False
@@ -169,7 +197,7 @@ class Tuner:
         if folder not in said:
             said.add(folder)
             warnings.warn(TuningCacheWarning(
-                f"{self.name}: the tuning cache {e.path} cannot be used ({e.reason}); the configs this process "
+                f"{self.name}: the tuning cache {e.path} {what} ({e.reason}); the configs this process "
                 "benchmarks are kept in memory only (each new process benchmarks again), and launches go on. Set "
                 "TMLR_CACHE_DIR to a writable folder, or ship a table (`tmlr tune`) and load with tuning=\"table\" "
                 "to never benchmark. Said once per cache folder", e.path), stacklevel=2)
