@@ -109,6 +109,16 @@ class UnseenKeyError(TmlrError):
     """No config is known for an autotune key and the mode may not benchmark (fallback="error")."""
 
 
+class TuningFileError(ArtifactError):
+    """A tuning table or cache file (its folder, lock or temp file included) cannot be read or written: an OS
+    error (read-only file system, permission, no space, a file where a folder must be). ``reason`` is the OS's
+    text, ``errno`` its code."""
+
+    def __init__(self, message: str, path: str, reason: str, errno: int | None) -> None:
+        super().__init__(message, path)
+        self.reason, self.errno = reason, errno
+
+
 # --- warnings ------------------------------------------------------------------------------------
 class PtxJitWarning(UserWarning):
     """A kernel was loaded from its PTX, which the driver compiled for this GPU (no cubin of the artifact runs
@@ -117,3 +127,13 @@ class PtxJitWarning(UserWarning):
     def __init__(self, message: str, seconds: float = 0.0, arch: str = "") -> None:
         super().__init__(message)
         self.seconds, self.arch = seconds, arch
+
+
+class TuningCacheWarning(UserWarning):
+    """The tuning cache cannot be read or written here (``TuningFileError``'s causes): the configs chosen stay in
+    memory for the process and launches go on; said once per cache folder and process. Or the cache is damaged:
+    it was moved aside and a new one is started. ``path``: the file."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -36,6 +37,7 @@ import re
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from unittest import mock
 
 import pytest
 
@@ -589,6 +591,51 @@ API += [
 ]
 
 
+def autotuned_family(w: World) -> str:
+    """A family of the add kernel autotuned on n over two configs (tests/family_sample.py)."""
+    import family_sample
+
+    return family_sample.dtype_family(str(w.root / "family"))
+
+
+def load_with_table(w: World, text: str) -> None:
+    d = autotuned_family(w)
+    Path(d, "tuning.json").write_text(text)
+    tr.Kernel.load(d)
+
+
+def tune_into_read_only_folder(w: World) -> None:
+    """``tmlr tune DIR --out RO/tuning.json`` where RO is on a read-only file system: the OS refuses the lock file
+    tmlr tune makes there before it benchmarks (EROFS, as Linux says it; simulated, since root may write into a
+    chmod 0o555 folder)."""
+    from tmlr_runtime.cli.family import tune
+    from tmlr_runtime.family import tuning
+
+    d = autotuned_family(w)
+    (w.root / "read-only").mkdir()
+    cases = w.root / "cases.py"
+    cases.write_text("def cases():\n    return []\n")
+
+    def read_only(path: str, *args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+    with mock.patch.object(tuning, "open", read_only, create=True):
+        tune(d, f"{cases}:cases", str(w.root / "read-only" / "tuning.json"))
+
+
+# A family's tuning table (issue 28): a damaged shipped table is the artifact's content and fails the load;
+# a damaged or read-only user cache never does (docs/variants.md), so it has no row here.
+API += [
+    Api("family-tuning-table-not-json", "a family's shipped tuning.json is not JSON",
+        lambda w: load_with_table(w, "{not json"), tr.SchemaError, "write it again with `tmlr tune", gpu="fake"),
+    Api("family-tuning-table-config-out-of-range", "a family's shipped tuning.json names config 9 of 2",
+        lambda w: load_with_table(w, '{"schema_version": 1, "kind": "tuning", "name": "add", "entries": [{"device": "x", '
+                                  f'"index_sha256": "{"0" * 64}", "key": [1], "config": 9}}]}}'),
+        tr.SchemaError, "write it again with `tmlr tune", gpu="fake"),
+    Api("tune-out-read-only-folder", "tmlr tune --out into a folder of a read-only file system", tune_into_read_only_folder,
+        tr.TuningFileError, "write the table where you may", gpu="fake"),
+]
+
+
 @pytest.mark.parametrize("case,kind", worlds(API))
 def test_bad_api_call(case: Api, kind: str, tmp_path: Path) -> None:
     with open_world(kind, tmp_path) as w:
@@ -809,7 +856,7 @@ _MESSAGES: dict[str, tuple[str, str]] = {}  # case id -> (exception class, norma
 def normalize(message: str, scratch: Path) -> str:
     text = message.replace(str(scratch), "DIR").replace(str(ROOT), "REPO")
     text = re.sub(r"[0-9a-f]{64}", "<sha256>", text)
-    text = re.sub(r"not valid JSON \(.*?\);", "not valid JSON (…);", text)  # the parser's words vary by Python
+    text = re.sub(r"(not valid JSON|cannot be read as JSON) \(.*?\);", r"\1 (…);", text)  # the parser's words vary by Python
     text = re.sub(r"0x[0-9a-f]{5,}", "0x…", text)
     text = re.sub(r"/\S*/bin/ptxas", "…/ptxas", text)
     return text
@@ -857,7 +904,7 @@ def render_doc() -> str:
         "For `add[grid](x_ptr: *fp32:16, y_ptr: *fp32:16, out_ptr: *fp32:16, n: i32:16, one: i32 = 1, BLOCK=1024)`.\n"
         "Nothing reaches the GPU when a call is refused, and the next correct call works.\n",
         head + "\n".join(_row(c) for c in CALLS) + "\n",
-        "## Other calls (`Kernel.load`, `make_tensor_map`, a family's heuristics)\n",
+        "## Other calls (`Kernel.load`, `make_tensor_map`, a family's heuristics and tuning table, `tmlr tune`)\n",
         "A family index is data: its `@triton.heuristics` expressions are bounded (at most 1000 characters, 40 levels,\n"
         "integers of at most 64 bits, a power or shift refused before it computes a larger one), so a corrupt or\n"
         "hostile index is refused at load or at the call instead of hanging the process (docs/variants.md).\n",

@@ -14,10 +14,10 @@ from ..artifact.metadata import ArtifactMetadata
 from ..artifact.output_folder import artifacts_in, output_folder_error, tunable_in
 from ..artifact.read import read, read_index
 from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
-from ..errors import ArgumentError, CudaUnavailableError, TmlrError
+from ..errors import ArgumentError, CudaUnavailableError, SchemaError, TmlrError
 from ..family.dispatch import KernelFamily
 from ..family.members import read_members
-from ..family.tuning import cache_path, write_entries
+from ..family.tuning import cache_path, check_writable, keep_damaged_aside, write_entries
 from ..launch.kernel import Kernel
 from ..tuples import format_nested
 from .artifact import CheckResult, cubin_problems, jsonschema_check, no_gpu, verify_kernel, would_load
@@ -191,13 +191,29 @@ def _check_tunable(directory: str) -> None:
                             "tmlr tune takes the family tmlr-build writes for an @triton.autotune kernel", "directory")
 
 
+def _load_to_tune(directory: str, out: str) -> Any:
+    """The family, to benchmark. A damaged shipped table that this run writes again is kept aside first (its
+    error says to run `tmlr tune`, which could not load the family else); any other load error is raised."""
+    try:
+        return Kernel.load(directory, tuning="strict")
+    except SchemaError as e:
+        if not (e.path and os.path.isfile(out) and os.path.samefile(e.path, out)):
+            raise
+        _, aside = keep_damaged_aside(out, len(read_index(directory).autotune.configs))
+        if aside is not None:
+            print(f"{e}\n  kept aside as {aside}; this run writes {out} again", file=sys.stderr)
+    return Kernel.load(directory, tuning="strict")
+
+
 def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
     """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
     _cases_file(cases)
     _check_tunable(directory)
-    family = Kernel.load(directory, tuning="strict")
+    out = out or os.path.join(directory, TABLE_FILE)
+    family = _load_to_tune(directory, out)
     if not isinstance(family, KernelFamily) or family.tuner is None:
         raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")
+    check_writable(out)  # a read-only folder refused before the benchmarks, not after
     new = []
     for n, case in enumerate(_cases(cases)):
         try:
@@ -209,7 +225,7 @@ def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, A
         new.append(entry(family.tuner.device, family.index.sha256, key, config, times))
         print(f"  key {list(key)} -> config {config} ({family.configs[config].describe()}); "
               f"{', '.join('-' if t == float('inf') else f'{t:.4f}' for t in times)} ms")
-    write_entries(out or os.path.join(family.directory, TABLE_FILE), family.name, new, len(family.configs))
+    write_entries(out, family.name, new, len(family.configs))
     return new
 
 
