@@ -10,20 +10,25 @@ plans; what only this process needs later (the spec reader) is imported there, n
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import re
 import sys
 from typing import Any, Sequence
 
 from .builder import other_python
 from .builder.build import BuildConfig, BuildReport, build
 from .builder.sources import KernelRequest, check_name, parse_source
-from .common.arch import parse_arch_list, supported_capabilities
+from .common.arch import comma_separated, parse_arch_list, supported_capabilities
 from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
 from .common.jobs import IR_STAGES
 from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
 from .common.triton_check import check_triton_version
 from .version import __version__
+
+
+_CAPABILITY = re.compile(r"(sm_?)?\d{2,3}a?,?", re.I)  # a word of an --arch list: 90, sm_90a, 80,
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,13 +72,17 @@ def make_parser() -> argparse.ArgumentParser:
                         'an entry may also give "constexprs", "options", "arch", "name", "metadata", "arg_names". '
                         "Paths are relative to the spec file; --arch replaces its \"arch\", option flags override "
                         "its options. Every key: docs/spec-format.md")
-    p.add_argument("--arch", help=f"comma-separated capabilities: {','.join(map(str, supported_capabilities()))} "
-                                  "(90 -> sm_90a, 100 -> sm_100a); .ttgir/.llir/.ptx/.cubin inputs default to their own")
+    p.add_argument("--arch", metavar="CC,CC", help="one word of comma-separated capabilities, e.g. --arch 80,90 (not "
+                   f"'80 90'); supported: {','.join(map(str, supported_capabilities()))} (90 -> sm_90a, 100 -> sm_100a); "
+                   ".ttgir/.llir/.ptx/.cubin inputs default to their own")
     g = p.add_argument_group("signature (for every SRC)")
-    g.add_argument("--signature", help="AOT syntax: '*fp16:16, i32:16, i32:1, fp32, 128' (:16 divisible by 16, "
-                                       ":1 specialized to 1, a bare value is a constexpr)")
+    g.add_argument("--signature", metavar="'ENTRY, ...'",
+                   help="one entry per parameter, in the kernel's order, separated by commas: a type for a runtime "
+                        "parameter, the value alone for a tl.constexpr (1024, not BLOCK=1024), e.g. "
+                        "'*fp16:16, i32:16, i32:1, fp32, 1024' (:16 divisible by 16, :1 specialized to 1)")
     g.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
-                   help="set a constexpr by name (for an IR input or cache entry: give back one Triton left out of it)")
+                   help="set a constexpr by name, e.g. --constexpr BLOCK=1024, and leave it out of --signature "
+                        "(repeatable; for an IR input or cache entry: give back one Triton left out of it)")
     g.add_argument("--arg-names", metavar="A,B,...", help="names of the parameters of an IR input (default: the IR's, "
                                                           "Triton 3.5+, else arg0, ...; with --constexpr: all, in order)")
     g.add_argument("--metadata", metavar="FILE", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
@@ -241,8 +250,20 @@ def _name_lists(items: Sequence[str], flag: str, convert: Any) -> dict[str, list
     return out
 
 
+def _check_arch_words(argv: Sequence[str]) -> None:
+    """``--arch 80 90``: argparse would take 90 for a SRC, or refuse it as an unknown argument, without
+    saying that --arch is one comma-separated word."""
+    for i, word in enumerate(argv[:-2]):
+        if word == "--arch":
+            more = list(itertools.takewhile(lambda w: _CAPABILITY.fullmatch(w) and not os.path.exists(w), argv[i + 2:]))
+            if more:
+                raise comma_separated([argv[i + 1], *more])
+
+
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
     """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _check_arch_words(argv)
     args = make_parser().parse_args(argv)
     if args.python:
         raise UsageError("--python runs the whole tmlr-build command in another interpreter: give it to the command "
@@ -287,16 +308,26 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
 
 
 def _summary(report: BuildReport) -> list[str]:
-    """What was written, one line per kernel directory."""
-    if report.stopped_after is None:
-        return [f"wrote {path}" for path in report.written]
+    """What became of each kernel, one line per name: written (for which targets, and why not for others) or
+    skipped; spec entries skipped under the name of a written kernel are said on its line."""
+    skipped: dict[str, list[str]] = {}
+    for name, why in report.skipped:
+        skipped.setdefault(name, []).append(why)
     lines = []
     for path in report.written:
+        if report.stopped_after is None:
+            others = [f"another entry of this name skipped: {why}" for why in skipped.pop(os.path.basename(path), [])]
+            facts = "; ".join(report.built.get(path, []) + others)
+            lines.append(f"wrote {path}" + (f" ({facts})" if facts else ""))
+            continue
         ir_dir = os.path.join(path, "ir")
         for arch in sorted(os.listdir(ir_dir)) if os.path.isdir(ir_dir) else []:
             last = os.path.join(ir_dir, arch, f"{os.path.basename(path)}.{report.stopped_after}")
             lines.append(f"stopped after {report.stopped_after}: IR in {os.path.dirname(last)} (no cubin, no "
                          f"metadata.json; continue with tmlr-build {last} -o OUT)")
+    for name, whys in skipped.items():  # two entries of one name: say which reason is whose
+        whys = whys if len(whys) == 1 else [f"{'another' if n else 'an'} entry: {why}" for n, why in enumerate(whys)]
+        lines.append(f"skipped {name} ({'; '.join(whys)})")
     return lines
 
 
@@ -331,18 +362,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not quiet:
         for line in _summary(report):
             print(f"tmlr-build: {line}", file=sys.stderr)
-        for name in report.skipped:
-            print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
-        for what in report.skipped_for_triton:
-            print(f"tmlr-build: skipped {what}", file=sys.stderr)
         for note in report.notes:
             print(f"tmlr-build: {note}", file=sys.stderr)
         for warning in report.warnings:
             print(f"tmlr-build: warning: {warning}", file=sys.stderr)
     if as_json:
-        _print_json(0, written=report.written, stopped_after=report.stopped_after, skipped=report.skipped,
-                    skipped_for_triton=report.skipped_for_triton, notes=report.notes, warnings=report.warnings,
-                    kept=report.kept)
+        _print_json(0, written=report.written, stopped_after=report.stopped_after, summary=_summary(report),
+                    skipped=[{"name": name, "why": why} for name, why in report.skipped], notes=report.notes,
+                    warnings=report.warnings, kept=report.kept)
     return 0
 
 

@@ -47,8 +47,11 @@ class BuildConfig:
 @dataclass
 class BuildReport:
     written: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # requests with no arch in common with --arch
-    skipped_for_triton: list[str] = field(default_factory=list)  # requests written for other Triton releases
+    # each written folder: the targets built ("sm_80", "sm_90a"), then why an asked-for arch was not ("sm_80 not
+    # built: its "arch" is [90]"), so that the summary says in one line what became of the kernel
+    built: dict[str, list[str]] = field(default_factory=dict)
+    # (name, why) of each request not built: no arch in common with the build's, or written for another Triton
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     stopped_after: str | None = None  # --stop-after: ``written`` holds only ir/<arch>/ folders, no artifact
     warnings: list[str] = field(default_factory=list)  # e.g. autotune pruning that the build cannot apply
     notes: list[str] = field(default_factory=list)  # what a rebuild kept (a tuning table re-stamped)
@@ -58,7 +61,8 @@ class BuildReport:
     not_written: list[str] = field(default_factory=list)  # names of the requests a failed build did not write
 
 
-def _targets(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
+def _asked(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
+    """The targets the build asks of ``req`` (--arch, a spec's "arch", an input's own), before its own "arch" list."""
     wanted = config.archs or default_archs(req)
     if wanted is None and req.archs is not None:  # no --arch, no spec-wide "arch": the kernel's own list
         return req.archs
@@ -66,8 +70,6 @@ def _targets(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
         what = "a Python kernel" if req.stage == "python" else f"a .{req.stage} file"
         raise UsageError(f"{os.path.basename(req.source)}: pass --arch (e.g. --arch 80,90, or \"arch\" in a spec); "
                          f"{what} does not say which GPU architecture to build for")
-    if req.archs is not None:
-        wanted = tuple(t for t in wanted if t in req.archs)
     return wanted
 
 
@@ -131,11 +133,12 @@ def _chosen(requests: Sequence[KernelRequest], config: BuildConfig, triton_versi
     for i, req in enumerate(requests):
         label = _label(req)
         if req.triton is not None and not release_in_range(triton_version, req.triton):
-            report.skipped_for_triton.append(f"{label} (written for Triton {req.triton}; {triton_version} is installed)")
+            report.skipped.append((label, f"written for Triton {req.triton}, and {triton_version} is installed"))
             continue
         try:
             check_input_kind(req)
-            targets = _targets(req, config)
+            asked = _asked(req, config)
+            targets = tuple(t for t in asked if req.archs is None or t in req.archs)
             _check_ptx(req, targets, config)
         except BuildError as e:
             errors.append(e)
@@ -144,8 +147,21 @@ def _chosen(requests: Sequence[KernelRequest], config: BuildConfig, triton_versi
         if targets:
             chosen.append((i, req, targets))
         else:
-            report.skipped.append(label)
+            asked_for = ", ".join(t.arch for t in asked)
+            report.skipped.append((label, f"{_own_archs(req)}, and this build is for {asked_for}"))
     return chosen
+
+
+def _own_archs(req: KernelRequest) -> str:
+    return f'its "arch" is [{", ".join(str(t.capability) for t in req.archs or ())}]'
+
+
+def _built(req: KernelRequest, results: list[JobResult], config: BuildConfig) -> list[str]:
+    """The targets a written kernel has, and the asked-for ones its own "arch" list left out."""
+    have = sorted({r.target for r in results}, key=lambda t: t.capability)
+    left_out = [t.arch for t in config.archs or () if t not in have]
+    not_built = [f"{', '.join(left_out)} not built: {_own_archs(req)}"] if left_out else []
+    return [", ".join(t.arch for t in have)] + not_built
 
 
 def _check_ptx(req: KernelRequest, targets: tuple[Target, ...], config: BuildConfig) -> None:
@@ -294,6 +310,7 @@ def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[
     copies, kept = edits_on_rebuild(final, name, files, carry)
     files.update(copies)
     report.written.append(write_directory(out, name, files, carry, drop))
+    report.built[report.written[-1]] = _built(requests[i], results, config)
     if kept is not None:
         report.notes.append(kept_note(name, final, kept))
         report.kept.append({"artifact": final, "folder": os.path.join(final, kept.folder), "files": kept.files})

@@ -40,6 +40,7 @@ class KernelRequest:
     configs: Any = None  # None (all, for an autotuned kernel) | "all" | [index, ...] | [config object, ...]
     heuristics: dict[str, list[Any]] | None = None
     ptx: bool = False  # also keep the PTX (--ptx; a spec's "ptx"), for each target that is not arch-specific
+    from_call: bool = False  # asked for by a @tmlr_build.jit call: errors speak of its arguments (common/wording.py)
 
 
 def check_name(name: str, what: str = "") -> str:
@@ -248,7 +249,8 @@ def make_jobs(req: KernelRequest, targets: tuple[Target, ...], stop_after: str |
             signature=req.signature, constexprs=dict(req.constexprs), arg_names=req.arg_names,
             options=dict(req.options), triton_metadata=meta, triton_metadata_path=meta_path, sidecar=sidecar,
             sibling_ir=sibling, sibling_ir_name=os.path.basename(ir_path) if ir_path else None,
-            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info, ptx=req.ptx and not target.arch_specific)
+            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info, ptx=req.ptx and not target.arch_specific,
+            from_call=req.from_call)
         for target in targets
     ]
 

@@ -37,6 +37,7 @@ class Job:
     dump_passes: str | None = None  # absolute path: MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=<it> in the worker only
     variant: str | None = None  # the variant's id in a family build (names it in progress and errors)
     ptx: bool = False  # hand back the PTX ptxas assembled, for the artifact (--ptx; never for an arch-specific target)
+    from_call: bool = False  # for a @tmlr_build.jit call: errors speak of its arguments, not flags (common/wording.py)
 
     @property
     def capability(self) -> int:

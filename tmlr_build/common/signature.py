@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -21,6 +22,7 @@ from tmlr_runtime.tuples import TupleParam, call_params, split_path
 
 from .errors import SignatureError
 from .tensordesc import DescriptorType, parse_type as parse_descriptor_type
+from .wording import CLI, Words
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -121,6 +123,42 @@ def parse_entry(text: str) -> SigEntry:
     word = text.strip()
     if not word:
         raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
+    named = _FIELD.match(word)
+    if named:  # BLOCK=1024: a NamedTuple's field=type is written inside its parentheses only
+        raise _named_entry(word, named.group(1), named.group(2).strip())
+    try:
+        return _parse_entry(word)
+    except SignatureError:
+        parts = word.split()  # "*fp32:16 i32": a comma left out
+        if len(parts) < 2 or not all(_parses(part) for part in parts):
+            raise
+        raise SignatureError(f"signature entry {word!r}: separate entries with commas: {', '.join(parts)!r}") from None
+
+
+def _parses(word: str) -> bool:
+    try:
+        parse_entry(word)
+    except SignatureError:
+        return False
+    return True
+
+
+def _named_entry(word: str, name: str, value: str) -> SignatureError:
+    """The error of a signature entry written NAME=VALUE: entries stand for parameters by their place."""
+    try:
+        entry = _parse_entry(value)
+    except SignatureError:
+        entry = None
+    if entry is not None and entry.kind == "constexpr":
+        return SignatureError(
+            f"signature entry {word!r}: write the constexpr's value alone: {value}, or leave it out of the signature "
+            f"and pass --constexpr {name}={value} (a spec entry: \"constexprs\": {json.dumps({name: entry.value})})")
+    what = value if entry is not None else "the parameter's type or constexpr value"
+    return SignatureError(f"signature entry {word!r}: entries are not named; write {what} alone (one entry per "
+                          "parameter, in the kernel's order)")
+
+
+def _parse_entry(word: str) -> SigEntry:
     entry = parse_tuple(word)
     if entry is not None:
         return entry
@@ -244,19 +282,22 @@ def check_json_value(kernel: str, p: Parameter) -> None:
                              "only numbers, booleans, strings and None can")
 
 
-def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter]) -> None:
-    """A signature given for an IR file must agree with the IR's own parameters."""
+def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter],
+                     words: Words = CLI) -> None:
+    """A signature given for an IR file (by tmlr-build, or derived from a jit call's arguments: ``words``) must
+    agree with the IR's own parameters."""
     runtime = [p for p in params if p.kind == "runtime"]
     if len(runtime) != len(ir_params):
+        given = ", ".join(f"{p.name}: {format_entry(p)}" for p in runtime)
         raise SignatureError(
-            f"{kernel}: the signature has {len(runtime)} runtime parameters but the IR function has "
-            f"{len(ir_params)} ({', '.join(p.type or '?' for p in ir_params)}); fix --signature")
+            f"{kernel}: {len(runtime)} runtime parameters in {words.signature} ({given}) but {len(ir_params)} in the "
+            f"IR function ({', '.join(p.type or '?' for p in ir_params)}); {words.fix_signature}")
     for p, q in zip(runtime, ir_params):
         same = p.type == q.type or (p.type and q.type and _signless(p.type) == _signless(q.type))
         if not same or p.divisibility != q.divisibility:
             raise SignatureError(
-                f"{kernel}: parameter {p.name} is {format_entry(p)} in the signature "
-                f"but {format_entry(q)} in the IR; fix --signature")
+                f"{kernel}: parameter {p.name} is {format_entry(p)} in {words.signature} "
+                f"but {format_entry(q)} in the IR; {words.fix_signature}")
 
 
 def _signless(ty: str) -> str:

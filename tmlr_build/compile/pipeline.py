@@ -25,6 +25,7 @@ from ..common.arch import check_supported
 from ..common.errors import CompileError
 from ..common.jobs import DIAGNOSTICS_FILE, STAGES, Job, JobResult
 from ..common.tensordesc import descriptor_json, is_descriptor
+from ..common.wording import words
 from ..common.errors import MissingMetadataError, UnsupportedKernelError
 from ..version import __version__ as tmlr_version
 from . import abi_check, options as opts, ptxas, triton_api
@@ -37,7 +38,8 @@ def run(job: Job, workdir: str) -> JobResult:
     """Compile ``job`` in a worker process (this changes cwd and environment); raises BuildError
     subclasses with messages fit for the user. ``workdir``: a scratch directory the caller removes."""
     triton_api.current()  # refuses an unsupported Triton
-    check_supported(job.target)  # --arch was checked when parsed; an input's own target (ttg.target, ...) is here
+    # --arch was checked when parsed; an input's own target (ttg.target, ...) is here
+    check_supported(job.target, words(job.from_call))
     line_info = job.line_info and bool(((job.sidecar or {}).get("options") or {}).get("line_info", True))
     opts.scrub_environment(line_info, os.path.join(workdir, "cache"))
     if job.dump_passes:  # --dump-passes: Triton prints the IR before each MLIR pass to this file
@@ -163,8 +165,7 @@ def _signature(job: Job, params: list[sig.Parameter], metadata: dict[str, Any]) 
     if "tensordesc_meta" not in metadata:
         raise MissingMetadataError(
             f"{job.label}: the Triton metadata JSON lacks tensordesc_meta, which says how the kernel's tensor "
-            "descriptors are passed (TMA or not); pass the metadata JSON Triton (or tmlr-build --keep-ir) wrote for "
-            "this exact compile with --metadata FILE")
+            f"descriptors are passed (TMA or not); {words(job.from_call).give_metadata}")
     meta = metadata["tensordesc_meta"] or []
     if meta and (len(meta) != len(descriptors) or not all(isinstance(m, dict) for m in meta)):
         raise UnsupportedKernelError(

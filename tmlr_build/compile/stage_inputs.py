@@ -21,6 +21,7 @@ from ..common.errors import (ArchMismatchError, CompileError, InputError, IRPars
                              OptionError, SignatureError, TritonReleaseMismatchError)
 from ..common.jobs import STAGES, Job
 from ..common.tensordesc import is_descriptor, parse_type as parse_descriptor_type, read_sidecar_entry
+from ..common.wording import words
 from . import options as opts, python_source, triton_api
 from .diagnostics import Diagnostics, compiler_style, stage_failure
 
@@ -51,7 +52,7 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     params = sig.bind_python_signature(f"{name}:{job.kernel}", fn.arg_names, entries, dict(job.constexprs),
                                        defaults, constexpr_params)
     _check_descriptors(job, params)
-    options = _parse_options(backend, opts.merge(job.options, [], {}, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, [], {}, job.label, words(job.from_call)), job)
     gluon = bool(getattr(fn, "is_gluon", lambda: False)())
     if not gluon:
         _check_no_layouts(job, params)
@@ -127,7 +128,7 @@ def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics)
         _check_ttgir_target(job, base, attrs)
     params = _ir_params(job, base, fn.name, fn)
     recorded = [job.triton_metadata, (job.sidecar or {}).get("options")]
-    options = _parse_options(backend, opts.merge(job.options, recorded, attrs, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, recorded, attrs, job.label, words(job.from_call)), job)
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
@@ -149,7 +150,7 @@ def _from_text(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics)
     name = meta.get("name") or _symbol(job.stage, text, base)
     params = _ir_params(job, base, name, None)
     recorded = [meta, (job.sidecar or {}).get("options")]
-    options = _parse_options(backend, opts.merge(job.options, recorded, {}, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, recorded, {}, job.label, words(job.from_call)), job)
     inherited = _inherit(job, _lost_upto(job.stage), required=True, why="")
     first = "ptx" if job.stage == "llir" else "cubin"
     return Start(name, params, options, text, first, inherited, job.stage)
@@ -162,7 +163,7 @@ def _from_cubin(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics
         raise MissingMetadataError(f"{job.triton_metadata_path}: has no 'name' (the cubin's kernel symbol); pass the "
                                    "metadata JSON Triton wrote beside this cubin")
     params = _ir_params(job, base, name, None)
-    options = _parse_options(backend, opts.merge(job.options, [meta], {}, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, [meta], {}, job.label, words(job.from_call)), job)
     inherited = _inherit(job, _lost_upto("cubin"), required=True, why="")
     return Start(name, params, options, raw, "done", inherited, None)
 
@@ -177,7 +178,7 @@ def _parse_options(backend: Any, merged: dict[str, Any], job: Job) -> Any:
     if isinstance(num_ctas, int) and num_ctas > 1 and job.capability < 90:
         # Triton 3.3 aborts the process on this, later releases word it their own way
         raise OptionError(f"{job.label}: num_ctas = {num_ctas} (thread-block clusters) needs capability 90 "
-                          "or newer; build this kernel with --arch 90 (a spec entry can say \"arch\": [90])")
+                          f"or newer; build this kernel with {words(job.from_call).arch(90, spec=True)}")
     try:
         return backend.parse_options(merged)
     except (AssertionError, TypeError, ValueError) as e:
@@ -190,7 +191,8 @@ def _check_ttgir_target(job: Job, base: str, attrs: dict[str, object]) -> None:
     if have is not None and made_for != job.target:
         raise ArchMismatchError(
             f"{base}: this .ttgir was made for {have} (ttg.target) but is being built for cuda:{job.capability}; a "
-            f".ttgir is architecture-specific: build it with --arch {made_for.capability if made_for else have}, or "
+            f".ttgir is architecture-specific: build it with "
+            f"{words(job.from_call).arch(made_for.capability if made_for else have)}, or "
             f"build for {job.capability} from the .ttir/.py")
     if attrs.get("ttg.threads-per-warp", 32) != 32:
         raise OptionError(f"{base}: ttg.threads-per-warp = {attrs['ttg.threads-per-warp']}; CUDA warps have 32 threads")
@@ -202,7 +204,7 @@ def _require_metadata(job: Job, base: str) -> dict[str, Any]:
         raise MissingMetadataError(
             f"{base}: a .{job.stage} input needs the Triton metadata JSON of the compile that produced it "
             f"(shared memory, scratch and launch sizes cannot be recovered from the {job.stage}): keep {stem}.json "
-            f"beside it (as Triton's cache and tmlr-build --keep-ir do) or pass --metadata FILE")
+            f"beside it (as Triton's cache and tmlr-build --keep-ir do){words(job.from_call).or_metadata}")
     made_by = job.triton_metadata.get("triton_version")
     if isinstance(made_by, str) and not triton_api.current().same_release(made_by):
         raise TritonReleaseMismatchError(
@@ -214,7 +216,8 @@ def _require_metadata(job: Job, base: str) -> dict[str, Any]:
     if have is not None and int(have) != job.capability:
         raise ArchMismatchError(
             f"{base}: was compiled for capability {have} (its metadata JSON says so) but is being built for "
-            f"{job.capability}; build it with --arch {have}, or build for {job.capability} from the .ttir/.py")
+            f"{job.capability}; build it with {words(job.from_call).arch(have)}, or build for {job.capability} from "
+            "the .ttir/.py")
     return job.triton_metadata
 
 
@@ -257,7 +260,7 @@ def _inherit(job: Job, keys: tuple[str, ...], required: bool, why: str) -> dict[
         source = job.triton_metadata_path or "the metadata JSON"
         raise MissingMetadataError(
             f"{os.path.basename(job.source)}: {source} lacks {', '.join(missing)} ({why or 'computed by earlier stages'}); "
-            "pass the metadata JSON Triton (or tmlr-build --keep-ir) wrote for this exact compile with --metadata FILE")
+            f"{words(job.from_call).give_metadata}")
     out = {k: meta[k] for k in keys if k in meta}
     if "cluster_dims" in out:
         out["cluster_dims"] = tuple(out["cluster_dims"])
@@ -287,7 +290,7 @@ def _ir_params(job: Job, base: str, name: str, ir: mlir_text.IRFunction | None) 
         else:
             params = ir_signature.from_signature(base, entries, job.arg_names, dict(job.constexprs), ir)
         if ir is not None:
-            sig.check_against_ir(base, params, ir.params)
+            sig.check_against_ir(base, params, ir.params, words(job.from_call))
         return params
     if job.sidecar and job.sidecar.get("signature") is not None:
         where = f"{os.path.splitext(base)[0]}.tmlr.json"
