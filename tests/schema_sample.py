@@ -35,12 +35,15 @@ def committed_documents(families: bool = False) -> dict[str, Any]:
 
 
 def expected_valid(doc: Any) -> bool:
-    """What the reader must answer: the schema's verdict, and names and archs that do not repeat."""
+    """What the reader must answer: the schema's verdict, names and archs that do not repeat, and each variant's
+    arch naming its capability (sm_90 or sm_90a for 90)."""
     if not JSONSCHEMA.is_valid(doc):
         return False
     names = [p["name"] for p in doc["signature"]]
     archs = [v["target"]["arch"] for v in doc["variants"]]
-    return len(set(names)) == len(names) and len(set(archs)) == len(archs) and _tuples_agree(doc, names)
+    agree = all(v["target"]["arch"].removeprefix("sm_").removesuffix("a") == str(int(v["target"]["capability"]))
+                for v in doc["variants"])
+    return len(set(names)) == len(names) and len(set(archs)) == len(archs) and agree and _tuples_agree(doc, names)
 
 
 def _tuples_agree(doc: Any, names: list[str]) -> bool:
@@ -113,8 +116,16 @@ def _another_variant(variants: list[dict[str, Any]], rng: random.Random) -> None
     """A copy of a variant, mostly for another arch (one for the same arch is invalid)."""
     v = copy.deepcopy(rng.choice(variants))
     if rng.random() < 0.9:
-        v["target"]["arch"] = f"sm_{rng.randint(200, 10**6)}"
+        capability = rng.randint(200, 10**6)
+        v["target"].update(capability=capability, arch=f"sm_{capability}")
     variants.append(v)
+
+
+def _target(t: dict[str, Any], rng: random.Random) -> None:
+    """Another capability, its arch mostly naming it (one that names another capability is invalid)."""
+    capability = _int(rng, 50, 200)
+    named = int(capability) if rng.random() < 0.9 else rng.randint(0, 200)
+    t.update(capability=capability, warp_size=rng.choice([32, 32.0]), arch=f"sm_{named}{rng.choice(['', 'a'])}")
 
 
 def _variant_knob(change: Callable[[dict[str, Any], random.Random], None]) -> Callable[[dict[str, Any], random.Random], None]:
@@ -159,8 +170,7 @@ VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0, 2, 2.0, 2, 4, 4.0])),
     lambda doc, rng: _signature(doc["signature"], rng),
     lambda doc, rng: _another_variant(doc["variants"], rng),
-    _variant_knob(lambda v, rng: v["target"].update(capability=_int(rng, 50, 200), warp_size=rng.choice([32, 32.0]),
-                                                    arch=f"sm_{rng.randint(0, 200)}{rng.choice(['', 'a'])}")),
+    _variant_knob(lambda v, rng: _target(v["target"], rng)),
     _variant_knob(lambda v, rng: v.update(entry=_ident(rng))),
     _variant_knob(lambda v, rng: v["cubin"].update(file=rng.choice(["k.cubin", "_.cubin", "add.sm_90a.cubin", "a-b..cubin"]),
                                                    sha256="".join(rng.choices("0123456789abcdef", k=64)), size=_int(rng, 1))),

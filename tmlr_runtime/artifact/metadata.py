@@ -226,7 +226,7 @@ def _variant(value: Any) -> Variant:
     t, c, launch, scratch, p = d["target"], d["cubin"], d["launch"], d["scratch"], d.get("ptx")
     ptx = None if p is None else record(Ptx, {"target": Target.of_ptx(p["arch"]), "file": p["file"], "sha256": p["sha256"],
                                               "size": p["size"]})
-    if t["arch"].removeprefix("sm_").removesuffix("a") != str(t["capability"]):
+    if t["arch"].removeprefix("sm_").removesuffix("a") != str(int(t["capability"])):
         raise at(Invalid(f"capability {t['capability']} and arch {t['arch']!r} disagree: a variant's cubin is for one GPU "
                          f"(sm_{t['capability']} or sm_{t['capability']}a for capability {t['capability']})"), "target")
     return record(Variant, {
