@@ -282,13 +282,7 @@ def _ir_params(job: Job, base: str, name: str, ir: mlir_text.IRFunction | None) 
         ir = _sibling_function(job, base)
     if job.signature is not None:
         entries = sig.parse_signature(job.signature)
-        if any(e.kind == "tuple" for e in entries):  # a tuple's elements, named by --arg-names (or argN) and path
-            names = list(job.arg_names or [f"arg{i}" for i in range(len(entries))])
-            if len(names) != len(entries):
-                raise SignatureError(f"{base}: --arg-names has {len(names)} names but the signature {len(entries)} entries")
-            params = [p for n, e in zip(names, entries) for p in e.leaves(n)]
-        else:
-            params = ir_signature.from_signature(base, entries, job.arg_names, dict(job.constexprs), ir)
+        params = ir_signature.from_signature(base, entries, job.arg_names, dict(job.constexprs), ir)
         if ir is not None:
             sig.check_against_ir(base, params, ir.params, words(job.from_call))
         return params
@@ -302,7 +296,7 @@ def _ir_params(job: Job, base: str, name: str, ir: mlir_text.IRFunction | None) 
         raise SignatureError(
             f"{base}: the parameter types of {name} cannot be recovered from a .{job.stage}; pass --signature "
             f"'*fp16:16, i32, ...' (and --arg-names), or keep {stem}.tmlr.json or {stem}.ttir beside it")
-    return ir_signature.from_ir(base, ir.params, ir.named, job.arg_names, dict(job.constexprs))
+    return ir_signature.from_ir(base, ir, job.arg_names, dict(job.constexprs))
 
 
 def _sibling_function(job: Job, base: str) -> mlir_text.IRFunction:
