@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tmlr_build.common.triton_check import DEFAULT, TESTED
+from tmlr_build.common.triton_check import DEFAULT, TESTED, requirement
 from tmlr_runtime import driver
 from tmlr_runtime.errors import CudaUnavailableError, DriverError
 
@@ -40,7 +40,7 @@ def _extra(name: str) -> list[str]:
 
 def test_the_build_extra_accepts_every_supported_triton_release() -> None:
     last_minor = int(TESTED[-1].split(".")[1])
-    assert _extra("build") == [f"triton>={TESTED[0]},<3.{last_minor + 1}"]
+    assert _extra("build") == [f"triton>={TESTED[0]},<3.{last_minor + 1}"] == [requirement()]
 
 
 def test_cu12_and_cu13_narrow_the_runtime_range_to_one_cuda_major_each() -> None:
