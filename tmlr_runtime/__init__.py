@@ -6,19 +6,19 @@ from typing import Any
 
 from .abi import Parameter
 from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
-                     DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
-                     PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningCacheWarning,
-                     TuningError, TuningFileError, UnseenKeyError)
+                     DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, LaunchOptionMismatchError,
+                     NoCompatibleVariantError, PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError,
+                     TmlrError, TuningCacheWarning, TuningError, TuningFileError, UnseenKeyError)
 from .launch.kernel import Kernel
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
-    "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily", "METADATA_FILE",
-    "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH", "SCHEMA_VERSION",
-    "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningCacheWarning", "TuningError",
-    "TuningFileError", "UnseenKeyError", "Variant", "make_tensor_map",
+    "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily",
+    "LaunchOptionMismatchError", "METADATA_FILE", "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH",
+    "SCHEMA_VERSION", "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningCacheWarning",
+    "TuningError", "TuningFileError", "UnseenKeyError", "Variant", "make_tensor_map",
 ]
 
 

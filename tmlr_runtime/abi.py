@@ -136,6 +136,8 @@ class Parameter:
     def to_json(self) -> dict[str, Any]:
         """The parameter's entry in metadata.json's ``signature``."""
         doc = {key: getattr(self, key) for key in _JSON_KEYS[self.kind]}
+        if self.kind == "constexpr" and self.value == ():
+            doc["value"] = []  # an empty tuple, as JSON writes it
         return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
 
 

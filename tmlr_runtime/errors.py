@@ -79,6 +79,10 @@ class ConstexprMismatchError(ArgumentError):
     """A constexpr was passed with a value other than the one compiled in."""
 
 
+class LaunchOptionMismatchError(ArgumentError):
+    """A launch option passed in the call (``num_warps=8``) other than the one the artifact was built with."""
+
+
 class GridError(TmlrError, ValueError):
     """The launch grid is malformed or beyond the device's limits."""
 

@@ -414,6 +414,17 @@ class HalfArray:
         self.__cuda_array_interface__ = {"data": (t.data_ptr(), False), "shape": (N,), "typestr": "<f2", "version": 3}
 
 
+class Reinterpreted:
+    """As Triton's ``reinterpret`` wrapper (TensorWrapper): ``data_ptr()`` and a Triton dtype (``str()`` of which is
+    its name), no ``get_device()``."""
+
+    def __init__(self, t: Any, dtype: str) -> None:
+        self.base, self.dtype = t, dtype
+
+    def data_ptr(self) -> int:
+        return self.base.data_ptr()
+
+
 class BrokenStream:
     def __cuda_stream__(self) -> Any:
         return "not (version, handle)"
@@ -443,6 +454,8 @@ CALLS = [
          tr.ConstexprMismatchError, "pass 1024 (or omit it)"),
     Call("constexpr-other-value-positional", "512 in BLOCK's place",
          lambda w: w.kernel(1, w.x, w.y, w.out, N, 1, 512), tr.ConstexprMismatchError, "rebuild with --constexpr BLOCK=512"),
+    Call("launch-option-other-value", "num_warps=8 for a kernel built with 4", lambda w: w.launch(num_warps=8),
+         tr.LaunchOptionMismatchError, "rebuild it with --num-warps 8 or drop the keyword"),
     # -- pointers
     Call("cpu-tensor", "a CPU tensor for a pointer", lambda w: w.launch(x=w.on_cpu(w.x)), tr.PointerArgumentError,
          "move it with .to('cuda:0')"),
@@ -470,6 +483,8 @@ CALLS = [
          tr.PointerArgumentError, "pass an object whose __cuda_array_interface__ follows the protocol"),
     Call("array-interface-wrong-dtype", "an fp16 __cuda_array_interface__ for *fp32", lambda w: w.launch(x=HalfArray(w.x)),
          tr.PointerArgumentError, "convert the array or rebuild"),
+    Call("data-ptr-object-wrong-dtype", "triton.reinterpret(x, tl.float16) (data_ptr() and dtype only) for *fp32",
+         lambda w: w.launch(x=Reinterpreted(w.x, "fp16")), tr.PointerArgumentError, "reinterpret the tensor as fp32"),
     # -- scalars
     Call("int-out-of-range", "2**31 for an i32", lambda w: w.launch(n=2**31), tr.ScalarArgumentError,
          "rebuild it with a wider type"),
@@ -490,8 +505,8 @@ CALLS = [
     Call("tensor-for-int", "a tensor for an i32", lambda w: w.launch(n=torch.tensor([N, N])), tr.ScalarArgumentError,
          "pass an int"),
     # -- grid
-    Call("grid-zero", "grid 0", lambda w: w.launch(grid=0), tr.GridError, "skip the launch when there is no work"),
-    Call("grid-negative", "grid -1", lambda w: w.launch(grid=-1), tr.GridError, "skip the launch when there is no work"),
+    Call("grid-negative", "grid -1 (grid 0 is no error: as in Triton, nothing is launched)", lambda w: w.launch(grid=-1), tr.GridError,
+         "compute it with triton.cdiv-style integer division"),
     Call("grid-too-large", "2**31 programs on x", lambda w: w.launch(grid=2**31), tr.GridError, "split the work"),
     Call("grid-y-too-large", "65536 programs on y", lambda w: w.launch(grid=(1, 65536)), tr.GridError, "split the work"),
     Call("grid-float", "grid 1.5", lambda w: w.launch(grid=1.5), tr.GridError, "use math.ceil"),

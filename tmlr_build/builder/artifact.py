@@ -68,6 +68,8 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     tuples = [p.to_json() for p in call_params(p["name"] for p in signature) if isinstance(p, TupleParam)]
     if tuples:  # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
         return {"schema_version": _TUPLE_SCHEMA, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
+    if any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature):  # an empty tuple, written []
+        version = _TUPLE_SCHEMA
     return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
 
 

@@ -113,7 +113,7 @@ def _tuple_entry(name: str, value: tuple[Any, ...]) -> str:
         else:
             parts.append(format_entry(_parameter(path, x, True, True, False)))
     if not parts:
-        raise SignatureError(f"argument {name}: an empty tuple passes nothing; leave the parameter out of the kernel")
+        return "()"  # an empty tuple: Triton passes nothing for it (the runtime checks the call passes ())
     if fields:
         return "(" + ", ".join(f"{f}={part}" for f, part in zip(fields, parts)) + ")"
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

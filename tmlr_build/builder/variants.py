@@ -23,7 +23,7 @@ from .sources import KernelRequest
 
 DEFAULT_MAX_VARIANTS = 256
 MAYBE_16 = ":16?"
-_TUPLE_ENTRY = re.compile(r"^([A-Za-z_]\w*)?\(")  # a tuple or NamedTuple entry (signature.parse_tuple)
+_TUPLE_ENTRY = re.compile(r"^([A-Za-z_]\w*)?\((?!\)$)")  # a tuple or NamedTuple entry (signature.parse_tuple); () is a constexpr
 _TYPE_VAR = re.compile(r"^(\*?)([A-Za-z_]\w*)(:.*)?$")
 
 

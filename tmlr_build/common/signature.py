@@ -90,8 +90,10 @@ def parse_tuple(word: str) -> SigEntry | None:
     parts = split_top_level(m.group(2), "([{<")
     if len(parts) > 1 and parts[-1] == "":
         parts.pop()  # (i32,): a tuple of one
+    if parts == [""] and not m.group(1):  # (): an empty tuple passes nothing; the runtime checks the call passes () there
+        return SigEntry("constexpr", value=())
     if parts == [""]:
-        raise SignatureError(f"signature entry {word!r}: an empty tuple passes nothing; leave the parameter out of the kernel")
+        raise SignatureError(f"signature entry {word!r}: a NamedTuple without fields passes nothing; write () for an empty tuple")
     named = [_FIELD.match(part) for part in parts]
     if any(named) and not all(named):
         raise SignatureError(f"signature entry {word!r}: name every element of a NamedTuple (field=type) or none")
@@ -109,7 +111,7 @@ def map_leaves(word: str, leaf: Callable[[str], str]) -> str:
     """``word`` (one signature entry) with each of its leaf entries replaced by ``leaf(text)``, in order: the entry
     itself, or a tuple's elements at any depth (``(*T:16?, i32)``), its field names and type name kept."""
     m = _NAMED.match(word.strip())
-    if m is None:
+    if m is None or word.strip() == "()":  # (): an empty tuple is a leaf (a constexpr)
         return leaf(word.strip())
     parts = split_top_level(m.group(2), "([{<")
     one = len(parts) > 1 and parts[-1] == ""  # (i32,): a tuple of one
@@ -258,7 +260,7 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
                 continue
             if n in constexpr_params and e.kind != "constexpr":
                 raise SignatureError(f"{kernel}: parameter {n} is a tl.constexpr; give it a value, not the type {e.type}")
-            if e.kind == "constexpr" and n not in constexpr_params and not isinstance(e.value, (int, float, bool, type(None))):
+            if e.kind == "constexpr" and n not in constexpr_params and not isinstance(e.value, (int, float, bool, type(None), tuple)):
                 raise SignatureError(f"{kernel}: parameter {n} is not a tl.constexpr; give it a type, not {e.value!r}")
             params.append(e.named(n))
         else:
@@ -277,9 +279,9 @@ def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> l
 
 def check_json_value(kernel: str, p: Parameter) -> None:
     """A constexpr's value must be one metadata.json can record."""
-    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))):
+    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))) and p.value != ():
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
-                             "only numbers, booleans, strings and None can")
+                             "only numbers, booleans, strings, None and () can")
 
 
 def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter],
@@ -323,6 +325,8 @@ def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, Any], dict[tuple[i
             if p.divisibility == 16:
                 attrs[path] = [["tt.divisibility", 16]]
             return p.type or ""
+        if p.kind == "constexpr" and p.value == ():
+            return ()  # an empty tuple: Triton's JIT types it () and passes nothing
         # Triton specializes an int equal to 1 into a constexpr of value 1 (3.3-3.9)
         consts[path] = 1 if p.kind == "equal_to_1" else p.value
         return "constexpr"

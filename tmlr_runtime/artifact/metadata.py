@@ -166,8 +166,8 @@ _PARAMETER = {
                         "type": string(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
     TENSORDESC: obj({"name": _NAME, "kind": ANY, "type": ANY, "descriptor": _descriptor,
                          "divisibility": one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
-    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: not isinstance(v, (list, dict)),
-                                                                         "a number, boolean, string or null")}),
+    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: v == [] if isinstance(v, list) else not isinstance(v, dict),
+                                                                         "a number, boolean, string, null or [] (an empty tuple)")}),
     "equal_to_1": obj({"name": _NAME, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
 }
 _VARIANT = obj({
@@ -198,7 +198,8 @@ def _parameter(p: Any) -> Parameter:
         obj({"kind": ANY})(p)
     d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
     return record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
-                               "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": d.get("descriptor")})
+                               "value": 1 if kind == "equal_to_1" else () if d.get("value") == [] else d.get("value"),  # []: an empty tuple
+                               "descriptor": d.get("descriptor")})
 
 
 def unreadable_version(doc: dict[str, Any]) -> str:
@@ -264,6 +265,10 @@ def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple
                             "holds one cubin per arch"), twice), "variants")
     if version == 1 and any(p.descriptor is not None for p in signature):
         raise at(Invalid("1, but the signature has a tensordesc parameter, which needs schema_version 2"), "schema_version")
+    empty = next((i for i, p in enumerate(signature) if p.value == () and p.kind == "constexpr"), None)
+    if version < TUPLE_VERSION and empty is not None:
+        raise at(at(at(Invalid(f"[] (an empty tuple), which needs schema_version {TUPLE_VERSION} (this is {version})"), "value"), empty),
+                 "signature")
     if version < PTX_VERSION and any(v.ptx is not None for v in variants):
         raise at(Invalid(f"{version}, but a variant has ptx, which needs schema_version {PTX_VERSION}"), "schema_version")
     return name, signature, variants, _tuples(doc, names, version)

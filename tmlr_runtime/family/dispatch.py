@@ -12,9 +12,10 @@ from ..launch import compiled
 from ..artifact.family_index import FAMILY_TUPLE_VERSION, FAMILY_VERSION, Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
 from ..errors import ArgumentCountError, ArgumentError, IntegrityError, NoCompatibleVariantError
-from ..launch.bind import MISSING, Binder
+from ..launch.bind import MISSING, Binder, option_names
 from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
+from ..launch.options import members_with, recorded, same, shown
 from .bench import GRID_META, benchmark
 from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
 from .members import Member, leaf_params, read_members
@@ -22,6 +23,13 @@ from .tuning import Key, Tuner
 
 _FAST_ENTRIES = 4096
 _NOT_IN_FAST_MEMO = (KeyError, AttributeError, TypeError)  # not seen yet; a pointer given as an int, a CuPy array...
+
+
+def _config_options(configs: tuple[Config, ...]) -> frozenset[str]:
+    """The launch options autotune configs set (Triton passes Config.all_kwargs(): num_warps, num_stages and num_ctas
+    always, maxnreg where set), which a call may not pass as well."""
+    return frozenset({"num_warps", "num_stages", "num_ctas"} | ({"maxnreg"} if any(c.maxnreg is not None for c in configs) else set())
+                     if configs else ())
 
 
 def _device_name() -> str:
@@ -50,7 +58,9 @@ class KernelFamily:
         at = index.autotune
         self.configs: tuple[Config, ...] = at.configs if at else ()
         self._config_names = frozenset(k for c in self.configs for k in c.kwargs)
-        self._binder = Binder(self.name, self.names, [k for _, k in self.params], self.npos, self.usage, self._config_names)
+        self._binder = Binder(self.name, self.names, [k for _, k in self.params], self.npos, self.usage,
+                              self._config_names | _config_options(self.configs),
+                              options=option_names(v for m in self.members for v in m.meta.variants))
         self._key_pos = tuple(self._position[n] for n in at.key if n in self._position) if at else ()
         self._dtypes = at.dtype_in_key if at else False
         self.tuner = Tuner(self.name, self.directory, index.sha256, len(self.configs), _device_name(), tuning, fallback, stats) \
@@ -148,9 +158,10 @@ class KernelFamily:
         return f"{self.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in self.params)})"
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """(the positional values up to the last runtime parameter, the constexprs given by name)."""
-        values = self._binder.bind(args, kwargs)
-        given = {n: v for (n, k), v in zip(self.params, values) if k == "constexpr" and v is not MISSING}
+        """(the positional values up to the last runtime parameter, the constexprs and launch options given by name)."""
+        given: dict[str, Any] = {}  # the launch options (num_warps=...: as Triton, heuristics see them), then the constexprs
+        values = self._binder.bind(args, kwargs, given)
+        given.update((n, v) for (n, k), v in zip(self.params, values) if k == "constexpr" and v is not MISSING)
         for i in range(self.npos):
             if values[i] is MISSING:
                 values[i] = self._only_value(self.names[i])
@@ -225,6 +236,9 @@ class KernelFamily:
         want = self._wanted(config, heur, given)
         fits = [m for m in self.members if (config is None or m.config == config)
                 and all(same_constexpr(v, m.constexprs[n]) for n, v in want.items() if n in m.constexprs)]
+        options = {n: v for n, v in given.items() if n not in self._position}  # launch options the call names
+        if options:
+            fits = members_with(self.name, fits, options)
         for name in {n for m in fits for n in m.constexprs} - want.keys():
             if len({repr(m.constexprs[name]) for m in fits}) > 1:
                 raise ArgumentError(f"{self.name}: pass {name}=... - the family has variants for "
@@ -251,6 +265,8 @@ class KernelFamily:
         def misses(m: Member) -> list[str]:
             out = [] if config is None or m.config == config else [f"config {m.config}"]
             out += [f"{n}={m.constexprs[n]!r}" for n, v in want.items() if n in m.constexprs and not same_constexpr(v, m.constexprs[n])]
+            out += [shown(m.meta.variants[0], n) for n, v in want.items()  # launch options
+                    if n not in self._position and not all(same(v, recorded(x, n)) for x in m.meta.variants)]
             return out + [f"{self.names[i]}: {m.meta.signature[i].type}" + (":16" if m.meta.signature[i].divisibility == 16 else "")
                           for i, c in calls.items() if not accepts(m.meta.signature[i], c)]
 
