@@ -35,7 +35,7 @@ class Specialization:
 
 
 def _constexpr(name: str, value: Any, kernel: Any = None) -> Parameter:
-    unwrapped = getattr(value, "value", value)  # tl.constexpr wrapper
+    unwrapped = value if of(value) is not None else getattr(value, "value", value)  # tl.constexpr wrapper
     found = of(unwrapped)  # a dtype or a @triton.jit function: recorded by its text (tmlr_runtime/objects.py)
     if found is not None:
         return Parameter(name, "constexpr", value=_as_built(found, kernel))
