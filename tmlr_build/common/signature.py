@@ -173,7 +173,7 @@ def _named_entry(word: str, name: str, value: str) -> SignatureError:
     if entry is not None and entry.kind == "constexpr":
         return SignatureError(
             f"signature entry {word!r}: write the constexpr's value alone: {value}, or leave it out of the signature "
-            f"and pass --constexpr {name}={value} (a spec entry: \"constexprs\": {json.dumps({name: entry.value})})")
+            f"and pass --constexpr {name}={value} (a spec entry: \"constexprs\": {json.dumps({name: entry.value}, default=repr)})")
     what = value if entry is not None else "the parameter's type or constexpr value"
     return SignatureError(f"signature entry {word!r}: entries are not named; write {what} alone (one entry per "
                           "parameter, in the kernel's order)")
