@@ -152,6 +152,22 @@ def _ptx(doc: dict[str, Any], rng: random.Random) -> None:
         doc["schema_version"] = 4
 
 
+def _object(doc: dict[str, Any], rng: random.Random) -> None:
+    """Make a constexpr a Triton object (with schema_version 7, mostly), or one a plain value again."""
+    constexprs = [p for p in doc["signature"] if p["kind"] == "constexpr"]
+    if not constexprs:
+        return
+    p = rng.choice(constexprs)
+    if "object" in p and rng.random() < 0.3:
+        del p["object"]
+        p["value"] = rng.choice([1, "bf16", None])
+        return
+    p["object"] = rng.choice(["dtype", "jit_function"])
+    p["value"] = rng.choice(list(abi.TL_DTYPES) if p["object"] == "dtype" else ["kernels:relu", "pkg.acts:Act.gelu", "a:b\n"])
+    if rng.random() < 0.9:  # else an older document with an object: invalid to both
+        doc["schema_version"] = 7
+
+
 def _provenance(v: dict[str, Any], rng: random.Random) -> None:
     p = v["provenance"]
     p["source_stage"] = rng.choice(["python", "ttir", "ttgir", "llir", "ptx", "cubin"])
@@ -183,6 +199,7 @@ VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     _variant_knob(_resources),
     _variant_knob(_provenance),
     _ptx,
+    _object,
 ]
 
 

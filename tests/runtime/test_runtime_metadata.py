@@ -58,11 +58,11 @@ def test_schema_errors_name_the_field(path, value, json_path):
     assert "tmlr-build" in str(e.value) or "tmlr_runtime" in str(e.value)
 
 
-READS = "v1, v2, v4, v5"
+READS = "v1, v2, v4, v5, v7"
 
 
 @pytest.mark.parametrize("version, kind, why", [
-    (7, None, "a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
+    (8, None, "a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
               "tmlr-build of this tmlr_runtime"),
     (9, "family", "a newer tmlr-build wrote it: upgrade tmlr_runtime"),
     (3, None, '3 numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'),
@@ -91,7 +91,7 @@ def test_a_broken_document_names_its_own_version_not_the_newest(version):
     assert str(e.value) == (f"m.json: $.variants[0].launch.num_warps: '4' is not an integer; not a valid tmlr metadata.json (it "
                             f"says schema v{version}; this tmlr_runtime reads {READS}) - rebuild it with tmlr-build")
     doc.pop("schema_version")
-    with pytest.raises(tr.SchemaError, match=r"\(it names no schema_version; this tmlr_runtime reads v1, v2, v4, v5\)"):
+    with pytest.raises(tr.SchemaError, match=r"\(it names no schema_version; this tmlr_runtime reads v1, v2, v4, v5, v7\)"):
         tr.ArtifactMetadata.from_dict(doc, "m.json")
 
 

@@ -24,11 +24,13 @@ IR_DIR = "ir"
 SUMS_FILE = "SHA256SUMS"
 VARIANTS_DIR = "v"  # a family's variants, one artifact each (family.py)
 # schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
-# parameters), what version 4 added (a variant's PTX) or what version 5 added (tuple parameters), so that a
-# runtime that reads version 1 only still loads every artifact it can launch (3 is a family index)
+# parameters), what version 4 added (a variant's PTX), what version 5 added (tuple parameters) or what version 7
+# added (constexprs that are Triton objects), so that a runtime that reads version 1 only still loads every
+# artifact it can launch (3 and 6 are family indexes)
 _DESCRIPTOR_SCHEMA = 2
 _PTX_SCHEMA = 4
 _TUPLE_SCHEMA = 5
+_OBJECT_SCHEMA = 7
 
 
 def cubin_file_name(name: str, arch: str) -> str:
@@ -66,10 +68,16 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     version = _DESCRIPTOR_SCHEMA if any(p.get("type") == TENSORDESC for p in signature) else 1
     version = _PTX_SCHEMA if any(r.ptx is not None for r in results) else version
     tuples = [p.to_json() for p in call_params(p["name"] for p in signature) if isinstance(p, TupleParam)]
+    version = _TUPLE_SCHEMA if tuples else version
+    version = _OBJECT_SCHEMA if any("object" in p for p in signature) else version
     if tuples:  # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
+<<<<<<< HEAD
         return {"schema_version": _TUPLE_SCHEMA, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
     if any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature):  # an empty tuple, written []
         version = _TUPLE_SCHEMA
+=======
+        return {"schema_version": version, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
+>>>>>>> h-cx29
     return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..common.arch import Target, parse_arch_list
 from ..common.errors import BuildError, SpecError
-from ..common.signature import parse_arg_names
+from ..common.signature import parse_arg_names, spec_constexpr
 from ..common.triton_check import release_range
 from .sources import KernelRequest, check_name, parse_source
 
@@ -75,7 +75,7 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any], ptx:
     metadata = os.path.join(base, k["metadata"]) if "metadata" in k else None
     archs = _archs(path, where, k["arch"]) if "arch" in k else None
     return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
-                         constexprs=dict(constexprs), arg_names=arg_names, options=options,
+                         constexprs={n: spec_constexpr(v) for n, v in constexprs.items()}, arg_names=arg_names, options=options,
                          default_options=frozenset(defaults) - frozenset(own), metadata_path=metadata,
                          archs=archs, triton=_triton_range(path, where, k.get("triton")), ptx=_flag(path, where, k, "ptx", ptx),
                          **_variants(path, where, k))

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tmlr_runtime.abi import PARAM_TYPES, SCALAR_TYPES, format_signature, split_top_level
+from tmlr_runtime.abi import PARAM_TYPES, SCALAR_TYPES, TL_DTYPES, TL_NAMES, format_signature, split_top_level
 from tmlr_runtime.artifact.heuristics import names_used
 
 from ..common import signature as sig
@@ -25,6 +25,7 @@ DEFAULT_MAX_VARIANTS = 256
 MAYBE_16 = ":16?"
 _TUPLE_ENTRY = re.compile(r"^([A-Za-z_]\w*)?\((?!\)$)")  # a tuple or NamedTuple entry (signature.parse_tuple); () is a constexpr
 _TYPE_VAR = re.compile(r"^(\*?)([A-Za-z_]\w*)(:.*)?$")
+_DTYPE_VAR = re.compile(r"^(?:tl|triton\.language)\.([A-Za-z_]\w*)$")  # tl.T: the dtype constexpr of type variable T
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,10 @@ def config_from_dict(doc: dict[str, Any], where: str) -> ConfigFact:
 
 def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> list[dict[str, str]]:
     types = req.types or {}
-    used = {m.group(2) for m in (_TYPE_VAR.match(leaf) for e in entries for leaf in _leaves(e)) if m}
+    leaves = [leaf for e in entries for leaf in _leaves(e)]
+    used = {m.group(2) for m in map(_TYPE_VAR.match, leaves) if m}
+    dtypes = {m.group(1) for m in map(_DTYPE_VAR.match, leaves) if m and m.group(1) in types}
+    used |= dtypes
     undeclared = sorted(n for n in used - set(types) if n not in PARAM_TYPES and n not in ("True", "False", "None"))
     if undeclared:
         raise SpecError(f"{label}: {undeclared[0]} in the signature is no type; as a type variable, declare it: "
@@ -211,6 +215,9 @@ def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> lis
         if bad or not values or len(set(values)) != len(values):
             raise SpecError(f"{label}: type variable {var}: {list(values)}: give distinct element types from "
                             f"{', '.join(SCALAR_TYPES)}")
+        if var in dtypes and any(v not in TL_NAMES for v in values):
+            raise SpecError(f"{label}: type variable {var} is a dtype constexpr (tl.{var}), but Triton has no dtype for "
+                            f"{', '.join(v for v in values if v not in TL_NAMES)}; drop it from {var}'s types")
     return [dict(zip(types, combo)) for combo in itertools.product(*types.values())]
 
 
@@ -233,6 +240,9 @@ def _leaf_text(text: str, types: dict[str, str], divisible: bool | None) -> str:
     m = _TYPE_VAR.match(text)
     if m and m.group(2) in types:
         text = f"{m.group(1)}{types[m.group(2)]}{m.group(3) or ''}"
+    d = _DTYPE_VAR.match(text)
+    if d and d.group(1) in types:  # tl.T: the dtype of T's type, as a constexpr value (tl.bfloat16 for bf16)
+        text = f"tl.{TL_DTYPES[TL_NAMES[types[d.group(1)]]][0]}"
     return text
 
 

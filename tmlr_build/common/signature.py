@@ -15,9 +15,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 # Parameter and format_signature are the runtime's record and formatter; the build's modules name them
 # through this module (sig.Parameter, sig.format_signature)
-from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature,
-                               split_top_level)
+from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TL_DTYPES, TMA_DESC, TYPES, Parameter, format_entry,
+                               format_signature, split_top_level)
 
+from tmlr_runtime.objects import TritonObject, parse as parse_object
 from tmlr_runtime.tuples import TupleParam, call_params, split_path
 
 from .errors import SignatureError
@@ -51,7 +52,8 @@ class SigEntry:
 
 
 def parse_constexpr_value(text: str) -> Any:
-    """A constexpr value written on the command line: int, float, bool, None or a quoted string."""
+    """A constexpr value written on the command line: int, float, bool, None, a quoted string, or a Triton object
+    (tl.bfloat16, a @triton.jit function as module:qualname)."""
     word = text.strip()
     if word in ("True", "true"):
         return True
@@ -69,12 +71,31 @@ def parse_constexpr_value(text: str) -> Any:
         pass
     if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
         return ast.literal_eval(word)
+    return triton_object(word)
+
+
+def triton_object(word: str) -> TritonObject:
+    """The Triton object ``word`` names (tmlr_runtime/objects.py), or the SignatureError saying what a value may be."""
+    found = parse_object(word)
+    if found is not None:
+        return found
+    if word.startswith(("tl.", "triton.language.")):
+        raise SignatureError(f"{word!r} is no Triton dtype; write one as triton.language names it: "
+                             f"{', '.join(f'tl.{attr}' for attr, _ in TL_DTYPES.values())}")
     raise SignatureError(
         f"{word!r} is neither a known type nor a constexpr value; types are "
         f"{', '.join(SCALAR_TYPES)}, {TMA_DESC}, pointers like *fp16 (add :16 for divisibility, "
         f":1 for an int specialized to 1) and host tensor descriptors like tensordesc<fp16[64, 64]> (Triton 3.4+); "
-        "constexpr values are numbers, True/False or quoted strings"
+        "constexpr values are numbers, True/False, quoted strings, Triton dtypes like tl.bfloat16 and @triton.jit "
+        "functions as module:qualname (kernels:relu)"
     )
+
+
+def spec_constexpr(value: Any) -> Any:
+    """A spec file's constexpr value: JSON's, but a string that names a Triton object (``"tl.bfloat16"``,
+    ``"kernels:relu"``) is that object."""
+    found = parse_object(value) if isinstance(value, str) else None
+    return value if found is None else found
 
 
 _NAMED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?\((.*)\)$", re.S)
@@ -154,7 +175,7 @@ def _named_entry(word: str, name: str, value: str) -> SignatureError:
     if entry is not None and entry.kind == "constexpr":
         return SignatureError(
             f"signature entry {word!r}: write the constexpr's value alone: {value}, or leave it out of the signature "
-            f"and pass --constexpr {name}={value} (a spec entry: \"constexprs\": {json.dumps({name: entry.value})})")
+            f"and pass --constexpr {name}={value} (a spec entry: \"constexprs\": {json.dumps({name: entry.value}, default=repr)})")
     what = value if entry is not None else "the parameter's type or constexpr value"
     return SignatureError(f"signature entry {word!r}: entries are not named; write {what} alone (one entry per "
                           "parameter, in the kernel's order)")
@@ -169,6 +190,9 @@ def _parse_entry(word: str) -> SigEntry:
         return SigEntry("runtime", descriptor.text, 1)
     head, sep, hint = word.partition(":")
     head = head.strip()
+    found = parse_object(word) if head not in PARAM_TYPES else None
+    if found is not None:  # tl.bfloat16; kernels:relu (a @triton.jit function, by module:qualname)
+        return SigEntry("constexpr", value=found)
     if head not in PARAM_TYPES:
         if sep and head[:1] not in "'\"":
             raise SignatureError(f"unknown type {head!r} in signature entry {word!r}; known types are "
@@ -279,9 +303,15 @@ def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> l
 
 def check_json_value(kernel: str, p: Parameter) -> None:
     """A constexpr's value must be one metadata.json can record."""
+<<<<<<< HEAD
     if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))) and p.value != ():
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
                              "only numbers, booleans, strings, None and () can")
+=======
+    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None), TritonObject)):
+        raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
+                             "only numbers, booleans, strings, None, Triton dtypes and @triton.jit functions can")
+>>>>>>> h-cx29
 
 
 def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter],

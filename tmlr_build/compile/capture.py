@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any
 
+from tmlr_runtime.objects import of
+
 from ..common import heuristics as heur
 from ..common.errors import UnsupportedKernelError
 from ..common.jobs import Job
@@ -38,6 +40,8 @@ def run(job: Job, workdir: str) -> KernelFacts:
 def _param(p: Any) -> ParamFact:
     if not p.has_default:
         return ParamFact(p.name, bool(p.is_constexpr))
+    if of(p.default) is not None:  # a Triton object (tl.float32): its record
+        return ParamFact(p.name, bool(p.is_constexpr), True, of(p.default))
     try:
         json.dumps(p.default)
         return ParamFact(p.name, bool(p.is_constexpr), True, p.default)

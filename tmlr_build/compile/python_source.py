@@ -7,6 +7,9 @@ wherever the source tree is checked out.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -16,6 +19,9 @@ import sys
 import traceback
 import types
 from typing import Any
+
+from tmlr_runtime.abi import TL_DTYPES
+from tmlr_runtime.objects import DTYPE, JIT_FUNCTION, TritonObject, of
 
 from ..common.errors import InputError, KernelNotFoundError, SignatureError
 from ..common.jobs import Job
@@ -118,6 +124,34 @@ def load_job_kernel(job: Job) -> tuple[types.ModuleType, Any]:
     os.chdir(job.import_root)
     module = load_module(name, job.module, job.capability)
     return module, find_kernel(module, job.kernel, name)
+
+
+def with_triton_objects(params: list[Any], module: types.ModuleType, label: str) -> list[Any]:
+    """``params`` with each constexpr that is a recorded Triton object (tmlr_runtime/objects.py) made the real one, as
+    Triton takes it: the triton.language dtype, or the @triton.jit function imported by its module:qualname."""
+    return [dataclasses.replace(p, value=_real(p.name, p.value, module, label)) if type(p.value) is TritonObject else p
+            for p in params]
+
+
+def _real(name: str, value: TritonObject, module: types.ModuleType, label: str) -> Any:
+    if value.object == DTYPE:
+        import triton.language as tl
+
+        return getattr(tl, TL_DTYPES[value.text][0])
+    module_name, _, qualname = value.text.partition(":")
+    fix = (f"write a @triton.jit function as module:qualname, where it is defined (this kernel's module is "
+           f"{module.__name__}: {module.__name__}:<function>)")
+    try:
+        home = module if module_name == module.__name__ else importlib.import_module(module_name)
+        found = functools.reduce(getattr, qualname.split("."), home)
+    except Exception as e:  # ImportError, AttributeError, or the module's own failure
+        raise SignatureError(f"{label}: constexpr {name} = {value.text}: {type(e).__name__}: {e}; {fix}") from None
+    text = of(found)
+    if text is None or text.object != JIT_FUNCTION:
+        raise SignatureError(f"{label}: constexpr {name} = {value.text} is a {type(found).__name__}, not a @triton.jit function; {fix}")
+    if text != value:  # one imported from elsewhere: a call passes it as where it is defined
+        raise SignatureError(f"{label}: constexpr {name} = {value.text} is {text.text}, defined there; write {text.text}")
+    return found
 
 
 def find_kernel(module: types.ModuleType, name: str, source_name: str) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 import triton
 from tmlr_runtime.abi import TYPES
+from tmlr_runtime.objects import of
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
@@ -43,8 +44,8 @@ class Start:
 # --- starting points -----------------------------------------------------------------------------
 def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
     name = job.source_name  # what Triton sees as the file name (co_filename): never an absolute path
-    _, fn = python_source.load_job_kernel(job)
-    defaults = {p.name: p.default for p in fn.params if p.has_default}
+    module, fn = python_source.load_job_kernel(job)
+    defaults = {p.name: of(p.default) or p.default for p in fn.params if p.has_default}  # tl.float32: its record
     constexpr_params = {p.name for p in fn.params if p.is_constexpr}
     if job.signature is None:
         _check_signature_needed(f"{name}:{job.kernel}", fn.arg_names, job.constexprs, defaults, constexpr_params)
@@ -56,7 +57,8 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     gluon = bool(getattr(fn, "is_gluon", lambda: False)())
     if not gluon:
         _check_no_layouts(job, params)
-    src = _gluon_source(job, fn, params) if gluon else ASTSource(fn, *sig.to_triton(params))
+    real = python_source.with_triton_objects(params, module, job.label)  # what Triton takes: tl.float32, not its record
+    src = _gluon_source(job, fn, real) if gluon else ASTSource(fn, *sig.to_triton(real))
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)

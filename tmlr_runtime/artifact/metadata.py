@@ -13,22 +13,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
-                   TensorMapMeta)
+from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, TL_DTYPES, Descriptor, Parameter,
+                   Target, TensorMapMeta)
 from ..errors import ArtifactError, IntegrityError, SchemaError, short_repr
+from ..objects import DTYPE, IS_JIT_TEXT, KINDS as OBJECT_KINDS, TritonObject
 from .files import FAMILY_VERSIONS, read_file, read_json
 from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
 from .targets import choose
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
-SCHEMA_VERSION = 5  # the newest this reader reads
+SCHEMA_VERSION = 7  # the newest this reader reads
 # 2 added tensordesc parameters (a document without one says 1); 3 is a family index (files.FAMILY_VERSION);
 # 4 added a variant's PTX (a document without any says 1 or 2, as before); 5 added tuple parameters (tuples.py: a
-# document without any says 1, 2 or 4, as before)
-SCHEMA_VERSIONS = (1, 2, 4, 5)
+# document without any says 1, 2 or 4, as before); 6 is a family index of tuple variants; 7 added constexprs that
+# are Triton objects (objects.py: a document without any says 1, 2, 4 or 5, as before)
+SCHEMA_VERSIONS = (1, 2, 4, 5, 7)
 _READS = ", ".join(f"v{n}" for n in SCHEMA_VERSIONS)  # what the kernel metadata reader reads, said when it refuses
 PTX_VERSION = 4
 TUPLE_VERSION = 5
+OBJECT_VERSION = 7
 METADATA_FILE = "metadata.json"
 
 
@@ -166,8 +169,15 @@ _PARAMETER = {
                         "type": string(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
     TENSORDESC: obj({"name": _NAME, "kind": ANY, "type": ANY, "descriptor": _descriptor,
                          "divisibility": one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
+<<<<<<< HEAD
     "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: v == [] if isinstance(v, list) else not isinstance(v, dict),
                                                                          "a number, boolean, string, null or [] (an empty tuple)")}),
+=======
+    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: not isinstance(v, (list, dict)),
+                                                                         "a number, boolean, string or null")},
+                     {"object": one_of(OBJECT_KINDS, f"one of {list(OBJECT_KINDS)} (a Triton object this tmlr_runtime "
+                                                     "does not know cannot be checked: upgrade tmlr_runtime)")}),
+>>>>>>> h-cx29
     "equal_to_1": obj({"name": _NAME, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
 }
 _VARIANT = obj({
@@ -197,9 +207,23 @@ def _parameter(p: Any) -> Parameter:
             raise at(not_(p["kind"], f"one of {list(_KINDS)}"), "kind")
         obj({"kind": ANY})(p)
     d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
+    value = _object(d["object"], d["value"]) if "object" in d else 1 if kind == "equal_to_1" else d.get("value")
     return record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
+<<<<<<< HEAD
                                "value": 1 if kind == "equal_to_1" else () if d.get("value") == [] else d.get("value"),  # []: an empty tuple
                                "descriptor": d.get("descriptor")})
+=======
+                               "value": value, "descriptor": d.get("descriptor")})
+
+
+def _object(kind: str, text: Any) -> TritonObject:
+    """A constexpr's Triton object (schema v7): a dtype by Triton's name for it, a @triton.jit function by module:qualname."""
+    if kind == DTYPE and (type(text) is not str or text not in TL_DTYPES):
+        raise at(not_(text, f"a Triton dtype name, one of {list(TL_DTYPES)}"), "value")
+    if kind != DTYPE and (type(text) is not str or not IS_JIT_TEXT(text)):
+        raise at(not_(text, "a @triton.jit function's module:qualname, e.g. 'kernels:relu'"), "value")
+    return TritonObject(kind, text)
+>>>>>>> h-cx29
 
 
 def unreadable_version(doc: dict[str, Any]) -> str:
@@ -271,6 +295,9 @@ def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple
                  "signature")
     if version < PTX_VERSION and any(v.ptx is not None for v in variants):
         raise at(Invalid(f"{version}, but a variant has ptx, which needs schema_version {PTX_VERSION}"), "schema_version")
+    if version < OBJECT_VERSION and any(type(p.value) is TritonObject for p in signature):
+        raise at(Invalid(f"{version}, but a constexpr is a Triton object, which needs schema_version {OBJECT_VERSION}"),
+                 "schema_version")
     return name, signature, variants, _tuples(doc, names, version)
 
 

@@ -23,20 +23,27 @@ def _equals(value: Any, expected: Any) -> bool:
 
 
 def same_constexpr(value: Any, expected: Any) -> bool:
-    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not."""
+    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not; a Triton object (objects.TritonObject) takes
+    what stands for it (tl.float32, torch.float32, 'fp32')."""
+    accepts = getattr(expected, "accepts", None)
+    if accepts is not None:
+        return accepts(value)
     return _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool)
 
 
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not same_constexpr(value, p.value):
         # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
-        from ..tuples import split_path  # a rare path: `import tmlr_runtime` does not import tuples.py
+        from ..objects import of  # a rare path: `import tmlr_runtime` imports neither
+        from ..tuples import split_path
 
+        found = of(value)  # a Triton object: written as tmlr-build reads it (tl.float16 for torch.float16 too)
+        written = repr(found) if found is not None else short_repr(value)
         root = split_path(p.name)[0]
-        rebuild = f"--constexpr {p.name}={short_repr(value)}" if root == p.name else \
-            f"{short_repr(value)} in the place of {p.name} in {root}'s --signature entry"
+        rebuild = f"--constexpr {p.name}={written}" if root == p.name else \
+            f"{written} in the place of {p.name} in {root}'s --signature entry"
         if p.value == ():  # an empty tuple parameter or element, typed () in --signature
-            rebuild = f"{p.name}'s --signature entry typed for {short_repr(value)} (() is the empty tuple)"
+            rebuild = f"{p.name}'s --signature entry typed for {written} (() is the empty tuple)"
         raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
                                      f"(or omit it), or rebuild with {rebuild}", p.name)
 
