@@ -146,13 +146,10 @@ class Parameter:
     def to_json(self) -> dict[str, Any]:
         """The parameter's entry in metadata.json's ``signature``."""
         doc = {key: getattr(self, key) for key in _JSON_KEYS[self.kind]}
-<<<<<<< HEAD
-        if self.kind == "constexpr" and self.value == ():
-            doc["value"] = []  # an empty tuple, as JSON writes it
-=======
         if self.kind == "constexpr" and hasattr(self.value, "object"):  # a Triton object: its text, and what it is
             return {**doc, "value": self.value.text, "object": self.value.object}
->>>>>>> h-cx29
+        if self.kind == "constexpr" and self.value == ():
+            doc["value"] = []  # an empty tuple, as JSON writes it
         return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
 
 

@@ -71,13 +71,9 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     version = _TUPLE_SCHEMA if tuples else version
     version = _OBJECT_SCHEMA if any("object" in p for p in signature) else version
     if tuples:  # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
-<<<<<<< HEAD
-        return {"schema_version": _TUPLE_SCHEMA, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
-    if any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature):  # an empty tuple, written []
-        version = _TUPLE_SCHEMA
-=======
         return {"schema_version": version, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
->>>>>>> h-cx29
+    if version < _TUPLE_SCHEMA and any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature):
+        version = _TUPLE_SCHEMA  # an empty tuple, written []
     return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
 
 

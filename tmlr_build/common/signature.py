@@ -303,15 +303,9 @@ def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> l
 
 def check_json_value(kernel: str, p: Parameter) -> None:
     """A constexpr's value must be one metadata.json can record."""
-<<<<<<< HEAD
-    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))) and p.value != ():
+    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None), TritonObject)) and p.value != ():
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
-                             "only numbers, booleans, strings, None and () can")
-=======
-    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None), TritonObject)):
-        raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
-                             "only numbers, booleans, strings, None, Triton dtypes and @triton.jit functions can")
->>>>>>> h-cx29
+                             "only numbers, booleans, strings, None, (), Triton dtypes and @triton.jit functions can")
 
 
 def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter],

@@ -169,15 +169,10 @@ _PARAMETER = {
                         "type": string(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
     TENSORDESC: obj({"name": _NAME, "kind": ANY, "type": ANY, "descriptor": _descriptor,
                          "divisibility": one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
-<<<<<<< HEAD
     "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: v == [] if isinstance(v, list) else not isinstance(v, dict),
-                                                                         "a number, boolean, string, null or [] (an empty tuple)")}),
-=======
-    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: not isinstance(v, (list, dict)),
-                                                                         "a number, boolean, string or null")},
+                                                                         "a number, boolean, string, null or [] (an empty tuple)")},
                      {"object": one_of(OBJECT_KINDS, f"one of {list(OBJECT_KINDS)} (a Triton object this tmlr_runtime "
                                                      "does not know cannot be checked: upgrade tmlr_runtime)")}),
->>>>>>> h-cx29
     "equal_to_1": obj({"name": _NAME, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
 }
 _VARIANT = obj({
@@ -207,12 +202,9 @@ def _parameter(p: Any) -> Parameter:
             raise at(not_(p["kind"], f"one of {list(_KINDS)}"), "kind")
         obj({"kind": ANY})(p)
     d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
-    value = _object(d["object"], d["value"]) if "object" in d else 1 if kind == "equal_to_1" else d.get("value")
+    value = _object(d["object"], d["value"]) if "object" in d else 1 if kind == "equal_to_1" else \
+        () if d.get("value") == [] else d.get("value")  # []: an empty tuple
     return record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
-<<<<<<< HEAD
-                               "value": 1 if kind == "equal_to_1" else () if d.get("value") == [] else d.get("value"),  # []: an empty tuple
-                               "descriptor": d.get("descriptor")})
-=======
                                "value": value, "descriptor": d.get("descriptor")})
 
 
@@ -223,7 +215,6 @@ def _object(kind: str, text: Any) -> TritonObject:
     if kind != DTYPE and (type(text) is not str or not IS_JIT_TEXT(text)):
         raise at(not_(text, "a @triton.jit function's module:qualname, e.g. 'kernels:relu'"), "value")
     return TritonObject(kind, text)
->>>>>>> h-cx29
 
 
 def unreadable_version(doc: dict[str, Any]) -> str:
