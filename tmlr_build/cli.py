@@ -21,7 +21,8 @@ from .builder import other_python
 from .builder.build import BuildConfig, BuildReport, build
 from .builder.sources import KernelRequest, check_name, parse_source
 from .common.arch import comma_separated, parse_arch_list, supported_capabilities
-from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
+from .common.errors import (BuildError, BuildFailedError, InputError, OptionError, OutputPathError, ShardMismatchError,
+                            UsageError)
 from .common.jobs import IR_STAGES
 from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
 from .common.triton_check import check_triton_version
@@ -54,6 +55,8 @@ def make_parser() -> argparse.ArgumentParser:
                "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
                "  tmlr-build add.ptx --metadata add.json -o out\n"
                "  tmlr-build --spec examples/kernels.json -o out --arch 80,90\n"
+               "  tmlr-build --spec kernels.json -o shard-2 --arch 80,90 --shard 2/4   (one of 4 CI jobs; then:)\n"
+               "  tmlr-build merge shard-1 shard-2 shard-3 shard-4 -o out\n"
                "  tmlr-build --python /venv-triton39/bin/python --spec examples/kernels.json -o out39 --arch 80,90\n"
                "  tmlr-build k.py:add --signature ... -o out --arch 90 --dump-passes d.log   (MLIR pass dump)\n"
                "  tmlr-build --split-dump d.log -o split && tmlr-build split/NN-Pass.mlir -o out --arch 90",
@@ -163,6 +166,9 @@ def _output_arguments(b: argparse._ArgumentGroup) -> None:
                    help="write Triton's IR before each MLIR pass to FILE (MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE "
                         "in the compile worker only; one SRC, one --arch); split it with --split-dump")
     b.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile workers (default: CPU count)")
+    b.add_argument("--shard", metavar="I/N", help="compile part I of N of the build (one job of a CI matrix) into the "
+                   "shard folder -o; tmlr-build merge SHARD_FOLDER... -o OUT then writes the artifacts a single build "
+                   "writes")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 
 
@@ -261,30 +267,83 @@ def _check_arch_words(argv: Sequence[str]) -> None:
 
 
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
-    """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
+    """Parse ``argv`` and build (or merge shards); raises BuildError subclasses. Returns the report and --quiet."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:
+        return _merge(argv[1:])
     _check_arch_words(argv)
     args = make_parser().parse_args(argv)
+    return run_args(args), args.quiet
+
+
+def _merge_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="tmlr-build merge", description="Write the artifacts of a --shard I/N build from its N shard "
+                "folders: the bytes a single build writes. Run it where the shards ran (the shards record the command "
+                "line, which names the spec and sources as given), with the same Triton.")
+    p.add_argument("shards", nargs="+", metavar="SHARD_FOLDER", help="the -o folders of the N --shard builds")
+    p.add_argument("-o", "--out", required=True, help="output directory (receives one folder per kernel)")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel workers while planning (default: CPU count)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+    p.add_argument("--json", action="store_true", help="print what was written (or the errors) as one JSON object")
+    return p
+
+
+def _merge(argv: Sequence[str]) -> tuple[BuildReport, bool]:
+    """``tmlr-build merge SHARD... -o OUT``: the build the shards record, each compile's outcome read from them."""
+    from .builder import shards
+
+    given = _merge_parser().parse_args(argv)
+    found = shards.read_shards(given.shards)
+    if os.path.isfile(os.path.join(given.out, shards.SHARD_FILE)):
+        raise OutputPathError(f"{given.out}: a shard folder; merge into another folder (-o receives the artifacts)")
+    defaults = vars(make_parser().parse_args(["-o", given.out]))
+    if set(found.args) != set(defaults) - shards.NOT_RECORDED:
+        raise ShardMismatchError(f"{found.dirs[0]}: its command line was recorded by another tmlr-build; build the "
+                                 "shards and merge with one tmlr-build", "args")
+    args = argparse.Namespace(**{**defaults, **found.args, "out": given.out, "jobs": given.jobs, "quiet": given.quiet,
+                                 "json": given.json})
+    return run_args(args, merge=found), given.quiet
+
+
+def run_args(args: argparse.Namespace, merge: Any = None) -> BuildReport:
+    """Build what the parsed command line ``args`` asks (``merge``: a ShardSet whose outcomes it takes)."""
     if args.python:
         raise UsageError("--python runs the whole tmlr-build command in another interpreter: give it to the command "
                          "(or tmlr_build.cli.main), or call run() in that interpreter")
     if args.split_dump:
         from .passdump.split_dump import split_dump
 
+        if args.shard:
+            raise UsageError("--shard with --split-dump: splitting a log compiles nothing; drop --shard")
         entries = split_dump(args.split_dump, args.out)
-        return BuildReport(written=[os.path.join(args.out, e.file) for e in entries]), args.quiet
+        return BuildReport(written=[os.path.join(args.out, e.file) for e in entries])
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: give at least 1 worker")
     if args.max_variants is not None and args.max_variants < 1:
         raise UsageError(f"--max-variants {args.max_variants}: give at least 1")
     config = dict(stop_after=args.stop_after, keep_ir=args.keep_ir, line_info=not args.no_line_info,
-                  max_workers=args.jobs, progress=not args.quiet, dump_passes=args.dump_passes)
+                  max_workers=args.jobs, progress=not args.quiet, dump_passes=args.dump_passes,
+                  shard=_shard_order(args), merge=merge)
     if any(os.path.splitext(text)[1] == ".mlir" for text in args.sources):
-        return _build_split_dump_file(args, config), args.quiet
+        if args.shard:
+            raise UsageError("--shard: a .mlir pass-dump file is one compile; build it without --shard")
+        return _build_split_dump_file(args, config)
     requests, archs = requests_from_args(args)
     if args.max_variants is not None:
         config["max_variants"] = args.max_variants
-    return build(requests, BuildConfig(out=args.out, archs=archs, **config)), args.quiet
+    return build(requests, BuildConfig(out=args.out, archs=archs, **config))
+
+
+def _shard_order(args: argparse.Namespace) -> Any:
+    """``--shard I/N`` as a ShardOrder that records the command line, or None."""
+    if args.shard is None:
+        return None
+    from .builder import shards
+
+    index, count = shards.parse_shard(args.shard)
+    if args.dump_passes:
+        raise UsageError("--shard with --dump-passes: the pass dump is of one compile; build it without --shard")
+    return shards.ShardOrder(index, count, shards.recorded_args(vars(args)))
 
 
 def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> BuildReport:

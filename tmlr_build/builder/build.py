@@ -12,16 +12,17 @@ from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, Pt
 from ..common.ir_signature import import_note
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
-from . import in_process, variants
+from . import in_process, shards, variants
 from .artifact import artifact_files, prepare_output, unrecord, write_directory
 from .family import family_files
 from .rebuild_edits import edits_on_rebuild, kept_note
 from .rebuild_table import TABLE_FILE, table_on_rebuild
 from .sources import KernelRequest, check_input_kind, default_archs, imported_without_constexprs, make_jobs
 from .variants import FamilyPlan
-from .workers import Task, run_jobs, run_tasks
+from .workers import Task, run_jobs, run_task, run_tasks
 
 CAPTURE_JOB = "tmlr_build.compile.capture:run"
+PTXAS_JOB = "tmlr_build.compile.toolchain:ptxas_versions"
 OPTIONS_JOB = "tmlr_build.compile.options:check_requests"
 # CUDAOptions fields of every Triton release tmlr-build supports (3.3-3.9), which the command line's flags set:
 # only other names need a worker (which imports Triton) to check them before compiling
@@ -42,6 +43,8 @@ class BuildConfig:
     max_variants: int = variants.DEFAULT_MAX_VARIANTS  # a family build over this many variants is refused
     # compile stage files in this process where Triton is imported already (in_process.py; @tmlr_build.jit)
     in_process: bool = False
+    shard: shards.ShardOrder | None = None  # --shard I/N: compile part I of N into the shard folder ``out``
+    merge: shards.ShardSet | None = None  # tmlr-build merge: take every compile's outcome from these shards
 
 
 @dataclass
@@ -87,9 +90,12 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     arch (and every variant) compiled are written (atomically, one directory each). A failure is raised
     as itself, several as a BuildFailedError listing each; either carries ``report`` (what was written,
     what was not).
+
+    ``config.shard``: compile one part of the jobs into a shard folder instead; ``config.merge``: take every
+    job's outcome from the shard folders instead of compiling it, then write as above (shards.py).
     """
     triton_version = check_triton_version()
-    out = prepare_output(config.out)
+    out = shards.prepare_shard_output(config.out) if config.shard else prepare_output(config.out)
     report = BuildReport(stopped_after=config.stop_after)
     errors: list[BuildError] = []
     chosen = _chosen(requests, config, triton_version, report, errors)
@@ -102,17 +108,48 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     if config.dump_passes is not None:
         jobs = _with_pass_dump(jobs, config.dump_passes)
     progress = on_progress or (_stderr_progress if config.progress and (len(jobs) > 2 or plans) else None)
-    if config.in_process and in_process.usable(jobs):
-        outcomes = in_process.run_jobs(jobs, progress)
+    if config.shard is not None:
+        record = shards.build_record(config.shard.args, requests, triton_version, jobs, config.shard.count)
+        return _build_shard(out, config.shard, jobs, record, config, report, progress)
+    if config.merge is not None:  # the outcomes of this very plan, compiled by the shards
+        config.merge.check(shards.build_record(config.merge.args, requests, triton_version, jobs,
+                                               len(config.merge.dirs)))
+        outcomes = config.merge.outcomes(jobs)
     else:
-        outcomes = run_jobs(jobs, config.max_workers, progress,
-                            while_waiting=_import_validation if config.stop_after is None else None)
+        outcomes = _compile(jobs, config, progress)
     by_request: dict[int, list[tuple[str | None, JobResult | BuildError]]] = {}
     for (i, vid), outcome in zip(owner, outcomes):
         by_request.setdefault(i, []).append((vid, outcome))
     _write_all(requests, by_request, plans, config, out, report, errors)
     if errors:
         raise _failure(errors, report)
+    return report
+
+
+def _compile(jobs: list[Job], config: BuildConfig, progress: Callable[..., None] | None) -> list[JobResult | BuildError]:
+    if config.in_process and in_process.usable(jobs):
+        return in_process.run_jobs(jobs, progress)
+    return run_jobs(jobs, config.max_workers, progress,
+                    while_waiting=_import_validation if config.stop_after is None else None)
+
+
+def _build_shard(out: str, order: shards.ShardOrder, jobs: list[Job], record: dict[str, Any], config: BuildConfig,
+                 report: BuildReport, progress: Callable[..., None] | None) -> BuildReport:
+    """Compile this shard's part of ``jobs`` and write the shard folder ``out`` (shards.py), whatever failed:
+    the merge reports a failed compile as the single build does."""
+    mine = shards.positions(len(jobs), order.index, order.count)
+    record["ptxas"] = run_task(Task(PTXAS_JOB, (sorted({job.capability for job in jobs}),), "ptxas --version"))
+    if config.progress:
+        print(f"tmlr-build: shard {order.index}/{order.count}: {len(mine)} of {len(jobs)} compiles", file=sys.stderr,
+              flush=True)
+    outcomes = _compile([jobs[p] for p in mine], config, progress) if mine else []
+    report.written.append(shards.write_shard(out, order, record, mine, outcomes))
+    report.built[out] = [f"shard {order.index}/{order.count}: {len(mine)} of {len(jobs)} compiles"]
+    report.notes.append(f"merge the {order.count} shard folders into artifacts with: tmlr-build merge "
+                        f"SHARD_FOLDER... -o OUT")
+    failed = _unique([o for o in outcomes if isinstance(o, BuildError)])
+    if failed:
+        raise _failure(failed, report)
     return report
 
 

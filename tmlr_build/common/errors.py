@@ -43,6 +43,23 @@ class OutputPathError(UsageError):
     """The output location cannot hold artifact directories."""
 
 
+class ShardError(UsageError):
+    """A ``--shard I/N`` build or a ``tmlr-build merge`` of shard folders cannot go on (exit status 2)."""
+
+
+class ShardMissingError(ShardError):
+    """A merge lacks a shard of 1..N (or a shard folder lacks a compile it should hold)."""
+
+
+class ShardMismatchError(ShardError):
+    """Shard folders of different builds (spec or sources, options, N, Triton, ptxas, tmlr-build), or inputs
+    changed since the shards were built; ``field`` names what differs."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class TritonVersionError(BuildError):
     """Triton is missing, or is a release whose kernel ABI this build tool does not know."""
 
@@ -125,6 +142,7 @@ ERROR_CLASSES: dict[str, type[BuildError]] = {
     cls.__name__: cls
     for cls in (
         BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
+        ShardError, ShardMissingError, ShardMismatchError,
         TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, RecordMismatchError,
         MissingMetadataError,
         IRParseError, ArchMismatchError, TritonReleaseMismatchError, CompileError, PtxasError, CompilerCrashError, UnsupportedKernelError,
