@@ -34,7 +34,7 @@ _CAPABILITY = re.compile(r"(sm_?)?\d{2,3}a?,?", re.I)  # a word of an --arch lis
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see tmlr-build --help)")
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def _artifact_name(text: str) -> str:

@@ -122,6 +122,9 @@ def test_a_missing_shard_or_compile_is_refused(built: dict[str, Path], tmp_path:
         run(["merge", *dirs[:2], dirs[3], "-o", str(tmp_path / "out")])
     with pytest.raises(E.ShardMissingError, match=r"not a shard folder \(no tmlr-shard.json in it\)"):
         run(["merge", *dirs, str(built["whole"]), "-o", str(tmp_path / "out")])
+    shutil.copytree(dirs[0], tmp_path / "again")
+    with pytest.raises(E.ShardError, match="are both shard 1/4; name each shard folder once"):
+        run(["merge", *dirs, str(tmp_path / "again"), "-o", str(tmp_path / "out")])
     partial = tmp_path / "shard-2"
     shutil.copytree(dirs[1], partial)
     shutil.rmtree(partial / "jobs/5")
@@ -200,3 +203,20 @@ def test_a_shard_never_writes_over_artifacts_or_into_a_merge(built: dict[str, Pa
         with pytest.raises(E.UsageError, match="--shard with --dump-passes"):
             run([*BUILD, "-o", str(tmp_path / "s"), "--shard", "1/4", "--dump-passes", str(tmp_path / "d.log")])
     assert sorted(os.listdir(built["whole"])) == ["accumulate", "add"]
+
+
+def test_a_shard_whose_compile_fails_writes_its_folder_and_the_merge_fails_as_one_build(tmp_path: Path) -> None:
+    bad = [str(ROOT / "examples/kernels/vector_add.py:add"), "--signature", "*fp32:16, *fp32:16, *fp32:16, i32, 1000",
+           "--arch", "80", "-q"]  # a BLOCK that is no power of 2: tl.arange refuses it
+    with pytest.raises(E.CompileError) as whole:
+        run([*bad, "-o", str(tmp_path / "whole")])
+    with pytest.raises(E.CompileError) as shard:
+        run([*bad, "-o", str(tmp_path / "shard"), "--shard", "1/1"])
+    assert str(shard.value) == str(whole.value)
+    assert shard.value.report.written == [str(tmp_path / "shard")]  # type: ignore[attr-defined]
+    assert json.loads((tmp_path / "shard/jobs/0/error.json").read_text())["type"] == type(whole.value).__name__
+    with pytest.raises(E.CompileError) as merged:
+        run(["merge", str(tmp_path / "shard"), "-o", str(tmp_path / "out")])
+    assert (type(merged.value), str(merged.value)) == (type(whole.value), str(whole.value))
+    assert merged.value.report.not_written == whole.value.report.not_written == ["add"]  # type: ignore[attr-defined]
+    assert os.listdir(tmp_path / "out") == os.listdir(tmp_path / "whole") == []
