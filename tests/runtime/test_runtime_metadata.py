@@ -73,7 +73,7 @@ def test_unknown_schema_version_says_which_it_has_which_are_read_and_what_to_do(
     doc = mutated(("schema_version",), version)
     if kind:
         doc["kind"] = kind
-    reads = "family indexes of v3, v6" if kind else f"kernel metadata of {READS}"
+    reads = "family indexes of v3, v6, v7" if kind else f"kernel metadata of {READS}"
     with pytest.raises(tr.SchemaError) as e:
         tr.ArtifactMetadata.from_dict(doc, "m.json")
     assert str(e.value).startswith(f"m.json: schema_version {version!r} is not one this tmlr_runtime reads ({reads}); {why}")
@@ -101,7 +101,7 @@ def test_a_broken_family_index_names_its_own_version():
     with pytest.raises(tr.SchemaError) as e:
         FamilyIndex.from_dict({"schema_version": 6, "kind": "family"}, "fam", "0" * 64)
     assert str(e.value).endswith("'name' is a required property; not a valid tmlr family index (it says schema v6; this "
-                                 "tmlr_runtime reads family indexes of v3 and v6) - rebuild it with tmlr-build")
+                                 "tmlr_runtime reads family indexes of v3, v6, v7) - rebuild it with tmlr-build")
 
 
 def test_repeated_names_and_archs():
