@@ -309,8 +309,10 @@ def may_leave_out(names: Sequence[str], optional: Sequence[str]) -> str:
     """What a count error adds when some of ``names`` may be left out: how few entries are enough."""
     if not optional:
         return ""
-    return (f"; {len(names) - len(optional)} entries are enough: the last {len(optional)} ({', '.join(optional)}) are "
-            "constexprs with defaults and may be left out")
+    enough = len(names) - len(optional)
+    return (f"; {enough} {'entry is' if enough == 1 else 'entries are'} enough: the last {len(optional)} "
+            f"({', '.join(optional)}) {'is a constexpr' if len(optional) == 1 else 'are constexprs'} with "
+            f"{'a default and' if len(optional) == 1 else 'defaults and'} may be left out")
 
 
 def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> list[Parameter]:
