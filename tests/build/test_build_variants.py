@@ -208,6 +208,9 @@ def test_configs_that_set_only_launch_options_make_a_family() -> None:
     assert len({v.vid for v in plan.variants}) == 3
     picked = variants.plan(_req("*fp32, i32", constexprs={"BLOCK": 64}, configs=[0, 2]), facts, 1, 256)
     assert picked is not None and [c.num_warps for c in picked.configs or ()] == [2, 8]
+    with_even = KernelFacts((*facts.params, ParamFact("EVEN", True)), facts.autotune, (EVEN_N,))
+    fixed = variants.plan(_req("*fp32, i32, 64, True"), with_even, 1, 256)  # the heuristic given by the signature
+    assert fixed is not None and [v.full_signature for v in fixed.variants] == ["*fp32, i32, 64, True"] * 3
     with pytest.raises(E.OptionError, match="option num_warps=4 contradicts autotune config 0's num_warps=2"):
         variants.plan(_req("*fp32, i32, 64", options={"num_warps": 4}), facts, 1, 256)
 
@@ -237,3 +240,10 @@ def test_a_count_error_says_how_few_entries_are_enough() -> None:
                                                r"1 entry is enough: the last 2 \(B, C\) are constexprs with defaults"):
         sig.bind_python_signature("k", ["a", "B", "C"], sig.parse_signature("*fp32, 1, 2, 3"), {}, {"B": 1, "C": 2},
                                   {"B", "C"})
+
+
+def test_a_plan_of_too_many_combinations_stops_counting_past_max_variants() -> None:
+    facts = KernelFacts(tuple(ParamFact(f"n{i}", False) for i in range(17)), None, ())
+    with pytest.raises(E.MaxVariantsError, match=r"k: 1 type x 131072 patterns x 1 arch = 131072 combinations, more than 256 "
+                                                 r"of them possible, over --max-variants 256: narrow the configs"):
+        variants.plan(_req(", ".join(["i32:16?"] * 17)), facts, 1, 256)

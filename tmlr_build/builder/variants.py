@@ -3,7 +3,8 @@
 Factors: type variables (``"types": {"T": ["fp16", "bf16"]}``, ``*T:16`` in the signature), ``:16?``
 entries (divisible by 16 and not; inside tuples too: ``(*T:16?, *T:16?), i32:16?``), autotune configs, and heuristic values (bool-valued heuristics
 build True and False; others the values the spec lists). Constexprs that a config or a heuristic
-sets are filled per variant, so the user's signature leaves them out. Pure planning: no Triton.
+sets are filled per variant, so the user's signature leaves them out. A heuristic value that the variant's
+signature rules out (common/heuristics.py, ``decided``) is not planned (issue 31). Pure planning: no Triton.
 """
 from __future__ import annotations
 
@@ -300,7 +301,7 @@ def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, .
     for types, bits, config in bases:
         divisible = dict(zip(maybe, bits))
         text = ", ".join(_entry_text(e, i, types, divisible) for i, e in enumerate(entries))
-        known = _known(req, facts, configs, config, text)
+        known = _known(req, facts, configs, config, text, {h.name for h in heuristics})
         meta = configs[config].meta() if configs is not None and config is not None else {}
         for values in _possible(heuristics, asked, known, meta, label, decided):
             choices.append((text, config, values))
@@ -324,12 +325,13 @@ _NARROW = "narrow the configs (--configs), types or heuristic values, drop :16? 
 
 
 def _known(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, config: int | None,
-           text: str) -> dict[str, Any]:
+           text: str, expanded: set[str]) -> dict[str, Any]:
     """What a variant's signature fixes of the arguments a heuristic reads: each constexpr's value, 1 for an ``:1``
     integer, and for a runtime argument what its pattern promises (never None; divisible by 16 for ``i32:16``).
-    The configs' constexprs are left out: a heuristic inside @autotune sees its config's (``_possible``)."""
+    The configs' constexprs are left out: a heuristic inside @autotune sees its config's (``_possible``); so are
+    the ``expanded`` heuristics' (planned per variant, so not in the signature)."""
     by_config = {k for c in configs or () for k in c.kwargs}
-    placeholders = {h.name: None for h in facts.heuristics if h.name not in req.constexprs}
+    placeholders = dict.fromkeys(expanded)
     chosen = configs[config] if configs is not None and config is not None else None
     constexprs = {**req.constexprs, **_config_constexprs(facts, configs, chosen, str(req.kernel)), **placeholders}
     params = sig.bind_python_signature(str(req.kernel), [p.name for p in facts.params], sig.parse_signature(text),

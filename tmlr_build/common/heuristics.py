@@ -5,6 +5,8 @@ the way Triton would. It can only when the function is a simple expression over 
 :func:`extract` turns the lambda's (or def's) source into such an expression text and
 :func:`check_expression` (tmlr_runtime's, the one whitelist) checks it; anything
 else is recorded as no expression, and the caller must pass the value by keyword. Never a guess.
+:func:`decided` evaluates a recorded expression against what a variant's signature fixes, so that the
+build plans only the values a call can meet (builder/variants.py).
 
 Pure Python (no Triton), in common/ because the compile side (compile/capture.py, which may not import
 the parent side) uses it: it hands in the function's code object and its file's source, and checks
