@@ -189,7 +189,7 @@ def test_a_family_is_written_without_the_variants_that_fail_and_refuses_calls_th
     assert err.count("Triton failed in stage python -> ttir: EVEN sizes are not supported") == 3  # 2 lines + 1 in full
     assert f"tmlr-build: wrote {folder} (sm_90a; 2 of 4 variants: 2 failed to compile)" in err
     index = _index(folder)
-    assert index["schema_version"] == 7
+    assert index["schema_version"] == 8
     assert [v["signature"] for v in index["variants"]] == ["*fp32, i32, 32, 2, False", "*fp32, i32, 64, 2, False"]
     assert [(f["config"], f["signature"]) for f in index["failed"]] == [(0, "*fp32, i32, 32, 2, True"),
                                                                        (1, "*fp32, i32, 64, 2, True")]

@@ -191,11 +191,11 @@ def index_doc(tmp_path) -> tuple[str, dict]:
     (lambda d: d["params"][0].update(kind="pointer"), "$.params[0].kind", True),
     (lambda d: d["variants"][0].update(cubin_sha256={"sm_90a": "not hex"}), "$.variants[0].cubin_sha256", True),
     (lambda d: d["variants"][0].update(cubin_sha256={"../x": "0" * 64}), "$.variants[0].cubin_sha256", True),
-    (lambda d: d.update(schema_version=7), "$.schema_version", True),  # 7 lists "failed" variants, 3 and 6 none
+    (lambda d: d.update(schema_version=8), "$.schema_version", True),  # 8 lists "failed" variants, 3 and 6 none
     (lambda d: d.update(failed=[FAILED]), "$.failed", True),
-    (lambda d: d.update(schema_version=7, failed=[{**FAILED, "config": 2}]), "$.failed[0].config", False),
-    (lambda d: d.update(schema_version=7, failed=[{**FAILED, "config": None}]), "$.failed", False),
-    (lambda d: d.update(schema_version=7, failed=[{**FAILED, "error": None}]), "$.failed[0].error", True),
+    (lambda d: d.update(schema_version=8, failed=[{**FAILED, "config": 2}]), "$.failed[0].config", False),
+    (lambda d: d.update(schema_version=8, failed=[{**FAILED, "config": None}]), "$.failed", False),
+    (lambda d: d.update(schema_version=8, failed=[{**FAILED, "error": None}]), "$.failed[0].error", True),
 ])
 def test_a_bad_index_is_refused_by_the_reader_and_the_schema(tmp_path, change, json_path, schema_too):
     jsonschema = pytest.importorskip("jsonschema")
@@ -341,7 +341,7 @@ def test_a_family_s_first_load_reads_each_file_once(tmp_path, fake, monkeypatch)
 def failed_family(tmp_path) -> str:
     """dtype_family's index as a build writes it when its bf16 variants with n divisible by 16 failed to compile."""
     d, doc = index_doc(tmp_path)
-    doc.update(schema_version=7, failed=[{"vid": f"c{c}-00000000000{c}", "config": c, "signature": "*bf16:16, *bf16:16, *bf16:16, i32:16, 1024",
+    doc.update(schema_version=8, failed=[{"vid": f"c{c}-00000000000{c}", "config": c, "signature": "*bf16:16, *bf16:16, *bf16:16, i32:16, 1024",
                                           "error": f"k.py:3: add c{c}: Triton failed: no bf16 here"} for c in (0, 1)])
     with open(os.path.join(d, "metadata.json"), "w") as f:
         json.dump(doc, f)
@@ -367,13 +367,13 @@ def test_a_call_that_needs_a_variant_that_failed_to_compile_gets_its_error(tmp_p
     assert not isinstance(e.value, tr.VariantNotBuiltError)
 
 
-def test_a_runtime_that_reads_no_v7_refuses_such_an_index_naming_its_version(tmp_path, monkeypatch):
+def test_a_runtime_that_reads_no_v8_refuses_such_an_index_naming_its_version(tmp_path, monkeypatch):
     from tmlr_runtime.artifact import files, metadata
 
     failed_family(tmp_path)
     monkeypatch.setattr(files, "FAMILY_VERSIONS", (3, 6))  # the reader before issue 31
     monkeypatch.setattr(metadata, "FAMILY_VERSIONS", (3, 6))
-    with pytest.raises(tr.SchemaError, match=r"schema_version 7 is not one this tmlr_runtime reads \(family indexes of v3, v6\); a "
+    with pytest.raises(tr.SchemaError, match=r"schema_version 8 is not one this tmlr_runtime reads \(family indexes of v3, v6\); a "
                                              "newer tmlr-build wrote it: upgrade tmlr_runtime"):
         tr.Kernel.load(str(tmp_path / "add"))
 
@@ -383,7 +383,7 @@ def test_inspect_and_verify_name_the_variants_that_failed(tmp_path, capsys):
 
     index = read_index(failed_family(tmp_path))
     info = inspect_family(index)
-    assert info["schema_version"] == 7 and [f["vid"] for f in info["failed"]] == ["c0-000000000000", "c1-000000000001"]
+    assert info["schema_version"] == 8 and [f["vid"] for f in info["failed"]] == ["c0-000000000000", "c1-000000000001"]
     print_inspect_family(info)
     assert "  2 variants failed to compile (not in the family: a call that needs one is refused with its error)" in capsys.readouterr().out
     checks = {name: (ok, detail) for name, ok, detail in verify_family(index.directory, with_device=False)}

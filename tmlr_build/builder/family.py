@@ -1,4 +1,4 @@
-"""Writing a family artifact: the index (schema_version 3; 6 with tuple parameters, 7 with variants that failed to
+"""Writing a family artifact: the index (schema_version 3; 6 with tuple parameters, 8 with variants that failed to
 compile) and one ordinary artifact per variant under v/<vid>/.
 
 Each ``v/<vid>/`` holds exactly what a single build writes (loadable alone); the index names the
@@ -44,7 +44,7 @@ def index_document(plan: FamilyPlan, digests: dict[str, dict[str, str]]) -> dict
         "variants": [{"dir": f"{VARIANTS_DIR}/{v.vid}", "config": v.config, "signature": v.full_signature,
                       "cubin_sha256": digests[v.vid]} for v in plan.variants],
     }
-    if plan.failed:  # version 7: a runtime that cannot tell a call needing one of them refuses the whole index
+    if plan.failed:  # version 8: a runtime that cannot tell a call needing one of them refuses the whole index
         doc["schema_version"] = FAMILY_FAILED_VERSION
         doc["failed"] = [{"vid": v.vid, "config": v.config, "signature": v.full_signature, "error": error}
                          for v, error in plan.failed]

@@ -1,4 +1,4 @@
-"""A family index: ``metadata.json`` of schema version 3 (6 with tuple parameters, 7 with variants that failed to compile) over ``v/<vid>/`` sub-artifacts (docs/variants.md,
+"""A family index: ``metadata.json`` of schema version 3 (6 with tuple parameters, 8 with variants that failed to compile) over ``v/<vid>/`` sub-artifacts (docs/variants.md,
 "Layout"), checked by the rules of ``rules`` as :data:`FAMILY_SCHEMA_PATH` says while it builds the records."""
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class FamilyVariant:
 
 @dataclass(frozen=True)
 class FailedVariant:
-    """A variant the build planned but could not compile (schema v7): the family was written without it."""
+    """A variant the build planned but could not compile (schema v8): the family was written without it."""
 
     vid: str  # what its folder would have been named: "c0-3fa2b19c0d11"
     config: int | None
@@ -85,7 +85,7 @@ class FamilyIndex:
     directory: str
     sha256: str  # of the index file's bytes: what tuning tables and caches are keyed by
     schema_version: int = FAMILY_VERSION  # FAMILY_TUPLE_VERSION: the kernel has tuple parameters; FAMILY_FAILED_VERSION: see failed
-    failed: tuple[FailedVariant, ...] = ()  # the variants that failed to compile (schema v7 only)
+    failed: tuple[FailedVariant, ...] = ()  # the variants that failed to compile (schema v8 only)
     kind = "family"
 
     @classmethod
@@ -134,7 +134,7 @@ _VARIANT = obj({"dir": lambda v: _relative(string(meaning="a relative directory"
 _FAILED = obj({"vid": string(meaning="a variant id"), "config": nullable(integer(0)), "signature": string(meaning="a signature text"),
                "error": string(meaning="the first line of the compile error")})
 _PARAM = obj({"name": IDENTIFIER, "kind": one_of(_PARAM_KINDS, "runtime or constexpr")})
-_DOCUMENT_RULE = obj({"schema_version": one_of(FAMILY_VERSIONS, "3, 6 or 7 (a family index)"), "kind": one_of(("family",), '"family"'),
+_DOCUMENT_RULE = obj({"schema_version": one_of(FAMILY_VERSIONS, "3, 6 or 8 (a family index)"), "kind": one_of(("family",), '"family"'),
                       "name": IDENTIFIER, "params": array(lambda p: (lambda d: (d["name"], d["kind"]))(_PARAM(p))),
                       "autotune": nullable(_AUTOTUNE), "heuristics": array(_heuristic),
                       "variants": array(lambda v: FamilyVariant(**_VARIANT(v)), 1)},
