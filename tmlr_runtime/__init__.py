@@ -8,7 +8,7 @@ from .abi import Parameter
 from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
                      DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, LaunchOptionMismatchError,
                      NoCompatibleVariantError, PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError,
-                     TmlrError, TuningCacheWarning, TuningError, TuningFileError, UnseenKeyError)
+                     TmlrError, TuningCacheWarning, TuningError, TuningFileError, UnseenKeyError, VariantNotBuiltError)
 from .launch.kernel import Kernel
 
 __version__ = "0.1.0"
@@ -18,7 +18,7 @@ __all__ = [
     "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily",
     "LaunchOptionMismatchError", "METADATA_FILE", "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH",
     "SCHEMA_VERSION", "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningCacheWarning",
-    "TuningError", "TuningFileError", "UnseenKeyError", "Variant", "make_tensor_map",
+    "TuningError", "TuningFileError", "UnseenKeyError", "Variant", "VariantNotBuiltError", "make_tensor_map",
 ]
 
 

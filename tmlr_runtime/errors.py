@@ -46,6 +46,15 @@ class NoCompatibleVariantError(TmlrError):
     """No variant of the artifact was compiled for the current device."""
 
 
+class VariantNotBuiltError(NoCompatibleVariantError):
+    """The variant a family call needs failed to compile when the family was built (its index lists it under
+    "failed"); ``vid`` names it, ``error`` is its compile error's first line."""
+
+    def __init__(self, message: str, vid: str | None = None, error: str | None = None) -> None:
+        super().__init__(message)
+        self.vid, self.error = vid, error
+
+
 class DeviceLimitError(TmlrError):
     """The kernel asks for more than the device offers (shared memory, clusters, threads)."""
 

@@ -62,9 +62,9 @@ READS = "v1, v2, v4, v5, v7"
 
 
 @pytest.mark.parametrize("version, kind, why", [
-    (8, None, "a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
+    (9, None, "a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
               "tmlr-build of this tmlr_runtime"),
-    (9, "family", "a newer tmlr-build wrote it: upgrade tmlr_runtime"),
+    (10, "family", "a newer tmlr-build wrote it: upgrade tmlr_runtime"),
     (3, None, '3 numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'),
     (0, None, "no tmlr-build writes that version - rebuild the artifact with tmlr-build"),
     ("5", None, "no tmlr-build writes that version"),
@@ -73,7 +73,7 @@ def test_unknown_schema_version_says_which_it_has_which_are_read_and_what_to_do(
     doc = mutated(("schema_version",), version)
     if kind:
         doc["kind"] = kind
-    reads = "family indexes of v3, v6" if kind else f"kernel metadata of {READS}"
+    reads = "family indexes of v3, v6, v8" if kind else f"kernel metadata of {READS}"
     with pytest.raises(tr.SchemaError) as e:
         tr.ArtifactMetadata.from_dict(doc, "m.json")
     assert str(e.value).startswith(f"m.json: schema_version {version!r} is not one this tmlr_runtime reads ({reads}); {why}")
@@ -101,7 +101,7 @@ def test_a_broken_family_index_names_its_own_version():
     with pytest.raises(tr.SchemaError) as e:
         FamilyIndex.from_dict({"schema_version": 6, "kind": "family"}, "fam", "0" * 64)
     assert str(e.value).endswith("'name' is a required property; not a valid tmlr family index (it says schema v6; this "
-                                 "tmlr_runtime reads family indexes of v3 and v6) - rebuild it with tmlr-build")
+                                 "tmlr_runtime reads family indexes of v3, v6, v8) - rebuild it with tmlr-build")
 
 
 def test_repeated_names_and_archs():

@@ -26,7 +26,7 @@ VARIANTS_DIR = "v"  # a family's variants, one artifact each (family.py)
 # schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
 # parameters), what version 4 added (a variant's PTX), what version 5 added (tuple parameters) or what version 7
 # added (constexprs that are Triton objects), so that a runtime that reads version 1 only still loads every
-# artifact it can launch (3 and 6 are family indexes)
+# artifact it can launch (3, 6 and 8 are family indexes)
 _DESCRIPTOR_SCHEMA = 2
 _PTX_SCHEMA = 4
 _TUPLE_SCHEMA = 5

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from ..common.arch import Target
-from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, PtxTargetError, UsageError
+from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, PtxTargetError, UsageError, VariantsFailedError
 from ..common.ir_signature import import_note
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
@@ -99,7 +99,8 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     report = BuildReport(stopped_after=config.stop_after)
     errors: list[BuildError] = []
     chosen = _chosen(requests, config, triton_version, report, errors)
-    plans = _plan_families(chosen, config, report, errors)
+    unused: dict[int, str] = {}  # request -> what a plain build of an autotuned kernel leaves unused
+    plans = _plan_families(chosen, config, report, errors, unused)
     jobs, owner = _jobs(chosen, plans, config, errors)
     _check_names(requests, chosen, plans, errors)
     if errors:
@@ -120,7 +121,7 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     by_request: dict[int, list[tuple[str | None, JobResult | BuildError]]] = {}
     for (i, vid), outcome in zip(owner, outcomes):
         by_request.setdefault(i, []).append((vid, outcome))
-    _write_all(requests, by_request, plans, config, out, report, errors)
+    _write_all(requests, by_request, plans, unused, config, out, report, errors)
     if errors:
         raise _failure(errors, report)
     return report
@@ -239,7 +240,7 @@ def _same_name(name: str, first: KernelRequest, second: KernelRequest) -> Artifa
 
 
 def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], config: BuildConfig,
-                   report: BuildReport, errors: list[BuildError]) -> dict[int, FamilyPlan]:
+                   report: BuildReport, errors: list[BuildError], unused: dict[int, str]) -> dict[int, FamilyPlan]:
     """Read the wrappers of every Python kernel that may have autotune/heuristics (in workers, in parallel)
     and plan its variants; requests that fail here are left out of the build, their errors kept."""
     asked = [(i, req, targets) for i, req, targets in chosen if variants.may_be_wrapped(req)]
@@ -270,7 +271,9 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
             chosen[:] = [c for c in chosen if c[0] != i]
             continue
         if found is None:
-            report.warnings += filter(None, [variants.unused_configs_warning(req, fact)])
+            warning = variants.unused_configs_warning(req, fact)
+            if warning is not None:
+                unused[i] = warning  # said once the artifact is written (it says one was)
         else:
             plans[i] = found
             report.warnings += found.warnings
@@ -302,15 +305,23 @@ def _jobs(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], plans: di
 
 
 def _write_all(requests: Sequence[KernelRequest], by_request: dict[int, list[tuple[str | None, Any]]],
-               plans: dict[int, FamilyPlan], config: BuildConfig, out: str, report: BuildReport,
+               plans: dict[int, FamilyPlan], unused: dict[int, str], config: BuildConfig, out: str, report: BuildReport,
                errors: list[BuildError]) -> None:
-    """Write each request whose every job compiled: its artifact, or its family folder."""
+    """Write each request whose every job compiled: its artifact, or its family folder (without the variants that
+    failed to compile, where others did: a :class:`VariantsFailedError` says so); ``unused``: the warnings of plain
+    builds of autotuned kernels, said once the artifact is written."""
     names: dict[str, int] = {}
     for i, outs in sorted(by_request.items()):
+        family = plans.get(i)
+        lost = _failed_variants(outs) if family is not None else {}
+        if family is not None and lost and len(lost) < len(family.variants):  # written without them (issue 31)
+            family = replace(family, variants=tuple(v for v in family.variants if v.vid not in lost),
+                             failed=tuple((v, _first_line(lost[v.vid])) for v in family.variants if v.vid in lost))
+            outs = [(vid, o) for vid, o in outs if vid not in lost]
         failed = [o for _, o in outs if isinstance(o, BuildError)]
         if failed:
             errors += _unique(failed)
-            report.not_written.append(_label(requests[i], plans.get(i)))
+            report.not_written.append(_label(requests[i], family))
             continue
         results = [o for _, o in outs if isinstance(o, JobResult)]
         name = results[0].name
@@ -318,10 +329,42 @@ def _write_all(requests: Sequence[KernelRequest], by_request: dict[int, list[tup
             if name in names:
                 raise _same_name(name, requests[names[name]], requests[i])
             names[name] = i
-            _write_one(requests, i, name, outs, results, plans.get(i), config, out, report)
+            _write_one(requests, i, name, outs, results, family, config, out, report)
         except BuildError as e:
             errors.append(e)
             report.not_written.append(name)
+            continue
+        if family is not None and family.failed:
+            errors.append(_variants_failed(report.written[-1], family, lost))
+        elif i in unused:
+            report.warnings.append(unused[i])
+
+
+def _failed_variants(outs: list[tuple[str | None, Any]]) -> dict[str, BuildError]:
+    """Each variant of which some job failed (any arch): its first error."""
+    lost: dict[str, BuildError] = {}
+    for vid, o in outs:
+        if isinstance(o, BuildError) and vid is not None:
+            lost.setdefault(vid, o)
+    return lost
+
+
+def _first_line(error: BuildError) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _variants_failed(path: str, family: FamilyPlan, lost: dict[str, BuildError]) -> VariantsFailedError:
+    """The error of a family written without the variants that failed to compile: each one's first error line, and
+    the first one's whole text (the same mistake usually fails them all alike)."""
+    built, planned = len(family.variants), len(family.variants) + len(family.failed)
+    lines = [f"  {v.vid} [{v.full_signature}]: {error}" for v, error in family.failed]
+    first = str(lost[family.failed[0][0].vid])
+    return VariantsFailedError(
+        f"wrote {path} with {built} of {planned} variants; {len(family.failed)} failed to compile, and its index lists "
+        f"{'it' if len(family.failed) == 1 else 'them'} under \"failed\" (a call that needs "
+        f"{'it' if len(family.failed) == 1 else 'one'} is refused with VariantNotBuiltError naming its error):\n"
+        + "\n".join(lines) + f"\nthe first failure in full:\n{first}",
+        path, [(v.vid, error) for v, error in family.failed])
 
 
 def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[tuple[str | None, Any]],
@@ -348,6 +391,9 @@ def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[
     files.update(copies)
     report.written.append(write_directory(out, name, files, carry, drop))
     report.built[report.written[-1]] = _built(requests[i], results, config)
+    if family is not None and family.failed:
+        report.built[report.written[-1]].append(f"{len(family.variants)} of {len(family.variants) + len(family.failed)} "
+                                                f"variants: {len(family.failed)} failed to compile")
     if kept is not None:
         report.notes.append(kept_note(name, final, kept))
         report.kept.append({"artifact": final, "folder": os.path.join(final, kept.folder), "files": kept.files})

@@ -122,6 +122,15 @@ class UnsupportedKernelError(CompileError):
     """The kernel compiled, but needs a launch tmlr_runtime does not provide (instrumentation, im2col TMA)."""
 
 
+class VariantsFailedError(CompileError):
+    """Some variants of a family failed to compile: the family was written without them (its index lists each under
+    "failed"), and the build exits with status 1. ``written``: the family's folder; ``failed``: (variant id, error)."""
+
+    def __init__(self, message: str, written: str = "", failed: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.written, self.failed = written, list(failed)
+
+
 class ArtifactWriteError(BuildError):
     """The finished artifact did not validate or could not be written."""
 

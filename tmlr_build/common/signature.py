@@ -268,10 +268,11 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
     if len(entries) > len(open_names) or any(
             n not in defaults or n not in constexpr_params for n in open_names[len(entries):]):
         given = "" if not constexprs else f" besides the --constexpr ones ({', '.join(constexprs)})"
+        optional = optional_tail(open_names, lambda n: n in defaults and n in constexpr_params)
         raise SignatureError(
             f"{kernel}: the signature has {len(entries)} entries but the kernel has {len(open_names)} "
             f"parameters{given}: {', '.join(open_names)}; give one entry per parameter in this order "
-            "(a bare value for a tl.constexpr)")
+            f"(a bare value for a tl.constexpr){may_leave_out(open_names, optional)}")
     by_name = {n: e for n, e in zip(open_names, entries)}
     params = []
     for n in arg_names:
@@ -292,6 +293,26 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
     for p in params:
         check_json_value(kernel, p)
     return params
+
+
+def optional_tail(names: Sequence[str], has_default: Callable[[str], bool]) -> list[str]:
+    """The last ``names`` that a signature may leave out: constexprs with a default, after every other parameter."""
+    tail: list[str] = []
+    for name in reversed(names):
+        if not has_default(name):
+            break
+        tail.insert(0, name)
+    return tail
+
+
+def may_leave_out(names: Sequence[str], optional: Sequence[str]) -> str:
+    """What a count error adds when some of ``names`` may be left out: how few entries are enough."""
+    if not optional:
+        return ""
+    enough = len(names) - len(optional)
+    return (f"; {enough} {'entry is' if enough == 1 else 'entries are'} enough: the last {len(optional)} "
+            f"({', '.join(optional)}) {'is a constexpr' if len(optional) == 1 else 'are constexprs'} with "
+            f"{'a default and' if len(optional) == 1 else 'defaults and'} may be left out")
 
 
 def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> list[Parameter]:

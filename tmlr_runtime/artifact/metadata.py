@@ -26,7 +26,8 @@ SCHEMA_VERSION = 7  # the newest this reader reads
 # 2 added tensordesc parameters (a document without one says 1); 3 is a family index (files.FAMILY_VERSION);
 # 4 added a variant's PTX (a document without any says 1 or 2, as before); 5 added tuple parameters (tuples.py: a
 # document without any says 1, 2 or 4, as before); 6 is a family index of tuple variants; 7 added constexprs that
-# are Triton objects (objects.py: a document without any says 1, 2, 4 or 5, as before)
+# are Triton objects (objects.py: a document without any says 1, 2, 4 or 5, as before); 8 is a family index with
+# variants that failed to compile (files.FAMILY_FAILED_VERSION)
 SCHEMA_VERSIONS = (1, 2, 4, 5, 7)
 _READS = ", ".join(f"v{n}" for n in SCHEMA_VERSIONS)  # what the kernel metadata reader reads, said when it refuses
 PTX_VERSION = 4

@@ -9,7 +9,6 @@ import sys
 from typing import Any, Iterable
 
 from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex, FamilyVariant
-from ..artifact.files import FAMILY_TUPLE_VERSION
 from ..artifact.metadata import ArtifactMetadata
 from ..artifact.output_folder import artifacts_in, output_folder_error, tunable_in
 from ..artifact.read import read, read_index
@@ -41,7 +40,8 @@ def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dic
             "key": list(at.key), "configs": [c.describe() for c in at.configs], "reset_to_zero": list(at.reset_to_zero),
             "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
-        "variants": variants, "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": problems,
+        "variants": variants, "failed": [{"vid": f.vid, "config": f.config, "signature": f.signature, "error": f.error} for f in index.failed],
+        "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": problems,
     }
     if cc is not None:  # a GPU of it can take every call only when every variant loads there
         out["on"] = {"cc": "%d.%d" % cc, "variants": len(variants), "loading": sum(v["on"]["loads"] is not None for v in variants)}
@@ -60,7 +60,7 @@ def _variant(index: FamilyIndex, v: FamilyVariant, cc: tuple[int, int] | None) -
         if cc is not None:
             info["on"] = {"cc": "%d.%d" % cc, "loads": None, "text": f"nothing: {e}"}
         return info, [str(e)]
-    if index.schema_version == FAMILY_TUPLE_VERSION:
+    if meta.tuples:
         info["signature"] = format_nested(meta.signature)
     if cc is not None:
         info["on"] = would_load(meta, *cc)
@@ -83,6 +83,10 @@ def print_inspect_family(info: dict[str, Any]) -> None:
         print(f"    {v['dir']:24s} config {'-' if v['config'] is None else v['config']}  {v['signature']}")
         if "on" in v:
             print(f"      on {v['on']['cc']}: {v['on']['text']}")
+    if info["failed"]:
+        print(f"  {len(info['failed'])} variants failed to compile (not in the family: a call that needs one is refused with its error)")
+        for f in info["failed"]:
+            print(f"    {f['vid']:24s} config {'-' if f['config'] is None else f['config']}  {f['signature']}\n      {f['error']}")
     if "on" in info:
         on = info["on"]
         others = on["variants"] - on["loading"]
@@ -130,6 +134,10 @@ def verify_family(directory: str, with_device: bool = True, index: FamilyIndex |
         results.append((check, True, ""))
     except TmlrError as e:
         return results + [(check, False, str(e))]
+    if index.failed:
+        results.append(("every planned variant was built", None,
+                        f"{len(index.failed)} failed to compile and are not in the family (a call that needs one is refused "
+                        f"with its error): {', '.join(f.vid for f in index.failed)}; `tmlr inspect` shows each error"))
     unrecorded = sum(v.cubin_sha256 is None for v in index.variants)
     if unrecorded:
         results.append(("index records each variant's cubin sha256", None,

@@ -9,16 +9,16 @@ from typing import Any, Callable
 
 from .. import driver
 from ..launch import compiled
-from ..artifact.family_index import FAMILY_TUPLE_VERSION, FAMILY_VERSION, Config, FamilyIndex
+from ..artifact.family_index import FAMILY_FAILED_VERSION, FAMILY_TUPLE_VERSION, FAMILY_VERSION, Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
-from ..errors import ArgumentCountError, ArgumentError, IntegrityError, NoCompatibleVariantError
+from ..errors import ArgumentCountError, ArgumentError, IntegrityError, NoCompatibleVariantError, VariantNotBuiltError
 from ..launch.bind import MISSING, Binder, option_names
 from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
 from ..launch.options import members_with, recorded, same, shown
 from .bench import GRID_META, benchmark
 from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
-from .members import Member, leaf_params, read_members
+from .members import Member, failed_params, leaf_params, read_members
 from .tuning import Key, Tuner
 
 _FAST_ENTRIES = 4096
@@ -250,12 +250,28 @@ class KernelFamily:
                                     "variants for several dtypes; pass a tensor (or an object with __cuda_array_interface__)", self.names[i])
         fits = [m for m in fits if all(accepts(m.meta.signature[i], c) for i, c in calls.items())]
         if not fits:
+            self._refuse_not_built(config, want, args)
             raise NoCompatibleVariantError(self._no_variant(calls, want, config))
         best = max(fits, key=lambda m: (sum(exact(m.meta.signature[i], c) for i, c in calls.items()),
                                         sum(specialization(m.meta.signature[i]) for i in calls), -m.number))
         base = {"num_warps": best.meta.variants[0].num_warps, **best.constexprs,
                 **(self.configs[config].meta() if config is not None else {})}
         return best.kernel, base, best
+
+    def _refuse_not_built(self, config: int | None, want: dict[str, Any], args: tuple[Any, ...]) -> None:
+        """Raise :class:`VariantNotBuiltError` when a variant that failed to compile (the index's "failed") would serve
+        a call that no built variant serves: its constexprs are the call's, its patterns take the arguments."""
+        for f in self.index.failed:
+            params = failed_params(f, self.params) if config is None or f.config == config else None
+            if params is None:
+                continue
+            if all(same_constexpr(want[p.name], p.value) for p in params if p.kind == "constexpr" and p.name in want) and \
+                    all(accepts(p, (pointer_entry if p.is_pointer else int_entry)(args[i]))
+                        for i, p in enumerate(params[: self.npos]) if p.kind != "constexpr"):
+                raise VariantNotBuiltError(
+                    f"{self.name}: the variant for this call, {f.vid} [{f.signature}], failed to compile when the family was "
+                    f"built, and the family was written without it: {f.error}. Fix the kernel (or what the build gave it) and "
+                    "rebuild the family with tmlr-build, or call with arguments another variant serves", f.vid, f.error)
 
     def call_key(self, args: tuple[Any, ...]) -> dict[int, str]:
         """The call's specialization key: position -> Triton entry of each distinguishing parameter."""
@@ -346,10 +362,11 @@ def open_family(index: FamilyIndex, kernel_type: Any, *, checks: bool = True, **
     """The family of ``index``; for a kernel with tuple parameters, one whose calls pass the tuples (flattened into
     their elements, then dispatched as any family's call: launch/tuple_call.py)."""
     members = read_members(index, checks, kernel_type)
-    if bool(members[0].meta.tuples) != (index.schema_version == FAMILY_TUPLE_VERSION):
+    if index.schema_version != FAMILY_FAILED_VERSION and bool(members[0].meta.tuples) != (index.schema_version == FAMILY_TUPLE_VERSION):
         raise IntegrityError(f"{index.directory}: the family index says schema_version {index.schema_version}, but its variants "
                              f"{'have' if members[0].meta.tuples else 'have no'} tuple parameters (an index of tuple variants says "
-                             f"{FAMILY_TUPLE_VERSION}, any other {FAMILY_VERSION}); rebuild the family with tmlr-build")
+                             f"{FAMILY_TUPLE_VERSION}, any other {FAMILY_VERSION}; {FAMILY_FAILED_VERSION} either, with variants that failed to "
+                             "compile); rebuild the family with tmlr-build")
     cls: type[KernelFamily] = KernelFamily
     if members[0].meta.tuples:
         from ..launch.tuple_call import tuple_family
