@@ -177,6 +177,12 @@ def _provenance(v: dict[str, Any], rng: random.Random) -> None:
         elif key in ("source_name", "tmlr_version"):
             p.pop(key, None)
     p["options"] = rng.choice([{}, {"num_warps": 4, "x": [1, {"y": None}]}, {"debug": False}])
+    if rng.random() < 0.5:  # the device profile and the other modules of a Python kernel (rarely malformed)
+        p["device"] = rng.choice(["H100", "A100", "", "ü\n"] * 3 + [90, None])
+    if rng.random() < 0.5:
+        dep = {"module": rng.choice(["pkg.ops.common", "helpers", ""]), "sha256": "".join(rng.choices("0123456789abcdef", k=64))}
+        wrong = [{}, {**dep, "file": "x.py"}, {"module": "m", "sha256": "ABC"}, "pkg.helpers"]
+        p["dependencies"] = rng.choice([[dep], [dep, dict(dep, module="other")]] * 5 + [[], [rng.choice(wrong)]])
 
 
 VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from .builder import other_python
 from .builder.build import BuildConfig, BuildReport, build
 from .builder.sources import KernelRequest, check_name, parse_source
+from .common import devices
 from .common.arch import comma_separated, parse_arch_list, supported_capabilities
 from .common.errors import (BuildError, BuildFailedError, InputError, OptionError, OutputPathError, ShardMismatchError,
                             UsageError)
@@ -75,6 +76,11 @@ def make_parser() -> argparse.ArgumentParser:
                         'an entry may also give "constexprs", "options", "arch", "name", "metadata", "arg_names". '
                         "Paths are relative to the spec file; --arch replaces its \"arch\", option flags override "
                         "its options. Every key: docs/spec-format.md")
+    p.add_argument("--device", metavar="GPU",
+                   help="the GPU a Python kernel's import is answered as (torch.cuda's and Triton's device queries: "
+                        f"name, capability, SMs, shared memory): one of {', '.join(devices.PROFILES)}, for the archs "
+                        "it runs; default: each arch's own GPU (" + ", ".join(f"{c}: {k}" for c, k in devices.DEFAULT_FOR.items())
+                        + "); replaces a spec's \"device\"")
     p.add_argument("--arch", metavar="CC,CC", help="one word of comma-separated capabilities, e.g. --arch 80,90 (not "
                    f"'80 90'); supported: {','.join(map(str, supported_capabilities()))} (90 -> sm_90a, 100 -> sm_100a); "
                    ".ttgir/.llir/.ptx/.cubin inputs default to their own")
@@ -211,6 +217,7 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         raise UsageError("nothing to build: name SRC files or a --spec file (see tmlr-build --help)")
     given = _given(args)
     archs = parse_arch_list(args.arch) if args.arch else None
+    device = devices.profile(args.device).key if args.device else None
     requests: list[KernelRequest] = []
     if args.spec:
         from .builder.spec import load_spec
@@ -218,11 +225,13 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
         requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]},
-                                      "default_options": r.default_options - set(given["options"]), "ptx": r.ptx or args.ptx})
+                                      "default_options": r.default_options - set(given["options"]), "ptx": r.ptx or args.ptx,
+                                      "device": device or r.device})
                      for r in spec_requests]
     for text in args.sources:
         requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args), ptx=args.ptx,
-                                      metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
+                                      metadata_path=os.path.abspath(args.metadata) if args.metadata else None,
+                                      device=device))
     return requests, archs
 
 
@@ -367,12 +376,13 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
 
 
 def _summary(report: BuildReport) -> list[str]:
-    """What became of each kernel, one line per name: written (for which targets, and why not for others) or
-    skipped; spec entries skipped under the name of a written kernel are said on its line."""
+    """The device profiles the Python kernels' imports were answered as, then what became of each kernel, one line
+    per name: written (for which targets, and why not for others) or skipped; spec entries skipped under the name
+    of a written kernel are said on its line."""
     skipped: dict[str, list[str]] = {}
     for name, why in report.skipped:
         skipped.setdefault(name, []).append(why)
-    lines = []
+    lines = list(report.devices)  # what the Python kernels' imports were answered as, first: it shaped the rest
     for path in report.written:
         if report.stopped_after is None:
             others = [f"another entry of this name skipped: {why}" for why in skipped.pop(os.path.basename(path), [])]
@@ -427,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"tmlr-build: warning: {warning}", file=sys.stderr)
     if as_json:
         _print_json(0, written=report.written, stopped_after=report.stopped_after, summary=_summary(report),
+                    devices=report.devices,
                     skipped=[{"name": name, "why": why} for name, why in report.skipped], notes=report.notes,
                     warnings=report.warnings, kept=report.kept)
     return 0

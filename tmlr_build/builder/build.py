@@ -7,17 +7,21 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
+from ..common import devices
 from ..common.arch import Target
-from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, PtxTargetError, UsageError, VariantsFailedError
+from ..common.errors import (ArtifactWriteError, BuildError, BuildFailedError, PtxTargetError, UnsupportedKernelError,
+                             UsageError, VariantsFailedError)
 from ..common.ir_signature import import_note
 from ..common.jobs import Job, JobResult
+from ..common.kernel_facts import KernelFacts
 from ..common.triton_check import check_triton_version, release_in_range
 from . import in_process, shards, variants
 from .artifact import artifact_files, prepare_output, unrecord, write_directory
 from .family import family_files
 from .rebuild_edits import edits_on_rebuild, kept_note
 from .rebuild_table import TABLE_FILE, table_on_rebuild
-from .sources import KernelRequest, check_input_kind, default_archs, imported_without_constexprs, make_jobs
+from .sources import (KernelRequest, check_input_kind, default_archs, device_profile, imported_without_constexprs,
+                      make_jobs)
 from .variants import FamilyPlan
 from .workers import Task, run_jobs, run_task, run_tasks
 
@@ -62,6 +66,8 @@ class BuildReport:
     # {"artifact": dir, "folder": the edited-<sha> folder they were copied to, "files": {path: "edited"|"not recorded"}}
     kept: list[dict[str, Any]] = field(default_factory=list)
     not_written: list[str] = field(default_factory=list)  # names of the requests a failed build did not write
+    # the device profiles the Python kernels' imports answer as: "device profile: H100 (...) for sm_90a"
+    devices: list[str] = field(default_factory=list)
 
 
 def _asked(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
@@ -108,6 +114,7 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
         raise _failure(errors, report)
     if config.dump_passes is not None:
         jobs = _with_pass_dump(jobs, config.dump_passes)
+    report.devices = _device_lines(jobs)
     progress = on_progress or (_stderr_progress if config.progress and (len(jobs) > 2 or plans) else None)
     if config.shard is not None:
         record = shards.build_record(config.shard.args, requests, triton_version, jobs, config.shard.count)
@@ -154,6 +161,15 @@ def _build_shard(out: str, order: shards.ShardOrder, jobs: list[Job], record: di
     return report
 
 
+def _device_lines(jobs: list[Job]) -> list[str]:
+    """One line per device profile the Python kernels' imports answer as, with the targets it answers for."""
+    archs: dict[str, list[str]] = {}
+    for job in sorted(jobs, key=lambda j: j.target):
+        if job.device is not None and job.target.arch not in archs.setdefault(job.device, []):
+            archs[job.device].append(job.target.arch)
+    return [f"device profile: {devices.PROFILES[key].summary()} for {', '.join(on)}" for key, on in archs.items()]
+
+
 def _failure(errors: list[BuildError], report: BuildReport) -> BuildError:
     error = errors[0] if len(errors) == 1 else BuildFailedError("\n".join(str(e) for e in errors), errors)
     error.report = report  # type: ignore[attr-defined]  # the CLI lists what was written and what was not
@@ -178,6 +194,8 @@ def _chosen(requests: Sequence[KernelRequest], config: BuildConfig, triton_versi
             asked = _asked(req, config)
             targets = tuple(t for t in asked if req.archs is None or t in req.archs)
             _check_ptx(req, targets, config)
+            if req.device is not None and req.stage == "python":
+                devices.check_runs_any(req.device, targets)
         except BuildError as e:
             errors.append(e)
             report.not_written.append(label)
@@ -244,24 +262,26 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
     """Read the wrappers of every Python kernel that may have autotune/heuristics (in workers, in parallel)
     and plan its variants; requests that fail here are left out of the build, their errors kept."""
     asked = [(i, req, targets) for i, req, targets in chosen if variants.may_be_wrapped(req)]
-    tasks = [Task(CAPTURE_JOB, (make_jobs(req, targets[:1], None, False, True)[0],), f"{req.source}:{req.kernel}")
-             for _, req, targets in asked]
+    # one read per target: a library may pick its configs from the GPU it imports on (its arch, its properties)
+    tasks = [Task(CAPTURE_JOB, (job,), f"{req.source}:{req.kernel}")
+             for _, req, targets in asked for job in make_jobs(req, targets, None, False, True)]
     with_options = [(i, req) for i, req, _ in chosen if set(req.options) - _OPTIONS_OF_EVERY_TRITON]
     if with_options:  # option names are Triton's: a worker checks them, beside the wrapper reads
         where = [(os.path.basename(req.source) + (f":{req.kernel}" if req.kernel else ""), req.options)
                  for _, req in with_options]
         tasks.append(Task(OPTIONS_JOB, (where,), "compile options"))
     outcomes = run_tasks(tasks, config.max_workers) if tasks else []
-    facts = outcomes[:len(asked)]
+    facts, start = [], 0  # the wrappers of each asked request, read for each of its targets
+    for _, _, targets in asked:
+        facts.append(outcomes[start:start + len(targets)])
+        start += len(targets)
     if with_options:
         checked = outcomes[-1]
         errors += [checked] if isinstance(checked, BuildError) else [e for e in checked if e is not None]
     plans: dict[int, FamilyPlan] = {}
-    for (i, req, targets), fact in zip(asked, facts):
+    for (i, req, targets), read in zip(asked, facts):
         try:
-            if isinstance(fact, BuildError):
-                raise fact
-            found = variants.plan(req, fact, len(targets), config.max_variants)
+            fact, found = _plan_one(req, targets, read, config.max_variants)
             if found is not None and config.stop_after is not None:
                 raise UsageError(f"{found.name}: --stop-after writes the IR of one kernel, and this build makes "
                                  f"{len(found.variants)} variants; fix the types, configs and heuristic values")
@@ -280,6 +300,24 @@ def _plan_families(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], 
             if config.progress:
                 print(f"tmlr-build: {found.count_line}", file=sys.stderr, flush=True)
     return plans
+
+
+def _plan_one(req: KernelRequest, targets: tuple[Target, ...], reads: list[Any],
+              max_variants: int) -> tuple[KernelFacts, FamilyPlan | None]:
+    """The wrappers read for each target, and the family planned from them, which must agree: one family holds one
+    set of variants."""
+    failed = next((f for f in reads if isinstance(f, BuildError)), None)
+    if failed is not None:
+        raise failed
+    plans = [variants.plan(req, fact, len(targets), max_variants) for fact in reads]
+    if all((p and p.facts) == (plans[0] and plans[0].facts) for p in plans):  # the same family, or none of any
+        return reads[0], plans[0]
+    on = ", ".join(f"{device_profile(req, t)} for {t.arch}" for t in targets)
+    raise UnsupportedKernelError(
+        f"{_label(req)}: its @triton.autotune / @triton.heuristics differ between the GPUs it is built for ({on}): the "
+        "library picks them from the GPU it is imported on, and one artifact holds one set of variants; build each "
+        "arch into an artifact of its own (a spec entry per arch, each with its own \"arch\" and \"name\", or one "
+        "run per --arch with its own -o)")
 
 
 def _jobs(chosen: list[tuple[int, KernelRequest, tuple[Target, ...]]], plans: dict[int, FamilyPlan],

@@ -39,6 +39,10 @@ class MaxVariantsError(UsageError):
     """A build would make more variants than --max-variants allows."""
 
 
+class DeviceProfileError(UsageError):
+    """--device (a spec's "device") names no known device profile, or a GPU that does not run a target built."""
+
+
 class OutputPathError(UsageError):
     """The output location cannot hold artifact directories."""
 
@@ -150,7 +154,7 @@ class BuildFailedError(BuildError):
 ERROR_CLASSES: dict[str, type[BuildError]] = {
     cls.__name__: cls
     for cls in (
-        BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
+        BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, DeviceProfileError, OutputPathError,
         ShardError, ShardMissingError, ShardMismatchError,
         TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, RecordMismatchError,
         MissingMetadataError,

@@ -38,6 +38,8 @@ class Job:
     variant: str | None = None  # the variant's id in a family build (names it in progress and errors)
     ptx: bool = False  # hand back the PTX ptxas assembled, for the artifact (--ptx; never for an arch-specific target)
     from_call: bool = False  # for a @tmlr_build.jit call: errors speak of its arguments, not flags (common/wording.py)
+    # a Python kernel: the device profile its import answers as (common/devices.py; None: the target's own GPU)
+    device: str | None = None
 
     @property
     def capability(self) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import triton
@@ -23,7 +23,7 @@ from ..common.errors import (ArchMismatchError, CompileError, InputError, IRPars
 from ..common.jobs import STAGES, Job
 from ..common.tensordesc import is_descriptor, parse_type as parse_descriptor_type, read_sidecar_entry
 from ..common.wording import words
-from . import options as opts, python_source, triton_api
+from . import dependencies, options as opts, python_source, triton_api
 from .diagnostics import Diagnostics, compiler_style, stage_failure
 
 
@@ -39,6 +39,8 @@ class Start:
     inherited: dict[str, Any]  # Triton metadata computed by stages that are not rerun
     input_ext: str | None  # stage whose text is the input file itself (for the ir/ folder)
     gluon: bool = False  # a @gluon.jit kernel: Triton's Gluon stages (no ttir; 3.9 adds glir before ttgir)
+    # a Python kernel: the other modules its code comes from (dependencies.py), for the provenance
+    dependencies: list[dict[str, str]] = field(default_factory=list)
 
 
 # --- starting points -----------------------------------------------------------------------------
@@ -68,7 +70,8 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     except Exception as e:
         message = stage_failure(job, "python -> ttir", e, diag)
         raise CompileError(f"{_python_location(fn, e, name)}: {message}") from None
-    return Start(job.kernel, params, options, mod, src.ext if gluon else "ttir", {}, None, gluon)
+    return Start(job.kernel, params, options, mod, src.ext if gluon else "ttir", {}, None, gluon,
+                 dependencies.other_sources(fn, job.source))
 
 
 def _check_no_layouts(job: Job, params: list[sig.Parameter]) -> None:

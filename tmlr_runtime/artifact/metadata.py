@@ -189,7 +189,8 @@ _VARIANT = obj({
         one_of(("global_scratch", "profile_scratch"), "global_scratch or profile_scratch"), unique=True)}),
     "provenance": obj({"triton_version": _TEXT, "ptxas_version": _TEXT, "source_stage": one_of(
         ("python", "ttir", "ttgir", "llir", "ptx", "cubin"), "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']"),
-        "source_sha256": SHA256, "options": test(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT}),
+        "source_sha256": SHA256, "options": test(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT,
+        "dependencies": array(obj({"module": _TEXT, "sha256": SHA256}), 1), "device": _TEXT}),
 }, {"ptx": obj({"file": string(PTX_FILE, "a plain file name in the artifact directory, ending in .ptx"), "sha256": SHA256,
                 "size": integer(1), "arch": string(IS_PTX_ARCH, "a virtual arch like compute_80 (PTX of an arch-specific "
                                                               "target such as sm_90a runs on that GPU only: build no PTX for it)")}),
