@@ -104,7 +104,7 @@ def build_artifact(inputs: BuildInputs, out: str) -> str:
 @dataclass
 class Server:
     """Serves the launches of one pytest process with tmlr; counts them and keeps the failures of the current test."""
-    work: str  # artifacts are built under work/artifacts
+    work: str  # artifacts are built under work/artifacts/<pid>-<n>
     load: Callable[[str], Any] | None = None  # Kernel.load (a stand-in in the CPU tests)
     served: int = 0
     failures: list[Failure] = field(default_factory=list)
@@ -113,7 +113,8 @@ class Server:
     def artifact(self, inputs: BuildInputs) -> str:
         found = self._built.get(inputs.key)
         if found is None:
-            out = os.path.join(self.work, "artifacts", f"{len(self._built):05d}")
+            # one folder per build and process: the processes of a pass share the work folder
+            out = os.path.join(self.work, "artifacts", f"{os.getpid()}-{len(self._built):05d}")
             found = self._built[inputs.key] = build_artifact(inputs, out)
         return found
 
