@@ -42,9 +42,10 @@ INI = HERE / "triton-tests.ini"  # pytest's defaults for Triton's tests, not thi
 RELEASE_FILE = "TRITON_RELEASE"  # written by fetch_triton_tests.sh: the release the tests are from
 
 # A selection: test function ("file::name") -> the most cases taken from its parameter list, evenly spread over it,
-# and the number taken from every function not named. "default" takes about 450 cases over the dtypes (bin_op, cast,
-# math), reductions and scans, atomics, dot, constexpr and value specialization, and one case of every other test of
-# the four files (a full run fits in about 8 minutes on an H100 with --jobs 8); "small" is the GPU test's
+# and the number taken from every function not named. "default" takes the dtypes (bin_op, cast, math), reductions and
+# scans, atomics, dot, constexpr and value specialization, and one case of every other test of the four files (475
+# cases of Triton 3.6.0's tests as collected without a GPU), sized for a run of about 8 minutes on one H100 with
+# --jobs 8 (the results file records each pass's seconds); "small" is the GPU test's
 # (tests/conformance/test_conformance_gpu.py); --all runs every collected case.
 SELECTIONS: dict[str, tuple[dict[str, int], int]] = {
     "default": ({

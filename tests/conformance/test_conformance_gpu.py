@@ -45,8 +45,10 @@ def test_triton_language_tests_pass_with_tmlr_at_least_as_often_as_committed(tmp
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     doc = json.loads(out.read_text())
-    floor = json.loads(COMMITTED.read_text())
     summary = "\n".join(report.summary_lines(doc))
+    assert COMMITTED.is_file(), (f"no committed result to hold this run to: keep this one, {out}, as {COMMITTED} (the "
+                                 f"command: python3 tests/conformance/run.py --selection small --json {COMMITTED})\n{summary}")
+    floor = json.loads(COMMITTED.read_text())
     assert doc["counts"]["triton_passed"] > 0, summary  # Triton's own launcher passes some: the run measured something
     assert doc["launches_served"] > 0, summary
     assert report.ratio(doc) >= report.ratio(floor), f"{doc['ratio']} < committed {floor['ratio']}:\n{summary}"
