@@ -236,8 +236,8 @@ def run(args: argparse.Namespace) -> int:
         raise SetupError(f"--jobs {args.jobs}: give at least 1")
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="tmlr-conformance-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"conformance: Triton {installed} installed; tests {folder} (from Triton {theirs or 'unknown: no ' + RELEASE_FILE}"
-          f" file); work folder {work}", flush=True)
+    said = f"Triton {theirs}'s, says its {RELEASE_FILE}" if theirs else f"release unknown: no {RELEASE_FILE} file"
+    print(f"conformance: Triton {installed} installed; tests {folder} ({said}); work folder {work}", flush=True)
     runner = Runner(folder, files, work, args.timeout)
     t0 = time.monotonic()
     collected, collect_errors = runner.collect(args.k)
