@@ -223,11 +223,11 @@ def unreadable_version(doc: dict[str, Any]) -> str:
     """Why this reader refuses the ``schema_version`` of ``doc`` (a metadata.json), and what to do."""
     version, family = doc["schema_version"], doc.get("kind") == "family"
     reads = f"family indexes of {', '.join(f'v{n}' for n in FAMILY_VERSIONS)}" if family else f"kernel metadata of {_READS}"
-    if type(version) is int and version > max(*SCHEMA_VERSIONS, *FAMILY_VERSIONS):
+    if not family and version in FAMILY_VERSIONS:
+        why = f'{version} numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'
+    elif type(version) is int and version > max(FAMILY_VERSIONS if family else SCHEMA_VERSIONS):
         why = ("a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
                "tmlr-build of this tmlr_runtime")
-    elif not family and version in FAMILY_VERSIONS:
-        why = f'{version} numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'
     else:
         why = "no tmlr-build writes that version - rebuild the artifact with tmlr-build"
     return f"schema_version {short_repr(version)} is not one this tmlr_runtime reads ({reads}); {why}"
