@@ -71,7 +71,8 @@ def make_parser() -> argparse.ArgumentParser:
                         '"kernels": [{"source": "k.py", "kernel": "add", "signature": "*fp32:16, i32, 1024"}, ...]}; '
                         'an entry may also give "constexprs", "options", "arch", "name", "metadata", "arg_names". '
                         "Paths are relative to the spec file; --arch replaces its \"arch\", option flags override "
-                        "its options. Every key: docs/spec-format.md")
+                        "its options. Every key: docs/spec-format.md. Also writes OUT/serve.json (which Python kernel each "
+                        "artifact serves: tmlr_runtime.serve(OUT), docs/serving.md)")
     p.add_argument("--arch", metavar="CC,CC", help="one word of comma-separated capabilities, e.g. --arch 80,90 (not "
                    f"'80 90'); supported: {','.join(map(str, supported_capabilities()))} (90 -> sm_90a, 100 -> sm_100a); "
                    ".ttgir/.llir/.ptx/.cubin inputs default to their own")
@@ -284,7 +285,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
     requests, archs = requests_from_args(args)
     if args.max_variants is not None:
         config["max_variants"] = args.max_variants
-    return build(requests, BuildConfig(out=args.out, archs=archs, **config)), args.quiet
+    return build(requests, BuildConfig(out=args.out, archs=archs, serve_index=bool(args.spec), **config)), args.quiet
 
 
 def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> BuildReport:

@@ -12,7 +12,7 @@ from ..common.errors import ArtifactWriteError, BuildError, BuildFailedError, Pt
 from ..common.ir_signature import import_note
 from ..common.jobs import Job, JobResult
 from ..common.triton_check import check_triton_version, release_in_range
-from . import in_process, variants
+from . import in_process, serve_index, variants
 from .artifact import artifact_files, prepare_output, unrecord, write_directory
 from .family import family_files
 from .rebuild_edits import edits_on_rebuild, kept_note
@@ -42,6 +42,8 @@ class BuildConfig:
     max_variants: int = variants.DEFAULT_MAX_VARIANTS  # a family build over this many variants is refused
     # compile stage files in this process where Triton is imported already (in_process.py; @tmlr_build.jit)
     in_process: bool = False
+    # write OUT/serve.json (serve_index.py): which Python kernel each artifact serves; the CLI's --spec builds do
+    serve_index: bool = False
 
 
 @dataclass
@@ -59,6 +61,8 @@ class BuildReport:
     # {"artifact": dir, "folder": the edited-<sha> folder they were copied to, "files": {path: "edited"|"not recorded"}}
     kept: list[dict[str, Any]] = field(default_factory=list)
     not_written: list[str] = field(default_factory=list)  # names of the requests a failed build did not write
+    # the serve.json entry of each written artifact built from a Python kernel (serve_index.entry)
+    serve_entries: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _asked(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
@@ -111,6 +115,11 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     for (i, vid), outcome in zip(owner, outcomes):
         by_request.setdefault(i, []).append((vid, outcome))
     _write_all(requests, by_request, plans, config, out, report, errors)
+    if config.serve_index and config.stop_after is None and report.written:
+        try:
+            report.warnings += filter(None, [serve_index.write(out, report.serve_entries, report.written)])
+        except BuildError as e:
+            errors.append(e)
     if errors:
         raise _failure(errors, report)
     return report
@@ -310,6 +319,7 @@ def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[
     copies, kept = edits_on_rebuild(final, name, files, carry)
     files.update(copies)
     report.written.append(write_directory(out, name, files, carry, drop))
+    report.serve_entries += filter(None, [serve_index.entry(requests[i], name, results)])
     report.built[report.written[-1]] = _built(requests[i], results, config)
     if kept is not None:
         report.notes.append(kept_note(name, final, kept))
