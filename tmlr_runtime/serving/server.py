@@ -131,30 +131,33 @@ class Server:
         if warmup and served.entries:
             return None  # nothing to compile: the artifacts load at the first launch
         reasons = list(served.stale)
+        tried: list[dict[str, Any]] = []
         if not warmup and served.entries:
             if obj is not jit and served.wraps and served.launch(0, grid, args, kwargs, reasons):
                 return None
-            if self._through(obj, grid, args, dict(kwargs), served, reasons):
+            if self._through(obj, grid, args, dict(kwargs), served, reasons, tried):
                 return None
-        return self._unserved(obj, jit, served, args, kwargs, reasons, fallback)
+        # the call the @triton.jit function got, where the wrappers made one (heuristics computed); else as made
+        return self._unserved(obj, jit, served, args, tried[0] if len(tried) == 1 else kwargs, reasons, fallback)
 
     def _through(self, obj: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], served: Served,
-                 reasons: list[str]) -> bool:
+                 reasons: list[str], tried: list[dict[str, Any]]) -> bool:
         """The call through the Python of the wrappers down to the @triton.jit function, as Triton runs it: each
         @triton.heuristics value computed, the first @triton.autotune config an artifact serves (nothing to
         benchmark: the recorded configs are those the workload's autotuning chose)."""
         if isinstance(obj, self.jit_types):
+            tried.append(kwargs)
             return served.launch(1, grid, args, kwargs, reasons)
         if hasattr(obj, "values"):  # Heuristics
             for name, heuristic in obj.values.items():
                 kwargs[name] = heuristic({**dict(zip(obj.arg_names, args)), **kwargs})
-            return self._through(obj.fn, grid, args, kwargs, served, reasons)
+            return self._through(obj.fn, grid, args, kwargs, served, reasons, tried)
         for config in obj.configs:  # Autotuner
             options = {k: getattr(config, k, None) for k in _CONFIG_OPTIONS}
             given = {**kwargs, **config.kwargs, **{k: v for k, v in options.items() if v is not None}}
             if getattr(config, "pre_hook", None) is not None:
                 config.pre_hook({**dict(zip(obj.arg_names, args)), **given})
-            if self._through(obj.fn, grid, args, given, served, reasons):
+            if self._through(obj.fn, grid, args, given, served, reasons, tried):
                 return True
         return False
 
