@@ -342,3 +342,54 @@ def test_the_serving_layer_imports_triton_only_when_serve_installs_its_hooks() -
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.stdout.strip() == "ok", proc.stderr
+
+
+LIBRARY = """
+import sys, torch
+import tmlr_runtime as tr
+from fake_driver import fake_cuda_tensor_type, installed
+
+assert "triton" not in sys.modules
+with installed() as fake:
+    tr.serve(sys.argv[1], stand_in_triton=True)
+    from kernlib.ops import api  # its package's __init__ asks Triton's driver for the GPU's target to pick configs
+    from kernlib.ops import tuned
+    assert tuned._BIG  # the fake device is an H200, as the build's target (sm_90)
+    x = torch.ones(1000).as_subclass(fake_cuda_tensor_type(0))
+    api.doubled(x)
+    api.plus_one(x)  # the family computes BLOCK = next_power_of_2(1000) itself
+    api.tripled(x)  # the family benchmarks its two configs (on the fake driver), then launches the fastest
+    kernels = [(launch["kernel"], launch["grid"]) for launch in fake.launches]
+    print(kernels[0], kernels[1], kernels[-1][0], len(kernels) > 3)
+try:
+    import triton
+except ModuleNotFoundError:
+    print("ok")
+"""
+
+
+def test_without_triton_a_library_package_imports_and_its_ops_launch_their_families(tmp_path: Path) -> None:
+    # tests/gpu/artifacts/served: kernlib's plain kernel, @triton.heuristics family and @triton.autotune family
+    pytest.importorskip("torch")
+    path = _without_triton(tmp_path) + [str(ROOT / "tests" / "data")]
+    proc = subprocess.run([sys.executable, "-S", "-c", LIBRARY, str(ROOT / "tests" / "gpu" / "artifacts" / "served")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(path), TMLR_CACHE_DIR=str(tmp_path / "cache")))
+    assert proc.returncode == 0 and proc.stdout.splitlines() == [
+        "('scale', (1, 1, 1)) ('heur_scale', (1, 1, 1)) tuned_scale True", "ok"], proc.stdout + proc.stderr
+
+
+def test_python_m_tmlr_runtime_serving_runs_a_program_unchanged_after_serve(tmp_path: Path) -> None:
+    pytest.importorskip("triton")
+    script = tmp_path / "app.py"
+    script.write_text("import sys\nfrom tmlr_runtime import serving\nfrom triton.runtime.jit import JITFunction\n"
+                      "s = serving.current()\nprint(s.directory, s.mode, s.pending_spec, sys.argv, sys.path[0],\n"
+                      "      JITFunction.run.__wrapped__.__module__)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "tmlr_runtime.serving", str(ARTIFACTS), "--fallback", "--pending-spec", "p.jsonl",
+                           "--", str(script), "a", "b"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{ARTIFACTS} fallback p.jsonl {[str(script), 'a', 'b']} {tmp_path} triton.runtime.jit\n"
+    proc = subprocess.run([sys.executable, "-m", "tmlr_runtime.serving", str(tmp_path), "--", str(script)],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 1 and "error: " in proc.stderr and "serve.json: missing" in proc.stderr

@@ -8,7 +8,6 @@ entries of the artifacts it did not write that are still there."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from typing import Any, Iterable, Iterator, Sequence
@@ -20,6 +19,11 @@ from ..common.errors import ArtifactWriteError
 from ..common.jobs import JobResult, source_name
 from .sources import KernelRequest
 
+try:
+    import fcntl
+except ImportError:  # Windows: each write is still whole (os.replace); concurrent builds may lose an entry
+    fcntl = None  # type: ignore[assignment]
+
 
 def entry(req: KernelRequest, artifact: str, results: Sequence[JobResult]) -> dict[str, Any] | None:
     """The entry of artifact ``artifact`` built from ``req``; None for an IR input (no Python kernel to match)."""
@@ -30,8 +34,12 @@ def entry(req: KernelRequest, artifact: str, results: Sequence[JobResult]) -> di
             "source_sha256": results[0].provenance["source_sha256"]}
 
 
+_KEYS = ("artifact", "module", "kernel", "source", "source_sha256")  # an entry's keys, in the order written
+
+
 def document(entries: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    return {"schema_version": SERVE_VERSION, "kind": "serve", "kernels": sorted(entries, key=lambda e: e["artifact"])}
+    kernels = sorted(({k: e[k] for k in _KEYS} for e in entries), key=lambda e: e["artifact"])
+    return {"schema_version": SERVE_VERSION, "kind": "serve", "kernels": kernels}
 
 
 def merge(*entry_lists: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -42,7 +50,7 @@ def merge(*entry_lists: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 def text(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    return json.dumps(doc, indent=1) + "\n"
 
 
 def write(out: str, new: list[dict[str, Any]], written: Sequence[str]) -> str | None:
@@ -78,13 +86,16 @@ def _read(path: str) -> tuple[list[dict[str, Any]], str | None]:
     except (OSError, ValueError) as e:
         return [], f"{path}: unreadable ({e}); written again from this build's kernels"
     kernels = doc.get("kernels") if isinstance(doc, dict) and doc.get("schema_version") == SERVE_VERSION else None
-    if not isinstance(kernels, list) or not all(isinstance(e, dict) for e in kernels):
+    if not isinstance(kernels, list) or not all(isinstance(e, dict) and set(_KEYS) <= e.keys() for e in kernels):
         return [], f"{path}: not a serve index of version {SERVE_VERSION}; written again from this build's kernels"
     return kernels, None
 
 
 @contextlib.contextmanager
 def _locked(folder: str) -> Iterator[None]:
+    if fcntl is None:
+        yield
+        return
     fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -9,6 +9,7 @@ from typing import Iterable
 
 from ..errors import ArgumentError, short_repr
 from ..artifact.serve_index import SERVE_FILE, read_serve_index
+from ..family.tuning import check_mode
 from .server import Server
 
 ENVIRONMENT = "TMLR_SERVE"  # the artifacts folder when serve() is given none
@@ -18,7 +19,7 @@ _current: Server | None = None
 
 
 def serve(artifacts: str | os.PathLike[str] | None = None, *, mode: str = "strict", pending_spec: str | os.PathLike[str] | None = None,
-          stand_in_triton: bool | Iterable[str] = False) -> Server:
+          stand_in_triton: bool | Iterable[str] = False, tuning: str = "tune") -> Server:
     """Launch every recorded ``@triton.jit`` kernel from the artifacts of ``artifacts`` (a folder that
     ``tmlr-build --spec SPEC -o ARTIFACTS`` wrote; default: ``$TMLR_SERVE``): no compile, no cache directory.
 
@@ -29,15 +30,18 @@ def serve(artifacts: str | os.PathLike[str] | None = None, *, mode: str = "stric
 
     ``stand_in_triton``: where Triton cannot be imported, let the modules of the served kernels import an in-memory
     stand-in for it (``True``), and also those under the given module prefixes (a list); other code still finds no
-    Triton. Ignored where Triton is importable. A second call replaces the first; ``Server.close()`` undoes it."""
+    Triton. Ignored where Triton is importable. ``tuning``: how families with autotune configs choose one
+    (``Kernel.load``'s: "tune", "table", "strict"; docs/variants.md). A second call replaces the first;
+    ``Server.close()`` undoes it."""
     global _current
     directory = _directory(artifacts)
     if mode not in MODES:
         raise ArgumentError(f"serve: mode={short_repr(mode)}; pass 'strict' (an unserved launch raises) or 'fallback' "
                             "(Triton's JIT compiles it, with a warning)", "mode")
+    check_mode(tuning, "nearest")
     entries = read_serve_index(directory)
     pending = os.fspath(pending_spec) if pending_spec is not None else os.path.join(directory, PENDING_FILE)
-    server = Server(directory, entries, mode, pending if mode == "fallback" else None)
+    server = Server(directory, entries, mode, pending if mode == "fallback" else None, tuning)
     if _current is not None:
         _current.close()
     if _triton_importable():
@@ -50,6 +54,17 @@ def serve(artifacts: str | os.PathLike[str] | None = None, *, mode: str = "stric
         stand_in.install(server, () if stand_in_triton is True else tuple(stand_in_triton))  # type: ignore[arg-type]
     _current = server
     return server
+
+
+def _forget(server: Server) -> None:
+    global _current
+    if _current is server:
+        _current = None
+
+
+def current() -> Server | None:
+    """The server of the last ``serve()`` call, or None."""
+    return _current
 
 
 def _directory(artifacts: str | os.PathLike[str] | None) -> str:
@@ -72,4 +87,4 @@ def _triton_importable() -> bool:
         return False
 
 
-__all__ = ["ENVIRONMENT", "MODES", "Server", "serve"]
+__all__ = ["ENVIRONMENT", "MODES", "Server", "current", "serve"]

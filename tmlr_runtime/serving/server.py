@@ -32,15 +32,15 @@ class Served:
     @triton.autotune / @triton.heuristics themselves (called as the outermost wrapper is), and ``inner``, the
     rest (called as the @triton.jit function is), each list most specialized first."""
 
-    def __init__(self, name: str, directory: str, entries: list[ServedEntry], stale: list[str]) -> None:
-        self.name, self.directory, self.entries, self.stale = name, directory, entries, stale
+    def __init__(self, name: str, directory: str, entries: list[ServedEntry], stale: list[str], tuning: str) -> None:
+        self.name, self.directory, self.entries, self.stale, self.tuning = name, directory, entries, stale, tuning
         self._loaded: tuple[list[tuple[str, Any]], list[tuple[str, Any]]] | None = None
 
     def _load(self) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
         if self._loaded is None:
             outer, inner = [], []
             for e in self.entries:
-                k = Kernel.load(os.path.join(self.directory, e.artifact))
+                k = Kernel.load(os.path.join(self.directory, e.artifact), tuning=self.tuning)
                 index = getattr(k, "index", None)  # a KernelFamily's
                 (outer if index is not None and (index.autotune or index.heuristics) else inner).append((e.artifact, k))
             inner.sort(key=lambda ak: -sum(map(specialized, getattr(ak[1], "signature", ()))))
@@ -66,8 +66,9 @@ class Served:
 class Server:
     """What ``tmlr_runtime.serve(...)`` returns: the folder's served kernels; ``close()`` undoes the hooks."""
 
-    def __init__(self, directory: str, entries: list[ServedEntry], mode: str, pending_spec: str | None) -> None:
-        self.directory, self.entries, self.mode, self.pending_spec = directory, entries, mode, pending_spec
+    def __init__(self, directory: str, entries: list[ServedEntry], mode: str, pending_spec: str | None,
+                 tuning: str = "tune") -> None:
+        self.directory, self.entries, self.mode, self.pending_spec, self.tuning = directory, entries, mode, pending_spec, tuning
         self.jit_types: tuple[type, ...] = ()  # Triton's JITFunction, or the stand-in's: where unwrapping stops
         self._served: dict[Any, Served] = {}  # running kernel object -> its artifacts
         self._warned: set[tuple[str, str]] = set()  # (kernel, specialization) of each fallback warned about
@@ -110,7 +111,7 @@ class Server:
                              f"{now[:12]}...: the kernel's file changed since the build")
             else:
                 fresh.append(e)
-        return Served(f"{fn.__module__}:{fn.__qualname__}", self.directory, fresh, stale)
+        return Served(f"{fn.__module__}:{fn.__qualname__}", self.directory, fresh, stale, self.tuning)
 
     def _sha256(self, path: str) -> str | None:
         if path not in self._sums:
@@ -203,6 +204,9 @@ class Server:
         """Undo what serve() did (Triton's methods back, the stand-in's import hook off); launches go to Triton again."""
         while self._undo:
             self._undo.pop()()
+        from . import _forget  # serving/__init__: current() is None again
+
+        _forget(self)
 
     def __enter__(self) -> Server:
         return self

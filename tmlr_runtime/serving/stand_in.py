@@ -13,8 +13,9 @@ import builtins
 import functools
 import os
 import types
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
+from .. import driver
 from .server import Server
 
 _PREFIX = "tmlr_runtime.serve's stand-in for Triton"
@@ -88,6 +89,34 @@ _DTYPES = {"int1": ("i1", 1), "int8": ("i8", 8), "int16": ("i16", 16), "int32": 
            "float16": ("fp16", 16), "bfloat16": ("bf16", 16), "float32": ("fp32", 32), "float64": ("fp64", 64)}
 _BITS = {short: bits for short, bits in _DTYPES.values()}
 _ATTR = {short: attr for attr, (short, _) in _DTYPES.items()}
+
+
+# -- triton.runtime.driver: what libraries ask at import time to choose configs for the GPU --------------------------
+class GPUTarget(NamedTuple):
+    backend: str
+    arch: int  # the capability: 90 for sm_90
+    warp_size: int
+
+
+class _ActiveDriver:
+    """``triton.runtime.driver.active``: the current device (tmlr_runtime's driver: the current context's), as
+    Triton's CUDA driver describes it; it compiles and benchmarks nothing."""
+
+    def get_current_device(self) -> int:
+        driver.current_context()  # device 0's primary context where none is current, as a launch takes
+        return int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
+
+    def get_current_target(self) -> GPUTarget:
+        return GPUTarget("cuda", driver.device_info(self.get_current_device()).capability, 32)
+
+    def get_active_torch_device(self) -> Any:
+        import torch  # code that asks for a torch device imports torch itself
+
+        return torch.device("cuda", self.get_current_device())
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"triton.runtime.driver.active.{name}: {_PREFIX} answers get_current_target, "
+                             "get_current_device and get_active_torch_device only; install Triton to run this code")
 
 
 # -- triton: the decorators and their kernel objects -----------------------------------------------------------
@@ -205,9 +234,12 @@ def modules() -> dict[str, types.ModuleType]:
     jit_module = _module("triton.runtime.jit", jit=jit, JITFunction=JITFunction, KernelInterface=KernelInterface)
     autotuner = _module("triton.runtime.autotuner", autotune=autotune, heuristics=heuristics, Config=Config,
                         Autotuner=Autotuner, Heuristics=Heuristics)
-    runtime = _module("triton.runtime", **{**decorators, "jit": jit_module, "autotuner": autotuner})
+    active = _ActiveDriver()
+    driver_config = types.SimpleNamespace(active=active, default=active)
+    driver_module = _module("triton.runtime.driver", driver=driver_config)
+    runtime = _module("triton.runtime", **{**decorators, "jit": jit_module, "autotuner": autotuner, "driver": driver_config})
     triton = _module("triton", language=language, runtime=runtime, cdiv=cdiv, next_power_of_2=next_power_of_2, **decorators)
-    found = [triton, language, runtime, jit_module, autotuner, extra, cuda, libdevice, math]
+    found = [triton, language, runtime, jit_module, autotuner, driver_module, extra, cuda, libdevice, math]
     return {m.__name__: m for m in found} | {"triton.language.extra.cuda.libdevice": libdevice}
 
 
