@@ -105,7 +105,7 @@ class Server:
             if module is None or self.innermost(getattr(module, e.kernel, None)) is not jit:
                 continue
             path = getattr(module, "__file__", None)
-            now = self._sha256(path) if path else None
+            now = self._sha256(path) if path and path.endswith(".py") else None  # a sourceless .pyc: nothing to compare
             if now is not None and now != e.source_sha256:
                 stale.append(f"{e.artifact} was built from {e.source} with sha256 {e.source_sha256[:12]}..., and {path} now has "
                              f"{now[:12]}...: the kernel's file changed since the build")
