@@ -69,5 +69,6 @@ def _missing(directory: str, path: str) -> ArtifactError:
                              " if that is it", directory)
     if not os.path.isdir(directory):
         return ArtifactError(f"{directory}: no such folder; pass the folder tmlr-build --spec SPEC -o OUT wrote", directory)
-    return ArtifactError(f"{path}: missing; tmlr-build --spec SPEC -o {directory} writes it (tmlr-build without --spec "
-                         "does not): rebuild the folder from a spec, e.g. the one `tmlr record` writes", path)
+    return ArtifactError(f"{path}: missing; tmlr-build --spec SPEC -o {directory} writes it for the artifacts it builds from "
+                         "Python kernels (IR inputs, and builds without --spec, have none): build the model's kernels from "
+                         "a spec, e.g. the one `tmlr record` writes", path)
