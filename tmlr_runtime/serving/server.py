@@ -107,8 +107,8 @@ class Server:
             path = getattr(module, "__file__", None)
             now = self._sha256(path) if path and path.endswith(".py") else None  # a sourceless .pyc: nothing to compare
             if now is not None and now != e.source_sha256:
-                stale.append(f"{e.artifact} was built from {e.source} with sha256 {e.source_sha256[:12]}..., and {path} now has "
-                             f"{now[:12]}...: the kernel's file changed since the build")
+                stale.append(f"artifact {e.artifact} is not served: it was built from {e.source} with sha256 "
+                             f"{e.source_sha256[:12]}..., and {path} now has {now[:12]}... (the kernel's file changed since the build)")
             else:
                 fresh.append(e)
         return Served(f"{fn.__module__}:{fn.__qualname__}", self.directory, fresh, stale, self.tuning)
@@ -131,7 +131,7 @@ class Server:
         served = self.served(jit)
         if warmup and served.entries:
             return None  # nothing to compile: the artifacts load at the first launch
-        reasons = list(served.stale)
+        reasons: list[str] = []
         tried: list[dict[str, Any]] = []
         if not warmup and served.entries:
             if obj is not jit and served.wraps and served.launch(0, grid, args, kwargs, reasons):
@@ -168,8 +168,8 @@ class Server:
             return fallback()  # Triton's wrapper runs the @triton.jit function, whose launches say what they compile
         pairs, options = calls.entries(jit.fn, args, kwargs)
         spec = calls.specialization(pairs, options)
-        why = ("the artifacts built from it refuse it - " + "; ".join(reasons)) if reasons else \
-            f"no artifact of {self.directory} was built from it (it was not recorded)"
+        why = "; ".join(([f"the artifacts built from it refuse it - {'; '.join(reasons)}"] if reasons else []) + served.stale) \
+            or f"no artifact of {self.directory} was built from it (it was not recorded)"
         command = calls.record_command()
         facts = dict(kernel=served.name, specialization=spec, command=command)
         text = (f"{served.name}: no artifact serves this launch ({spec}): {why}. Record it with `{command}` and rebuild "
