@@ -75,7 +75,8 @@ def make_parser() -> argparse.ArgumentParser:
                         '"kernels": [{"source": "k.py", "kernel": "add", "signature": "*fp32:16, i32, 1024"}, ...]}; '
                         'an entry may also give "constexprs", "options", "arch", "name", "metadata", "arg_names". '
                         "Paths are relative to the spec file; --arch replaces its \"arch\", option flags override "
-                        "its options. Every key: docs/spec-format.md")
+                        "its options. Every key: docs/spec-format.md. Also writes OUT/serve.json (which Python kernel each "
+                        "artifact serves: tmlr_runtime.serve(OUT), docs/serving.md)")
     p.add_argument("--device", metavar="GPU",
                    help="the GPU a Python kernel's import is answered as (torch.cuda's and Triton's device queries: "
                         f"name, capability, SMs, shared memory): one of {', '.join(devices.PROFILES)}, for the archs "
@@ -340,7 +341,7 @@ def run_args(args: argparse.Namespace, merge: Any = None) -> BuildReport:
     requests, archs = requests_from_args(args)
     if args.max_variants is not None:
         config["max_variants"] = args.max_variants
-    return build(requests, BuildConfig(out=args.out, archs=archs, **config))
+    return build(requests, BuildConfig(out=args.out, archs=archs, serve_index=bool(args.spec), **config))
 
 
 def _shard_order(args: argparse.Namespace) -> Any:

@@ -132,6 +132,18 @@ class TuningFileError(ArtifactError):
         self.reason, self.errno = reason, errno
 
 
+# --- serving (tmlr_runtime.serve) -----------------------------------------------------------------
+class UnservedKernelError(TmlrError):
+    """Under ``tmlr_runtime.serve``, a ``@triton.jit`` kernel was launched that no served artifact serves: it was
+    not recorded, this specialization of it was not, or its source changed since the build. ``kernel`` names it
+    (``module:name``), ``specialization`` the launch (``x_ptr=*fp16:16, n=i32, BLOCK=1024``), ``command`` the
+    ``tmlr record`` command that adds it."""
+
+    def __init__(self, message: str, kernel: str = "", specialization: str = "", command: str = "") -> None:
+        super().__init__(message)
+        self.kernel, self.specialization, self.command = kernel, specialization, command
+
+
 # --- warnings ------------------------------------------------------------------------------------
 class PtxJitWarning(UserWarning):
     """A kernel was loaded from its PTX, which the driver compiled for this GPU (no cubin of the artifact runs
@@ -150,3 +162,12 @@ class TuningCacheWarning(UserWarning):
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class UnservedKernelWarning(UserWarning):
+    """Under ``tmlr_runtime.serve(..., mode="fallback")``, a launch no served artifact serves went to Triton's JIT
+    (which compiles it); said once per kernel and specialization, with the facts :class:`UnservedKernelError` has."""
+
+    def __init__(self, message: str, kernel: str = "", specialization: str = "", command: str = "") -> None:
+        super().__init__(message)
+        self.kernel, self.specialization, self.command = kernel, specialization, command

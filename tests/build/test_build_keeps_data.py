@@ -161,7 +161,8 @@ def test_a_build_that_fails_part_way_says_what_it_wrote_and_what_not(tmp_path: P
     err = capsys.readouterr().err
     assert f"tmlr-build: wrote {out / 'add'}" in err
     assert "tmlr-build: not written: add_1000 (1 written;" in err
-    assert sorted(p.name for p in out.iterdir()) == ["add"]
+    assert sorted(p.name for p in out.iterdir()) == ["add", "serve.json"]  # the index lists what was written
+    assert [e["artifact"] for e in json.loads((out / "serve.json").read_text())["kernels"]] == ["add"]
 
 
 @pytest.mark.skipif(not os.environ.get("TMLR_TEST_OTHER_PYTHON"), reason="TMLR_TEST_OTHER_PYTHON not set")

@@ -15,7 +15,7 @@ from ..common.ir_signature import import_note
 from ..common.jobs import Job, JobResult
 from ..common.kernel_facts import KernelFacts
 from ..common.triton_check import check_triton_version, release_in_range
-from . import in_process, shards, variants
+from . import in_process, serve_index, shards, variants
 from .artifact import artifact_files, prepare_output, unrecord, write_directory
 from .family import family_files
 from .rebuild_edits import edits_on_rebuild, kept_note
@@ -49,6 +49,8 @@ class BuildConfig:
     in_process: bool = False
     shard: shards.ShardOrder | None = None  # --shard I/N: compile part I of N into the shard folder ``out``
     merge: shards.ShardSet | None = None  # tmlr-build merge: take every compile's outcome from these shards
+    # write OUT/serve.json (serve_index.py): which Python kernel each artifact serves; the CLI's --spec builds do
+    serve_index: bool = False
 
 
 @dataclass
@@ -68,6 +70,8 @@ class BuildReport:
     not_written: list[str] = field(default_factory=list)  # names of the requests a failed build did not write
     # the device profiles the Python kernels' imports answer as: "device profile: H100 (...) for sm_90a"
     devices: list[str] = field(default_factory=list)
+    # the serve.json entry of each written artifact built from a Python kernel (serve_index.entry)
+    serve_entries: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _asked(req: KernelRequest, config: BuildConfig) -> tuple[Target, ...]:
@@ -129,6 +133,11 @@ def build(requests: Sequence[KernelRequest], config: BuildConfig,
     for (i, vid), outcome in zip(owner, outcomes):
         by_request.setdefault(i, []).append((vid, outcome))
     _write_all(requests, by_request, plans, unused, config, out, report, errors)
+    if config.serve_index and config.stop_after is None and report.written:
+        try:
+            report.warnings += filter(None, [serve_index.write(out, report.serve_entries, report.written)])
+        except BuildError as e:
+            errors.append(e)
     if errors:
         raise _failure(errors, report)
     return report
@@ -428,6 +437,7 @@ def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[
     copies, kept = edits_on_rebuild(final, name, files, carry)
     files.update(copies)
     report.written.append(write_directory(out, name, files, carry, drop))
+    report.serve_entries += filter(None, [serve_index.entry(requests[i], name, results)])
     report.built[report.written[-1]] = _built(requests[i], results, config)
     if family is not None and family.failed:
         report.built[report.written[-1]].append(f"{len(family.variants)} of {len(family.variants) + len(family.failed)} "
