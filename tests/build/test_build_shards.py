@@ -202,7 +202,7 @@ def test_a_shard_never_writes_over_artifacts_or_into_a_merge(built: dict[str, Pa
             run(["merge", *shard_dirs(built), "-o", shard_dirs(built)[0]])
         with pytest.raises(E.UsageError, match="--shard with --dump-passes"):
             run([*BUILD, "-o", str(tmp_path / "s"), "--shard", "1/4", "--dump-passes", str(tmp_path / "d.log")])
-    assert sorted(os.listdir(built["whole"])) == ["accumulate", "add"]
+    assert sorted(os.listdir(built["whole"])) == ["accumulate", "add", "serve.json"]
 
 
 def test_a_shard_whose_compile_fails_writes_its_folder_and_the_merge_fails_as_one_build(tmp_path: Path) -> None:
