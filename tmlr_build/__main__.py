@@ -16,6 +16,10 @@ def main() -> int:
     # waiting for its compile workers.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     args = sys.argv[1:]
+    if args[:1] == ["record"]:  # tmlr-build record -o SPEC -- CMD: runs a workload, compiles nothing (docs/record.md)
+        from .record.cli import main as record
+
+        return record(args[1:])
     if not args or "--version" in args or any(arg == "--python" or arg.startswith("--python=") for arg in args):
         # nothing to compile here: a bare run prints the usage, --version answers, or another interpreter compiles
         from .cli import main as run_cli

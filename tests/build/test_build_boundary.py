@@ -5,7 +5,8 @@
 * parent side (``builder/``, ``passdump/``, ``cli.py``, the package ``__init__``): never imports the
   compile side, nor Triton at module level (the jit drop-in imports it inside functions, in the
   user's process). One exception: ``builder/in_process.py``, which runs compile-side code in the
-  user's process where Triton is imported already, may import the compile side inside functions.
+  user's process where Triton is imported already, may import the compile side inside functions; so may
+  ``record/recorder.py``, which runs in the recorded workload's process, beside Triton.
 * common (``common/``, ``version.py``): leaves both sides import; they import only each other, and
   Triton never at module level.
 * nothing imports the package's API back up the tree (``from .. import build``, ``import tmlr_build``).
@@ -21,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "tmlr_build"
 # parent-side modules that may import the compile side inside a function (never at module level)
-COMPILES_HERE = {"tmlr_build.builder.in_process"}
+COMPILES_HERE = {"tmlr_build.builder.in_process", "tmlr_build.record.recorder"}
 
 
 def _module_name(path: Path) -> str:

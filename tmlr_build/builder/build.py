@@ -20,6 +20,7 @@ from .artifact import artifact_files, prepare_output, unrecord, write_directory
 from .family import family_files
 from .rebuild_edits import edits_on_rebuild, kept_note
 from .rebuild_table import TABLE_FILE, table_on_rebuild
+from .recorded_tuning import recorded_table
 from .sources import (KernelRequest, check_input_kind, default_archs, device_profile, imported_without_constexprs,
                       make_jobs)
 from .variants import FamilyPlan
@@ -432,6 +433,10 @@ def _write_one(requests: Sequence[KernelRequest], i: int, name: str, outs: list[
         files = artifact_files(name, results, with_metadata=config.stop_after is None)
         if imported_without_constexprs(requests[i]):
             report.notes.append(import_note(name, requests[i].stage, results[0].signature))
+    if requests[i].tuning:  # the configs a recording saw Triton choose (spec "tuning"): into the family's table
+        table, said = recorded_table(final, name, files, drop, family, requests[i].tuning)
+        files.update({TABLE_FILE: table} if table is not None else {})
+        report.notes += said
     carry = _inputs_inside(requests, final)
     unrecord(files, carry)
     copies, kept = edits_on_rebuild(final, name, files, carry)

@@ -40,6 +40,10 @@ class KernelRequest:
     types: dict[str, list[str]] | None = None
     configs: Any = None  # None (all, for an autotuned kernel) | "all" | [index, ...] | [config object, ...]
     heuristics: dict[str, list[Any]] | None = None
+    # what tmlr-build record wrote (tmlr_build/record/): the running @triton.jit function's (__module__, __qualname__),
+    # and the configs Triton chose per autotune key ({"device", "key", "config"}: written into the family's tuning.json)
+    identity: tuple[str, str] | None = None
+    tuning: tuple[dict[str, Any], ...] | None = None
     ptx: bool = False  # also keep the PTX (--ptx; a spec's "ptx"), for each target that is not arch-specific
     device: str | None = None  # the GPU a Python kernel's import answers as (--device; a spec's "device"; None: each target's own)
     from_call: bool = False  # asked for by a @tmlr_build.jit call: errors speak of its arguments (common/wording.py)

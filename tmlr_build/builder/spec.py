@@ -11,8 +11,11 @@
 
 Paths are relative to the spec file. A kernel's "arch" restricts it to those archs (a num_ctas=2
 kernel lists [90]); "triton" to the Triton releases it is written for (">=3.4" for a kernel with
-host tensor descriptors); "name" renames the artifact directory. docs/spec-format.md documents every key
-(tests/build/test_build_spec_format.py keeps it in step with the keys below).
+host tensor descriptors); "name" renames the artifact directory. A constexpr given as a list builds one variant
+per value. Entries written by ``tmlr-build record`` (tmlr_build/record/) say "recorded": true and may carry
+"module"/"qualname" (the running kernel's) and "tuning" (the configs Triton chose, written into the family's
+tuning.json by the build); the top-level "not_recorded" lists kernels the recorder saw but could not record.
+docs/spec-format.md documents every key (tests/build/test_build_spec_format.py keeps it in step with the keys below).
 """
 from __future__ import annotations
 
@@ -27,9 +30,10 @@ from ..common.signature import parse_arg_names, spec_constexpr
 from ..common.triton_check import release_range
 from .sources import KernelRequest, check_name, parse_source
 
-_TOP_KEYS = {"arch", "options", "ptx", "device", "kernels", "$comment"}
+_TOP_KEYS = {"arch", "options", "ptx", "device", "kernels", "not_recorded", "$comment"}
 _KERNEL_KEYS = {"source", "kernel", "name", "signature", "constexprs", "arg_names", "options", "arch", "metadata",
-                "triton", "types", "configs", "heuristics", "ptx", "device", "$comment"}
+                "triton", "types", "configs", "heuristics", "ptx", "device", "recorded", "module", "qualname", "tuning",
+                "$comment"}
 
 
 def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None]:
@@ -44,6 +48,8 @@ def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None
     if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
         raise SpecError(f'{path}: a spec is a JSON object with a "kernels" list')
     _no_unknown(path, "the spec", doc, _TOP_KEYS)
+    if not isinstance(doc.get("not_recorded", []), list):
+        raise SpecError(f'{path}: "not_recorded" must be a list (tmlr-build record writes it; the build ignores it)')
     base = os.path.dirname(os.path.abspath(path))
     defaults = _options(path, "the spec", doc.get("options", {}))
     archs = _archs(path, "the spec", doc["arch"]) if "arch" in doc else None
@@ -67,9 +73,7 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any], ptx:
             check_name(str(k["name"]), '"name"')
     except BuildError as e:
         raise SpecError(f"{path}: {where}: {e}") from None
-    constexprs = k.get("constexprs", {})
-    if not isinstance(constexprs, dict):
-        raise SpecError(f'{path}: {where}: "constexprs" must be an object like {{"BLOCK": 128}}')
+    constexprs = _constexprs(path, where, k.get("constexprs", {}), parsed.stage)
     signature = k.get("signature")
     if signature is not None and not isinstance(signature, str):
         raise SpecError(f'{path}: {where}: "signature" must be a string like "*fp16:16, i32, 128"')
@@ -78,10 +82,11 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any], ptx:
     metadata = os.path.join(base, k["metadata"]) if "metadata" in k else None
     archs = _archs(path, where, k["arch"]) if "arch" in k else None
     return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
-                         constexprs={n: spec_constexpr(v) for n, v in constexprs.items()}, arg_names=arg_names, options=options,
+                         constexprs=constexprs, arg_names=arg_names, options=options,
                          default_options=frozenset(defaults) - frozenset(own), metadata_path=metadata,
                          archs=archs, triton=_triton_range(path, where, k.get("triton")), ptx=_flag(path, where, k, "ptx", ptx),
-                         device=_device(path, where, k["device"]) if "device" in k else device, **_variants(path, where, k))
+                         device=_device(path, where, k["device"]) if "device" in k else device,
+                         **_variants(path, where, k), **_recorded(path, where, k))
 
 
 def _variants(path: str, where: str, k: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +100,42 @@ def _variants(path: str, where: str, k: dict[str, Any]) -> dict[str, Any]:
     if configs is not None and configs != "all" and not isinstance(configs, list):
         raise SpecError(f'{path}: {where}: "configs" must be "all", a list of indices or a list of config objects')
     return {"types": types, "configs": configs, "heuristics": heuristics}
+
+
+def _constexprs(path: str, where: str, value: Any, stage: str) -> dict[str, Any]:
+    """The entry's "constexprs", a string naming a Triton object (``"tl.float16"``) read as that object, in a list
+    too; a list value (a Python kernel's) builds one variant per value."""
+    if not isinstance(value, dict):
+        raise SpecError(f'{path}: {where}: "constexprs" must be an object like {{"BLOCK": 128}}')
+    for name, v in value.items():
+        if not isinstance(v, list):
+            continue
+        if stage != "python":
+            raise SpecError(f'{path}: {where}: "constexprs" {name}: a list of values builds variants of a Python '
+                            "kernel only; give one value")
+        if not v or len({json.dumps(x) for x in v}) != len(v) or not all(
+                x is None or isinstance(x, (bool, int, float, str)) for x in v):
+            raise SpecError(f'{path}: {where}: "constexprs" {name}: give one value, or a list of distinct numbers, '
+                            "booleans, strings or nulls (one variant each), e.g. [128, 256]")
+    return {n: [spec_constexpr(x) for x in v] if isinstance(v, list) else spec_constexpr(v) for n, v in value.items()}
+
+
+def _recorded(path: str, where: str, k: dict[str, Any]) -> dict[str, Any]:
+    """What ``tmlr-build record`` wrote beside the build keys: the running kernel's module and qualname, and the
+    configs Triton chose per autotune key ("tuning": [{"device", "key", "config"}, ...])."""
+    for key in ("module", "qualname"):
+        if key in k and not isinstance(k[key], str):
+            raise SpecError(f'{path}: {where}: "{key}" must be a string')
+    if "recorded" in k and not isinstance(k["recorded"], bool):
+        raise SpecError(f'{path}: {where}: "recorded" must be true or false')
+    tuning = k.get("tuning")
+    if tuning is not None and not (isinstance(tuning, list) and all(
+            isinstance(t, dict) and isinstance(t.get("device"), str) and isinstance(t.get("key"), list)
+            and isinstance(t.get("config"), dict) for t in tuning)):
+        raise SpecError(f'{path}: {where}: "tuning" must be a list like [{{"device": "NVIDIA H100 80GB HBM3", '
+                        '"key": [1024, "fp16"], "config": {"kwargs": {"BLOCK": 128}, "num_warps": 4}}]')
+    identity = (k["module"], k["qualname"]) if "module" in k and "qualname" in k else None
+    return {"identity": identity, "tuning": tuple(tuning) if tuning else None}
 
 
 def _flag(path: str, where: str, doc: dict[str, Any], key: str, default: bool) -> bool:

@@ -1,7 +1,8 @@
 """Variant expansion: one Python kernel request -> the variants of a family artifact (issue 14).
 
 Factors: type variables (``"types": {"T": ["fp16", "bf16"]}``, ``*T:16`` in the signature), ``:16?``
-entries (divisible by 16 and not; inside tuples too: ``(*T:16?, *T:16?), i32:16?``), autotune configs, and heuristic values (bool-valued heuristics
+entries (divisible by 16 and not; inside tuples too: ``(*T:16?, *T:16?), i32:16?``), constexprs given as lists of
+values (``"constexprs": {"BLOCK": [256, 1024]}``), autotune configs, and heuristic values (bool-valued heuristics
 build True and False; others the values the spec lists). Constexprs that a config or a heuristic
 sets are filled per variant, so the user's signature leaves them out. A heuristic value that the variant's
 signature rules out (common/heuristics.py, ``decided``) is not planned (issue 31). Pure planning: no Triton.
@@ -58,7 +59,13 @@ class FamilyPlan:
 
 def wants_family(req: KernelRequest) -> bool:
     """Whether the request asks for variants itself (types, :16?, configs or heuristic values)."""
-    return bool(req.types or req.configs is not None or req.heuristics or MAYBE_16 in (req.signature or ""))
+    return bool(req.types or req.configs is not None or req.heuristics or MAYBE_16 in (req.signature or "")
+                or _listed(req))
+
+
+def _listed(req: KernelRequest) -> dict[str, list[Any]]:
+    """The constexprs given as lists of values: one variant per value."""
+    return {n: v for n, v in req.constexprs.items() if isinstance(v, list)}
 
 
 def may_be_wrapped(req: KernelRequest) -> bool:
@@ -286,8 +293,10 @@ def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, .
     type_choices = _type_choices(req, entries, label)
     maybe = [(i, j) for i, e in enumerate(entries) for j, leaf in enumerate(_leaves(e)) if leaf.endswith(MAYBE_16)]
     asked = [_asked_values(req, h, label) for h in heuristics]
+    listed = _listed(req)
     config_indices: list[int | None] = list(range(len(configs))) if configs is not None else [None]
     factors = [(len(type_choices), "type"), (2 ** len(maybe), "pattern"),
+               *((len(v), name) for name, v in listed.items()),
                *([(len(configs), "config")] if configs is not None else []),
                *((len(a) if a else 1, h.name) for a, h in zip(asked, heuristics)), (archs, "arch")]
     total = 1
@@ -295,16 +304,19 @@ def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, .
         total *= n
     words = " x ".join(f"{n} {what}{'s' if n != 1 and what in ('type', 'pattern', 'config', 'arch') else ''}"
                        for n, what in factors)
-    choices: list[tuple[str, int | None, dict[str, Any]]] = []  # (signature text, config, heuristic values)
+    # (signature text, config, per variant: the listed constexprs' values and the heuristics')
+    choices: list[tuple[str, int | None, dict[str, Any]]] = []
     decided: set[str] = set()
-    bases = itertools.product(type_choices, itertools.product((True, False), repeat=len(maybe)), config_indices)
-    for types, bits, config in bases:
+    bases = itertools.product(type_choices, itertools.product((True, False), repeat=len(maybe)),
+                              itertools.product(*listed.values()), config_indices)
+    for types, bits, fixed, config in bases:
         divisible = dict(zip(maybe, bits))
         text = ", ".join(_entry_text(e, i, types, divisible) for i, e in enumerate(entries))
-        known = _known(req, facts, configs, config, text, {h.name for h in heuristics})
+        given = dict(zip(listed, fixed))
+        known = _known(req, facts, configs, config, text, {h.name for h in heuristics}, given)
         meta = configs[config].meta() if configs is not None and config is not None else {}
         for values in _possible(heuristics, asked, known, meta, label, decided):
-            choices.append((text, config, values))
+            choices.append((text, config, {**given, **values}))
             if total > _ENUMERATE_ALL and len(choices) * archs > max_variants:
                 raise MaxVariantsError(f"{req.name or label}: {words} = {total} combinations, more than {max_variants} "
                                        f"of them possible, over --max-variants {max_variants}: {_NARROW}")
@@ -325,15 +337,17 @@ _NARROW = "narrow the configs (--configs), types or heuristic values, drop :16? 
 
 
 def _known(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, config: int | None,
-           text: str, expanded: set[str]) -> dict[str, Any]:
-    """What a variant's signature fixes of the arguments a heuristic reads: each constexpr's value, 1 for an ``:1``
-    integer, and for a runtime argument what its pattern promises (never None; divisible by 16 for ``i32:16``).
+           text: str, expanded: set[str], given: dict[str, Any]) -> dict[str, Any]:
+    """What a variant's signature fixes of the arguments a heuristic reads: each constexpr's value (``given``: the
+    variant's values of the constexprs listed in the spec), 1 for an ``:1`` integer, and for a runtime argument what
+    its pattern promises (never None; divisible by 16 for ``i32:16``).
     The configs' constexprs are left out: a heuristic inside @autotune sees its config's (``_possible``); so are
     the ``expanded`` heuristics' (planned per variant, so not in the signature)."""
     by_config = {k for c in configs or () for k in c.kwargs}
     placeholders = dict.fromkeys(expanded)
     chosen = configs[config] if configs is not None and config is not None else None
-    constexprs = {**req.constexprs, **_config_constexprs(facts, configs, chosen, str(req.kernel)), **placeholders}
+    constexprs = {**req.constexprs, **given, **_config_constexprs(facts, configs, chosen, str(req.kernel)),
+                  **placeholders}
     params = sig.bind_python_signature(str(req.kernel), [p.name for p in facts.params], sig.parse_signature(text),
                                        constexprs, {p.name: p.default for p in facts.params if p.has_default},
                                        {p.name for p in facts.params if p.constexpr})
@@ -373,9 +387,10 @@ def _possible(heuristics: list[HeuristicFact], asked: list[list[Any] | None], kn
 
 
 def _variant(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, index: int | None,
-             text: str, heuristic_values: dict[str, Any]) -> Variant:
+             text: str, per_variant: dict[str, Any]) -> Variant:
+    """``per_variant``: the values of the listed constexprs and the heuristics this variant is built with."""
     config = configs[index] if configs is not None and index is not None else None
-    constexprs = {**req.constexprs, **_config_constexprs(facts, configs, config, str(req.kernel)), **heuristic_values}
+    constexprs = {**req.constexprs, **_config_constexprs(facts, configs, config, str(req.kernel)), **per_variant}
     options = dict(req.options)
     if config is not None:
         for key, value in config.compile_options().items():

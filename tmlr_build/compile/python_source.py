@@ -131,7 +131,8 @@ def _causes(e: BaseException) -> list[BaseException]:
     return chain
 
 
-def _unwrap(obj: Any) -> Any:
+def unwrap_kernel(obj: Any) -> Any:
+    """The @triton.jit function of a kernel object (under @triton.autotune / @triton.heuristics too), or None."""
     # @triton.autotune / @triton.heuristics wrap the JITFunction in .fn
     from triton.runtime.jit import JITFunction
 
@@ -182,8 +183,8 @@ def _real(name: str, value: TritonObject, module: types.ModuleType, label: str) 
 
 def find_kernel(module: types.ModuleType, name: str, source_name: str) -> Any:
     """The @triton.jit function ``name`` of the module (also under @triton.autotune / @triton.heuristics)."""
-    kernels = sorted(k for k, v in vars(module).items() if _unwrap(v) is not None and not k.startswith("_"))
-    fn = _unwrap(getattr(module, name, None))
+    kernels = sorted(k for k, v in vars(module).items() if unwrap_kernel(v) is not None and not k.startswith("_"))
+    fn = unwrap_kernel(getattr(module, name, None))
     if fn is None:
         listing = ", ".join(kernels) if kernels else "none"
         raise KernelNotFoundError(f"{source_name}: no @triton.jit kernel named {name!r}; kernels in this file: {listing}. "

@@ -1,0 +1,321 @@
+"""tmlr-build record (tmlr_build/record/): launches become spec entries (one family per kernel: :16?, type variables,
+constexpr and heuristic lists, autotune configs and the config chosen per key), a re-recording keeps what the user
+wrote, kernels without a file are reported, and the written spec builds. No GPU: ``JITFunction.run`` is replaced
+by a stub under the recorder (it runs first, as it does before a real launch), or, in a subprocess, the launch
+fails after the recorder saw it."""
+from __future__ import annotations
+
+import hashlib
+import json
+import linecache
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tmlr_build.common.errors import SpecError
+from tmlr_build.record import recorder as recorder_module, recording
+from tmlr_build.record.family import Family
+from tmlr_build.record.spec_doc import KernelSeen, merge
+
+ROOT = Path(__file__).resolve().parents[2]
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+class FakeTensor:
+    """What Triton's JIT reads from a tensor: dtype and data_ptr."""
+
+    def __init__(self, ptr: int, dtype: str = "torch.float32") -> None:
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+T = FakeTensor
+
+
+@pytest.fixture(scope="module")
+def kernlib() -> Iterator[Any]:
+    """tests/data/kernlib imported as its tuned module needs at import: with tmlr-build's stand-in driver (sm_90)."""
+    from triton.runtime import driver
+
+    from tmlr_build.compile import build_driver
+
+    before = dict(vars(driver))
+    build_driver.install(90)
+    sys.path.insert(0, str(ROOT / "tests" / "data"))
+    try:
+        import kernlib
+        from kernlib.ops import heur, plain, tuned
+
+        yield kernlib
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "data"))
+        vars(driver).clear()
+        vars(driver).update(before)
+
+
+@pytest.fixture
+def no_launch(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """JITFunction.run as a stub that records its calls (the recorder wraps it as it wraps Triton's)."""
+    from triton.runtime.jit import JITFunction
+
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(JITFunction, "run", lambda self, *args, **kwargs: calls.append((self, args, kwargs)))
+    monkeypatch.setattr(recorder_module, "device", lambda: (H100, 90))
+    return calls
+
+
+def _spec(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _entry(doc: dict[str, Any], qualname: str) -> dict[str, Any]:
+    (found,) = [e for e in doc["kernels"] if e.get("qualname") == qualname]
+    return found
+
+
+def test_launches_of_a_kernel_become_one_family_entry(tmp_path: Path, kernlib: Any, no_launch: list[Any]) -> None:
+    scale = kernlib.ops.plain.scale
+    spec = tmp_path / "spec.json"
+    with recording(spec, quiet=True):
+        scale[(1,)](T(16), T(32), 1024, BLOCK=256)
+        scale[(1,)](T(16), T(40), 1000, BLOCK=256)  # an unaligned pointer and n: :16?
+        scale[(1,)](T(32, "torch.float16"), T(64, "torch.float16"), 64, BLOCK=1024)  # both pointers' type: one T
+        scale[(1,)](T(16), T(32), 1024, BLOCK=256)  # seen before
+    assert len(no_launch) == 4  # the launches went on
+    doc = _spec(spec)
+    entry = _entry(doc, "scale")
+    assert entry == {
+        "source": os.path.relpath(ROOT / "tests/data/kernlib/ops/plain.py", tmp_path), "kernel": "scale",
+        "signature": "*T:16, *T:16?, i32:16?", "types": {"T": ["fp32", "fp16"]}, "constexprs": {"BLOCK": [256, 1024]},
+        "module": "kernlib.ops.plain", "qualname": "scale", "recorded": True}
+    assert doc["arch"] == [90] and "build with: tmlr-build --spec" in doc["$comment"]
+    before = spec.read_bytes()
+    with recording(spec, quiet=True):  # the same launches again: nothing new
+        scale[(1,)](T(16), T(40), 1000, BLOCK=256)
+    assert spec.read_bytes() == before
+
+
+def test_types_that_change_together_share_a_variable_and_others_get_their_own() -> None:
+    def launch(x: str, y: str, n: str = "i32") -> Family:
+        return Family.of_launch([f"*{x}:16", f"*{y}:16", n], {}, {"BLOCK": 64}, {})
+
+    tied = launch("fp16", "fp16")
+    tied.merge(launch("bf16", "bf16"))
+    assert tied.entry()["signature"] == "*T:16, *T:16, i32" and tied.entry()["types"] == {"T": ["fp16", "bf16"]}
+    apart = launch("fp16", "fp16")
+    apart.merge(launch("bf16", "fp16", "i64"))
+    apart.merge(launch("fp16", "fp32"))
+    assert apart.entry()["signature"] == "*T:16, *U:16, V"
+    assert apart.entry()["types"] == {"T": ["fp16", "bf16"], "U": ["fp16", "fp32"], "V": ["i32", "i64"]}
+    for family in (tied, apart):  # an entry read back is the same family: merging it again changes nothing
+        again = Family.of_entry(family.entry())
+        assert again.key == family.key and not again.merge(family) and again.entry() == family.entry()
+
+
+def test_patterns_and_kinds() -> None:
+    one = Family.of_launch(["*fp32:16", "i32:1", "(*fp32:16, None)", "fp32"], {}, {}, {})
+    assert one.entry()["signature"] == "*fp32:16, i32:1, (*fp32:16, None), fp32"
+    one.merge(Family.of_launch(["*fp32", "i32", "(*fp32, None)", "fp32"], {}, {}, {}))
+    assert one.entry()["signature"] == "*fp32:16?, i32, (*fp32:16?, None), fp32"  # 1 and plain: plain takes 1
+    # what one entry cannot say: another kind of leaf (a tensor and None), other launch options
+    assert Family.of_launch(["(*fp32:16, *fp32:16)"], {}, {}, {}).key != Family.of_launch(
+        ["(*fp32:16, None)"], {}, {}, {}).key
+    assert Family.of_launch(["i32"], {"num_warps": 8}, {}, {}).key != Family.of_launch(["i32"], {}, {}, {}).key
+    assert Family.of_launch(["i32"], {}, {}, {}).key != Family.of_launch(["fp32"], {}, {}, {}).key
+
+
+def test_heuristic_values_and_launch_options(tmp_path: Path, kernlib: Any, no_launch: list[Any]) -> None:
+    spec = tmp_path / "spec.json"
+    with recording(spec, quiet=True):
+        kernlib.ops.heur.heur_scale[(1,)](T(16), T(32), 100)
+        kernlib.ops.heur.heur_scale[(1,)](T(16), T(32), 1000)
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1024, BLOCK=256)
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1024, BLOCK=256, num_warps=8)
+    doc = _spec(spec)
+    heur = _entry(doc, "heur_scale")
+    assert heur["signature"] == "*fp32:16, *fp32:16, i32" and heur["heuristics"] == {"BLOCK": [128, 1024]}
+    plain = [e for e in doc["kernels"] if e["kernel"] == "scale"]
+    assert [(e.get("name"), e.get("options")) for e in plain] == [(None, None), ("scale_2", {"num_warps": 8})]
+
+
+def test_autotune_configs_and_the_config_chosen_per_key(tmp_path: Path, kernlib: Any, no_launch: list[Any],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner = kernlib.ops.tuned.tuned_scale
+    times = iter([2.0, 1.0] * 4)  # config 1 is the faster one
+    monkeypatch.setattr(tuner, "do_bench", lambda call, quantiles: (call(), [next(times)] * 3)[1])
+    monkeypatch.setattr(tuner, "cache", {})
+    spec = tmp_path / "spec.json"
+    with recording(spec, quiet=True):
+        tuner[(1,)](T(16), T(32), 4096)  # Triton's own Autotuner.run benchmarks both configs, then launches
+        tuner[(1,)](T(16), T(32), 4096)  # from its cache
+    assert len(no_launch) == 2 + 1 + 1
+    entry = _entry(_spec(spec), "tuned_scale")
+    configs = [{"kwargs": {"BLOCK": 256}, "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None},
+               {"kwargs": {"BLOCK": 1024}, "num_warps": 8, "num_stages": 3, "num_ctas": 1, "maxnreg": None}]
+    assert entry["signature"] == "*fp32:16, *fp32:16, i32:16"  # BLOCK comes per config
+    assert entry["configs"] == configs and "constexprs" not in entry and "options" not in entry
+    assert entry["tuning"] == [{"device": H100, "key": [4096, "fp32", "fp32"], "config": configs[1]}]
+
+
+def test_an_autotune_choice_without_a_device_name_is_reported(tmp_path: Path, kernlib: Any, no_launch: list[Any],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner = kernlib.ops.tuned.tuned_scale
+    monkeypatch.setattr(tuner, "do_bench", lambda call, quantiles: (call(), [1.0] * 3)[1])
+    monkeypatch.setattr(tuner, "cache", {})
+    monkeypatch.setattr(recorder_module, "device", lambda: None)
+    with recording(tmp_path / "spec.json", quiet=True) as rec:
+        tuner[(1,)](T(16), T(32), 4096)
+    assert "tuning" not in _entry(_spec(tmp_path / "spec.json"), "tuned_scale")
+    assert [r["reason"] for r in rec.not_recorded] == [
+        "autotune choices: the device's name is not known (no GPU launch?), so they are not recorded"]
+
+
+def test_a_recording_keeps_what_the_user_wrote(tmp_path: Path, kernlib: Any, no_launch: list[Any]) -> None:
+    spec = tmp_path / "spec.json"
+    mine = {"source": "mine.py", "kernel": "scale", "signature": "*fp16, *fp16, i32, 64", "$comment": "by hand"}
+    spec.write_text(json.dumps({"$comment": "my spec", "options": {"num_warps": 4}, "ptx": True, "kernels": [mine]}))
+    scale = kernlib.ops.plain.scale
+    with recording(spec, quiet=True):
+        scale[(1,)](T(16), T(32), 1024, BLOCK=256)
+    doc = _spec(spec)
+    assert doc["kernels"][0] == mine and doc["options"] == {"num_warps": 4} and doc["ptx"] is True
+    assert doc["$comment"] == "my spec" and "arch" in doc
+    recorded = doc["kernels"][1]
+    assert recorded["name"] == "scale_2"  # the user's entry builds an artifact named scale
+    recorded.update({"arch": [90], "$comment": "mine too", "name": "scale_fast"})  # the user edits the recorded entry
+    doc["arch"] = [80, 90]
+    spec.write_text(json.dumps(doc))
+    with recording(spec, quiet=True):
+        scale[(1,)](T(16), T(32), 1000, BLOCK=512)
+    again = _spec(spec)
+    assert again["kernels"][0] == mine and again["arch"] == [80, 90] and len(again["kernels"]) == 2
+    extended = again["kernels"][1]
+    assert extended["signature"] == "*fp32:16, *fp32:16, i32:16?" and extended["constexprs"] == {"BLOCK": [256, 512]}
+    assert (extended["name"], extended["arch"], extended["$comment"]) == ("scale_fast", [90], "mine too")
+
+
+def test_kernels_the_build_cannot_import_by_name_are_reported(tmp_path: Path, kernlib: Any,
+                                                              no_launch: list[Any]) -> None:
+    import triton
+
+    source = "import triton\n\n\n@triton.jit\ndef cell_kernel(x):\n    pass\n"
+    linecache.cache["<cell-3>"] = (len(source), None, source.splitlines(True), "<cell-3>")  # as a notebook has it
+    scope: dict[str, Any] = {"__name__": "notebook"}
+    exec(compile(source, "<cell-3>", "exec"), scope)
+
+    @triton.jit
+    def local_kernel(x):
+        pass
+
+    with recording(tmp_path / "spec.json", quiet=True) as rec:
+        scope["cell_kernel"][(1,)](T(16))
+        local_kernel[(1,)](T(16))
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1024, BLOCK=256)
+    doc = _spec(tmp_path / "spec.json")
+    assert [e["kernel"] for e in doc["kernels"]] == ["scale"]
+    reasons = {r["kernel"]: r["reason"] for r in doc["not_recorded"]}
+    assert reasons["notebook:cell_kernel"].startswith("defined outside a file (<cell-3>: exec'd code or a notebook")
+    local = f"{__name__}:test_kernels_the_build_cannot_import_by_name_are_reported.<locals>.local_kernel"
+    assert reasons[local].startswith("defined inside a function or class")
+    assert rec.not_recorded == doc["not_recorded"]
+
+
+def test_a_file_that_is_no_spec_is_left_alone(tmp_path: Path, kernlib: Any, no_launch: list[Any]) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text('{"todo": []}')
+    with recording(path, quiet=True) as rec:
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1024, BLOCK=256)
+    assert path.read_text() == '{"todo": []}' and rec.error is not None and "not a spec file" in rec.error
+    with pytest.raises(SpecError, match="not a spec file"):
+        from tmlr_build.record import spec_file
+
+        spec_file.read(str(path))
+
+
+def test_merging_twice_is_merging_once() -> None:
+    seen = KernelSeen("k.py", "k", "__main__", "k", None)
+    seen.add(Family.of_launch(["*fp16:16", "i32"], {}, {"B": 1}, {}))
+    seen.add(Family.of_launch(["*bf16", "i32:16"], {}, {"B": 2}, {}))
+    once = merge(None, [seen], [{"kernel": "x:y", "reason": "r"}])
+    assert merge(once, [seen], [{"kernel": "x:y", "reason": "r"}]) == once
+    assert once["kernels"][0]["signature"] == "*T:16?, i32:16?"
+
+
+def _record_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "tmlr_build", "record", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_command_records_a_script_and_returns_its_status(tmp_path: Path) -> None:
+    (tmp_path / "mykernels.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef twice(x_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n    tl.store(x_ptr + offs, 2 * tl.load(x_ptr + offs))\n")
+    (tmp_path / "serve.py").write_text(
+        "import sys\nimport mykernels\n\n\nclass T:\n    dtype = 'torch.float16'\n\n    def data_ptr(self):\n"
+        "        return 4096\n\n\n"
+        "try:\n    mykernels.twice[(1,)](T(), 1024, BLOCK=128)  # no GPU here: fails after the recorder saw it\n"
+        "except Exception as e:\n    print('launch failed:', type(e).__name__)\nsys.exit(3)\n")
+    done = _record_cli(tmp_path, "-o", "rec.json", "--", sys.executable, "serve.py")
+    assert done.returncode == 3, done.stderr
+    assert "launch failed" in done.stdout
+    entry = _entry(_spec(tmp_path / "rec.json"), "twice")
+    assert (entry["source"], entry["signature"], entry["constexprs"]) == ("mykernels", "*fp16:16, i32:16",
+                                                                         {"BLOCK": 128})
+    assert "tmlr-build record: rec.json: 1 recorded entries (1 new, 0 extended); build them with: tmlr-build " \
+           "--spec rec.json -o OUT" in done.stderr
+    nothing = _record_cli(tmp_path, "-o", "none.json", "--", sys.executable, "-I", "-c", "pass")
+    assert nothing.returncode == 0 and "no @triton.jit launch was recorded" in nothing.stderr
+    assert not (tmp_path / "none.json").exists()
+
+
+def test_the_command_refuses_before_it_runs_anything(tmp_path: Path) -> None:
+    (tmp_path / "notes.json").write_text("[1, 2]")
+    bad = _record_cli(tmp_path, "-o", "notes.json", "--", sys.executable, "-c", "open('ran', 'w')")
+    assert bad.returncode == 2 and "not a spec file" in bad.stderr and not (tmp_path / "ran").exists()
+    usage = _record_cli(tmp_path, "-o", "x.json")
+    assert usage.returncode == 2 and "name the command to record after --" in usage.stderr
+
+
+def test_the_pytest_plugin_records_a_session(tmp_path: Path) -> None:
+    (tmp_path / "test_k.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n\n\n"
+        "class T:\n    dtype = 'torch.int32'\n\n    def data_ptr(self):\n        return 32\n\n\n"
+        "def test_launch():\n    try:\n        k[(1,)](T(), 17)\n    except Exception:\n        pass\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "tmlr_build.record.pytest_plugin", "--tmlr-record",
+                           "s.json", "-q", "-p", "no:cacheprovider", "test_k.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"tmlr-build record: 1 kernel families recorded into {tmp_path / 's.json'}" in done.stdout
+    assert _entry(_spec(tmp_path / "s.json"), "k")["signature"] == "*i32:16, i32"
+
+
+def test_a_recorded_autotuned_kernel_builds_with_its_tuning_table(tmp_path: Path, kernlib: Any, no_launch: list[Any],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmlr_runtime.artifact.tuning_table import read_entries
+
+    from tmlr_build.cli import run
+
+    tuner = kernlib.ops.tuned.tuned_scale
+    times = iter([2.0, 1.0])
+    monkeypatch.setattr(tuner, "do_bench", lambda call, quantiles: (call(), [next(times)] * 3)[1])
+    monkeypatch.setattr(tuner, "cache", {})
+    spec = tmp_path / "spec.json"
+    with recording(spec, quiet=True):
+        tuner[(1,)](T(16), T(32), 4096)
+    report, _ = run(["--spec", str(spec), "-o", str(tmp_path / "out"), "-q"])  # "arch": [90] is the recording's
+    family = tmp_path / "out" / "tuned_scale"
+    index = json.loads((family / "metadata.json").read_text())
+    assert [c["kwargs"] for c in index["autotune"]["configs"]] == [{"BLOCK": 256}, {"BLOCK": 1024}]
+    table = read_entries(str(family / "tuning.json"), 2)
+    sha = hashlib.sha256((family / "metadata.json").read_bytes()).hexdigest()
+    assert [(e["device"], e["index_sha256"], e["key"], e["config"]) for e in table] == [
+        (H100, sha, [4096, "fp32", "fp32"], 1)]
+    assert "tuned_scale: tuning.json: 1 recorded choice(s) of the spec's \"tuning\" added" in report.notes
