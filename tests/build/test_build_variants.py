@@ -247,3 +247,17 @@ def test_a_plan_of_too_many_combinations_stops_counting_past_max_variants() -> N
     with pytest.raises(E.MaxVariantsError, match=r"k: 1 type x 131072 patterns x 1 arch = 131072 combinations, more than 256 "
                                                  r"of them possible, over --max-variants 256: narrow the configs"):
         variants.plan(_req(", ".join(["i32:16?"] * 17)), facts, 1, 256)
+
+
+def test_a_constexpr_given_as_a_list_builds_one_variant_per_value() -> None:
+    plain = KernelFacts(PARAMS, None, ())
+    plan = variants.plan(_req("*fp32:16?, *fp32, i32", constexprs={"BLOCK": [64, 128], "EVEN_K": True}), plain, 1, 256)
+    assert plan is not None
+    assert plan.count_line == "k: 1 type x 2 patterns x 2 BLOCK x 1 arch = 4 variants"
+    assert sorted(v.full_signature for v in plan.variants) == [
+        f"*fp32{a}, *fp32, i32, {b}, True" for a in ("", ":16") for b in (128, 64)]
+    assert all(isinstance(v.constexprs["BLOCK"], int) for v in plan.variants)
+    tuned = variants.plan(_req("*fp32, *fp32, i32", constexprs={"EVEN_K": [True, False]}), FACTS, 1, 256)
+    assert tuned is not None and tuned.count_line == "k: 1 type x 1 pattern x 2 EVEN_K x 3 configs x 1 arch = 6 variants"
+    with pytest.raises(E.SpecError, match="BLOCK come from the autotune configs"):
+        variants.plan(_req("*fp32, *fp32, i32", constexprs={"BLOCK": [32, 64]}), FACTS, 1, 256)

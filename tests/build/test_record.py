@@ -319,3 +319,63 @@ def test_a_recorded_autotuned_kernel_builds_with_its_tuning_table(tmp_path: Path
     assert [(e["device"], e["index_sha256"], e["key"], e["config"]) for e in table] == [
         (H100, sha, [4096, "fp32", "fp32"], 1)]
     assert "tuned_scale: tuning.json: 1 recorded choice(s) of the spec's \"tuning\" added" in report.notes
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"constexprs": {"BLOCK": []}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
+    ({"constexprs": {"BLOCK": [1, 1]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
+    ({"constexprs": {"BLOCK": [[1]]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
+    ({"tuning": [{"device": "x", "key": 3, "config": {}}]}, '"tuning" must be a list like'),
+    ({"module": 3}, '"module" must be a string'),
+    ({"recorded": "yes"}, '"recorded" must be true or false'),
+])
+def test_the_spec_reader_checks_what_a_recording_writes(tmp_path: Path, entry: dict[str, Any], message: str) -> None:
+    from tmlr_build.builder.spec import load_spec
+
+    (tmp_path / "k.py").write_text("")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"kernels": [{"source": "k.py", "kernel": "k", "signature": "i32", **entry}]}))
+    with pytest.raises(SpecError, match=message):
+        load_spec(str(spec))
+    spec.write_text(json.dumps({"kernels": [], "not_recorded": {}}))
+    with pytest.raises(SpecError, match='"not_recorded" must be a list'):
+        load_spec(str(spec))
+    (tmp_path / "k.ptx").write_text("")
+    spec.write_text(json.dumps({"kernels": [{"source": "k.ptx", "constexprs": {"B": [1, 2]}}]}))
+    with pytest.raises(SpecError, match="a list of values builds variants of a Python kernel only"):
+        load_spec(str(spec))
+
+
+def test_recorded_choices_join_a_table_without_replacing_its_entries(tmp_path: Path) -> None:
+    from tmlr_runtime import METADATA_FILE
+    from tmlr_runtime.artifact.tuning_table import entry, table_doc
+
+    from tmlr_build.builder import variants
+    from tmlr_build.builder.recorded_tuning import recorded_table
+    from tmlr_build.builder.sources import KernelRequest
+    from tmlr_build.common.kernel_facts import AutotuneFact, ConfigFact, KernelFacts, ParamFact
+
+    configs = tuple(ConfigFact({"BLOCK": b}, 4, 3, 1, None) for b in (64, 128))
+    facts = KernelFacts((ParamFact("x", False), ParamFact("n", False), ParamFact("BLOCK", True)),
+                        AutotuneFact(("n",), configs, (), (), False, (), True), ())
+    plan = variants.plan(KernelRequest(source="/k.py", stage="python", kernel="k", signature="*fp32, i32"), facts, 1, 9)
+    files = {METADATA_FILE: b'{"an": "index"}'}
+    sha = hashlib.sha256(files[METADATA_FILE]).hexdigest()
+    family = tmp_path / "k"
+    family.mkdir()
+    tuned = entry(H100, sha, (64, "fp32"), 0, [1.0, 2.0])
+    (family / "tuning.json").write_text(json.dumps(table_doc("k", [tuned])))
+
+    def choice(key: list[Any], block: int) -> dict[str, Any]:
+        return {"device": H100, "key": key, "config": {"kwargs": {"BLOCK": block}, "num_warps": 4}}
+
+    table, notes = recorded_table(str(family), "k", files, [], plan,
+                                  [choice([64, "fp32"], 128), choice([256, "fp32"], 128), choice([512, "fp32"], 32)])
+    assert table is not None
+    assert json.loads(table)["entries"] == [tuned, entry(H100, sha, (256, "fp32"), 1)]  # tmlr tune's entry kept
+    assert notes == ["k: tuning.json: 1 recorded choice(s) of the spec's \"tuning\" added",
+                     "k: the spec's \"tuning\" chose a config this build does not have for key(s) [512, \"fp32\"]: not "
+                     "added (record again, or add the config to \"configs\")"]
+    assert recorded_table(str(family), "k", files, ["tuning.json"], plan, [choice([64, "fp32"], 64)])[0] is not None
+    assert recorded_table(str(family), "k", files, [], None, [choice([64, "fp32"], 64)]) == (
+        None, ["k: the spec's \"tuning\" is not used: this build is no family of autotune configs"])

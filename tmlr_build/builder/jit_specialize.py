@@ -39,8 +39,8 @@ def _constexpr(name: str, value: Any, kernel: Any = None) -> Parameter:
     found = of(unwrapped)  # a dtype or a @triton.jit function: recorded by its text (tmlr_runtime/objects.py)
     if found is not None:
         return Parameter(name, "constexpr", value=_as_built(found, kernel))
-    if value is not None and not isinstance(unwrapped, (bool, int, float)):
-        raise SignatureError(f"constexpr {name}={unwrapped!r}: tmlr builds bool/int/float constexprs, Triton dtypes "
+    if value is not None and not isinstance(unwrapped, (bool, int, float, str)):
+        raise SignatureError(f"constexpr {name}={unwrapped!r}: tmlr builds bool/int/float/str constexprs, Triton dtypes "
                              "(tl.bfloat16) and @triton.jit functions defined at a module's top level; pass one of those")
     return Parameter(name, "constexpr", value=unwrapped)
 
