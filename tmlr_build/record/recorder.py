@@ -52,25 +52,23 @@ class Recorder:
     # ---- the two hooks -------------------------------------------------------------------------------------
     def observe(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """One ``JITFunction.run(*args, **kwargs)`` call (``grid``/``warmup`` left out)."""
+        self._safely(fn, "a call", self._take, fn, args, kwargs)
+
+    def autotuned(self, tuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """One ``Autotuner.run(*args, **kwargs)`` call that returned: record the config Triton chose for its key."""
+        self._safely(_jit_of(tuner), "an autotuned call", self._choice, tuner, args, kwargs)
+
+    def _safely(self, fn: Any, what: str, step: Any, *args: Any) -> None:
+        """``step(*args)``, then write when it learnt something; whatever it meets is reported, never raised into
+        the workload."""
         try:
             with self._lock:
-                if self._take(fn, args, kwargs):
+                if step(*args):
                     self.write()
         except NotRecordable as e:
             self._report(fn, str(e))
         except Exception as e:  # noqa: BLE001 - the workload goes on whatever the recorder meets
-            self._report(fn, f"the recorder failed on a call: {type(e).__name__}: {e}")
-
-    def autotuned(self, tuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """One ``Autotuner.run(*args, **kwargs)`` call that returned: record the config Triton chose for its key."""
-        try:
-            with self._lock:
-                if self._choice(tuner, args, kwargs):
-                    self.write()
-        except NotRecordable as e:
-            self._report(_jit_of(tuner), str(e))
-        except Exception as e:  # noqa: BLE001
-            self._report(_jit_of(tuner), f"the recorder failed on an autotuned call: {type(e).__name__}: {e}")
+            self._report(fn, f"the recorder failed on {what}: {type(e).__name__}: {e}")
 
     # ---- launches ------------------------------------------------------------------------------------------
     def _take(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
