@@ -270,9 +270,10 @@ def test_the_command_records_a_script_and_returns_its_status(tmp_path: Path) -> 
                                                                          {"BLOCK": 128})
     assert "tmlr-build record: rec.json: 1 recorded entries (1 new, 0 extended); build them with: tmlr-build " \
            "--spec rec.json -o OUT" in done.stderr
-    nothing = _record_cli(tmp_path, "-o", "none.json", "--", sys.executable, "-I", "-c", "pass")
-    assert nothing.returncode == 0 and "no @triton.jit launch was recorded" in nothing.stderr
-    assert not (tmp_path / "none.json").exists()
+    for flags in (["-I"], []):  # a process that does not load the recorder, one that launches nothing
+        nothing = _record_cli(tmp_path, "-o", "none.json", "--", sys.executable, *flags, "-c", "import triton")
+        assert nothing.returncode == 0 and "no @triton.jit launch was recorded" in nothing.stderr
+        assert not (tmp_path / "none.json").exists()
 
 
 def test_the_command_refuses_before_it_runs_anything(tmp_path: Path) -> None:

@@ -156,6 +156,8 @@ class Recorder:
             try:
                 with spec_file.locked(self.path):
                     doc = spec_file.read(self.path)
+                    if doc is None and not kernels and not self.not_recorded:
+                        return  # a process that launched nothing makes no file
                     new = spec_doc.merge(doc, kernels, self.not_recorded, self.arch)
                     if new != doc:
                         spec_file.write(self.path, new)
