@@ -41,22 +41,17 @@ T = FakeTensor
 @pytest.fixture(scope="module")
 def kernlib() -> Iterator[Any]:
     """tests/data/kernlib imported as its tuned module needs at import: with tmlr-build's stand-in driver (sm_90)."""
-    from triton.runtime import driver
-
     from tmlr_build.compile import build_driver
 
-    before = dict(vars(driver))
-    build_driver.install(90)
     sys.path.insert(0, str(ROOT / "tests" / "data"))
     try:
-        import kernlib
-        from kernlib.ops import heur, plain, tuned
+        with build_driver.standing_in(90, None):  # Triton's driver and torch.cuda put back after
+            import kernlib
+            from kernlib.ops import heur, plain, tuned
 
-        yield kernlib
+            yield kernlib
     finally:
         sys.path.remove(str(ROOT / "tests" / "data"))
-        vars(driver).clear()
-        vars(driver).update(before)
 
 
 @pytest.fixture
@@ -380,3 +375,90 @@ def test_recorded_choices_join_a_table_without_replacing_its_entries(tmp_path: P
     assert recorded_table(str(family), "k", files, ["tuning.json"], plan, [choice([64, "fp32"], 64)])[0] is not None
     assert recorded_table(str(family), "k", files, [], None, [choice([64, "fp32"], 64)]) == (
         None, ["k: the spec's \"tuning\" is not used: this build is no family of autotune configs"])
+
+
+CAST = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def cast(x_ptr, out_ptr, n, DT: tl.constexpr, BLOCK: tl.constexpr):
+    # out = x rounded through DT
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(DT), mask=mask)
+'''
+
+
+def test_a_recorded_dtype_constexpr_builds_and_is_served_from_the_module_it_ran_in(
+        tmp_path: Path, no_launch: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel of a namespace package (nsk/kern.py, no __init__.py) runs as nsk.kern, which the build imports as
+    kern: serve.json names the module the recording saw, so serve() finds it even beside another module named kern;
+    its tl.dtype constexpr is written as text the build reads back as the dtype, one variant per dtype."""
+    import importlib
+    import types
+
+    import torch
+    import triton.language as tl
+
+    import tmlr_runtime as tr
+    from fake_driver import fake_cuda_tensor_type, installed
+    from tmlr_build.cli import run
+
+    (tmp_path / "lib" / "nsk").mkdir(parents=True)
+    (tmp_path / "lib" / "nsk" / "kern.py").write_text(CAST)
+    (tmp_path / "specs").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    monkeypatch.delitem(sys.modules, "nsk.kern", raising=False)
+    kern = importlib.import_module("nsk.kern")
+    monkeypatch.setitem(sys.modules, "kern", types.ModuleType("kern"))  # another module of the file's stem
+    spec = tmp_path / "specs" / "spec.json"
+    with recording(spec, quiet=True):
+        kern.cast[(1,)](T(16), T(32), 1024, DT=tl.float16, BLOCK=256)
+        kern.cast[(1,)](T(16), T(32), 1024, tl.bfloat16, 256)
+        kern.cast[(1,)](T(16), T(32), 1024, "tl.float32", 256)  # a string the spec would read as the dtype
+    doc = _spec(spec)
+    assert _entry(doc, "cast") == {
+        "source": "../lib/nsk/kern.py", "kernel": "cast", "signature": "*fp32:16, *fp32:16, i32:16",
+        "constexprs": {"DT": ["tl.float16", "tl.bfloat16"], "BLOCK": 256}, "module": "nsk.kern", "qualname": "cast",
+        "recorded": True}
+    assert [r["reason"] for r in doc["not_recorded"]] == [
+        "constexpr DT='tl.float32': a spec reads this string as the Triton object it names, not as a string; pass the "
+        "object itself, or a string that names none"]
+    out = tmp_path / "out"
+    run(["--spec", str(spec), "-o", str(out), "-q"])
+    index = json.loads((out / "cast" / "metadata.json").read_text())
+    assert sorted(v["signature"] for v in index["variants"]) == [
+        "*fp32:16, *fp32:16, i32:16, tl.bfloat16, 256", "*fp32:16, *fp32:16, i32:16, tl.float16, 256"]
+    served = json.loads((out / "serve.json").read_text())["kernels"]
+    assert [(e["artifact"], e["module"], e["kernel"], e["source"]) for e in served] == [
+        ("cast", "nsk.kern", "cast", "kern.py")]
+    t = fake_cuda_tensor_type(0)
+    x, y = torch.zeros(1024).as_subclass(t), torch.zeros(1024).as_subclass(t)
+    with tr.serve(out), installed() as fake:
+        kern.cast[(1,)](x, y, 1024, DT=tl.float16, BLOCK=256)
+        kern.cast[(1,)](x, y, 1024, tl.bfloat16, 256)
+        with pytest.raises(tr.UnservedKernelError):
+            kern.cast[(1,)](x, y, 1024, DT=tl.float32, BLOCK=256)
+    assert [launch["kernel"] for launch in fake.launches] == ["cast", "cast"]
+    assert len(no_launch) == 3  # the recording's calls: none served went to Triton
+
+
+def test_serve_json_names_the_recorded_module_but_a_scripts_by_its_file() -> None:
+    from types import SimpleNamespace
+
+    from tmlr_build.builder import serve_index
+    from tmlr_build.builder.sources import KernelRequest
+
+    done = [SimpleNamespace(provenance={"source_sha256": "0" * 64})]
+
+    def module(identity: tuple[str, str] | None, package: str | None = None) -> str:
+        req = KernelRequest(source="/w/lib/nsk/kern.py", stage="python", kernel="cast", module=package,
+                            identity=identity)
+        return serve_index.entry(req, "cast", done)["module"]  # type: ignore[index,arg-type]
+
+    assert module(("nsk.kern", "cast")) == "nsk.kern"  # the module the recording saw
+    assert module(("__main__", "cast")) == "kern"  # a script's: found by its file (serve matches the running script)
+    assert module(("nsk.kern", "cast"), "lib.nsk.kern") == "nsk.kern"
+    assert module(None, "lib.nsk.kern") == "lib.nsk.kern" and module(None) == "kern"  # not recorded: as before

@@ -29,9 +29,20 @@ def entry(req: KernelRequest, artifact: str, results: Sequence[JobResult]) -> di
     """The entry of artifact ``artifact`` built from ``req``; None for an IR input (no Python kernel to match)."""
     if req.stage != "python" or not req.kernel:
         return None
-    module = req.module or os.path.splitext(os.path.basename(req.source))[0]  # a plain file imports as its stem
-    return {"artifact": artifact, "module": module, "kernel": req.kernel, "source": source_name(req.source, req.module),
-            "source_sha256": results[0].provenance["source_sha256"]}
+    return {"artifact": artifact, "module": _module(req), "kernel": req.kernel,
+            "source": source_name(req.source, req.module), "source_sha256": results[0].provenance["source_sha256"]}
+
+
+def _module(req: KernelRequest) -> str:
+    """The module a running kernel is looked up in: the one a recording saw it run in (a spec's "module", written by
+    tmlr-build record), which the build's view of a file may not name (a namespace package's member builds as its
+    stem); else the package member's dotted name, else the file's stem (a plain file imports as that). A script's
+    kernel (recorded in __main__) is found by its file's name, as a plain file's: serve() matches that to the
+    running script."""
+    recorded = req.identity[0] if req.identity is not None else ""
+    if recorded != "__main__" and recorded and all(part.isidentifier() for part in recorded.split(".")):
+        return recorded
+    return req.module or os.path.splitext(os.path.basename(req.source))[0]
 
 
 _KEYS = ("artifact", "module", "kernel", "source", "source_sha256")  # an entry's keys, in the order written

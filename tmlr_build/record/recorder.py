@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from tmlr_runtime.family.choose import dtype_name
+from tmlr_runtime.objects import TritonObject, parse as parse_object
 
 from ..builder.jit_specialize import specialize
 from ..common.arch import supported_capabilities
@@ -94,7 +95,7 @@ class Recorder:
             elif name in facts["config_names"]:
                 continue  # a config's kwargs: per variant
             elif p.is_constexpr:
-                constexprs[name] = _json_value(name, value, "constexpr")
+                constexprs[name] = _constexpr_value(name, value)
             else:
                 entries.append(entry)
         options = {k: v for k, v in spec.options.items() if k not in facts["config_options"]}
@@ -228,6 +229,18 @@ def _json_value(name: str, value: Any, what: str) -> Any:
     except (TypeError, ValueError):
         pass
     raise NotRecordable(f"{what} {name}={value!r} cannot be written in a spec (numbers, booleans, strings, null)")
+
+
+def _constexpr_value(name: str, value: Any) -> Any:
+    """A constexpr's value as a spec writes it: a Triton object (a dtype, a @triton.jit function; jit_specialize
+    gives it as the build imports it) by its text, ``"tl.float16"`` / ``"module:qualname"``, which the spec reader
+    reads back as the object (common/signature.py ``spec_constexpr``); a string that reads so is no string there."""
+    if type(value) is TritonObject:
+        return repr(value)  # as a signature entry writes it (tmlr_runtime/objects.py)
+    if isinstance(value, str) and parse_object(value) is not None:
+        raise NotRecordable(f"constexpr {name}={value!r}: a spec reads this string as the Triton object it names, not "
+                            "as a string; pass the object itself, or a string that names none")
+    return _json_value(name, value, "constexpr")
 
 
 def _label(fn: Any) -> str:
