@@ -137,7 +137,7 @@ class UnservedKernelError(TmlrError):
     """Under ``tmlr_runtime.serve``, a ``@triton.jit`` kernel was launched that no served artifact serves: it was
     not recorded, this specialization of it was not, or its source changed since the build. ``kernel`` names it
     (``module:name``), ``specialization`` the launch (``x_ptr=*fp16:16, n=i32, BLOCK=1024``), ``command`` the
-    ``tmlr record`` command that adds it."""
+    ``tmlr-build record`` command that adds it."""
 
     def __init__(self, message: str, kernel: str = "", specialization: str = "", command: str = "") -> None:
         super().__init__(message)

@@ -105,7 +105,7 @@ def test_an_unrecorded_specialization_names_the_kernel_the_call_and_the_record_c
             ops.add[(8,)](x, y, out, 4096, BLOCK=512)
         assert e.value.kernel == "vector_add:add"
         assert e.value.specialization == "x_ptr=*fp32:16, y_ptr=*fp32:16, out_ptr=*fp32:16, n=i32:16, BLOCK=512"
-        assert e.value.command.startswith("tmlr record -o SPEC --append -- ") and "pytest" in e.value.command
+        assert e.value.command.startswith("tmlr-build record -o SPEC --append -- ") and "pytest" in e.value.command
         assert "constexpr 'BLOCK' was compiled as 1024" in str(e.value) and e.value.command in str(e.value)
         assert f"tmlr-build --spec SPEC -o {ARTIFACTS}" in str(e.value) and "mode='fallback'" in str(e.value)
         with pytest.raises(tr.UnservedKernelError, match=r"x_ptr=\*fp16:16.*built for torch.float32"):

@@ -71,4 +71,4 @@ def _missing(directory: str, path: str) -> ArtifactError:
         return ArtifactError(f"{directory}: no such folder; pass the folder tmlr-build --spec SPEC -o OUT wrote", directory)
     return ArtifactError(f"{path}: missing; tmlr-build --spec SPEC -o {directory} writes it for the artifacts it builds from "
                          "Python kernels (IR inputs, and builds without --spec, have none): build the model's kernels from "
-                         "a spec, e.g. the one `tmlr record` writes", path)
+                         "a spec, e.g. the one `tmlr-build record` writes", path)

@@ -24,7 +24,7 @@ def serve(artifacts: str | os.PathLike[str] | None = None, *, mode: str = "stric
     ``tmlr-build --spec SPEC -o ARTIFACTS`` wrote; default: ``$TMLR_SERVE``): no compile, no cache directory.
 
     ``mode="strict"``: a launch no artifact serves raises :class:`~tmlr_runtime.UnservedKernelError`, naming the kernel,
-    its specialization and the ``tmlr record`` command that adds it. ``mode="fallback"``: it warns
+    its specialization and the ``tmlr-build record`` command that adds it. ``mode="fallback"``: it warns
     (:class:`~tmlr_runtime.UnservedKernelWarning`), appends the launch as a spec entry to ``pending_spec`` (JSON lines;
     default ``ARTIFACTS/pending.jsonl``) and lets Triton's JIT compile it.
 

@@ -29,7 +29,7 @@ def _entry(value: Any, constexpr: bool) -> str:
         return pointer_entry(value)
     if isinstance(value, (bool, int, float)):
         return int_entry(value)
-    return f"<{type(value).__name__}>"  # a tuple or a tensor descriptor: `tmlr record` writes its entry
+    return f"<{type(value).__name__}>"  # a tuple or a tensor descriptor: `tmlr-build record` writes its entry
 
 
 def entries(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
@@ -63,4 +63,4 @@ def spec_entry(fn: Callable[..., Any], pairs: list[tuple[str, str]], options: di
 def record_command() -> str:
     """The command that records this process's launches, for the advice of an unserved one."""
     argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
-    return f"tmlr record -o SPEC --append -- {shlex.join(argv)}"
+    return f"tmlr-build record -o SPEC --append -- {shlex.join(argv)}"
