@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .abi import Parameter
-from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
+from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CubinMismatchError, CudaUnavailableError,
                      DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
                      PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError,
                      UnseenKeyError)
@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
-    "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily", "METADATA_FILE",
+    "CubinMismatchError", "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily", "METADATA_FILE",
     "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH", "SCHEMA_VERSION",
     "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningError", "UnseenKeyError", "Variant", "make_tensor_map",
 ]

@@ -7,6 +7,7 @@ import warnings
 from typing import Any, Callable, NamedTuple
 from .. import driver
 from ..errors import DeviceLimitError, DriverError, PtxJitWarning
+from ..artifact.elf import Cubin, kernel_params
 from ..artifact.metadata import Variant
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -22,6 +23,7 @@ class LoadedFunction(NamedTuple):
     static_shared: int
     registers: int
     local_bytes: int
+    params: tuple[tuple[int, int], ...] | None  # (offset, size) of each parameter the cubin's kernel takes; None: PTX
 
 
 def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
@@ -44,10 +46,10 @@ def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
         raise DeviceLimitError(f"{name}: needs a cooperative launch, which {dev.name} does not support; rebuild without launch_cooperative_grid")
 
 
-def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes],
+def get_function(context: int, ordinal: int, name: str, variant: Variant, read_image: Callable[[], Cubin | bytes],
                  ptx: bool = False) -> LoadedFunction:
-    """The loaded function of ``variant`` in ``context`` (current); ``read_cubin()`` only when its
-    module is not loaded there yet. ``ptx``: ``read_cubin()`` gives the variant's PTX, which the driver
+    """The loaded function of ``variant`` in ``context`` (current); ``read_image()`` (the checked cubin) only when its
+    module is not loaded there yet. ``ptx``: ``read_image()`` gives the variant's PTX text, which the driver
     compiles (a :class:`PtxJitWarning` says so, with its cost)."""
     digest = variant.ptx.sha256 if ptx and variant.ptx else variant.cubin_sha256
     key, process = (context, digest, variant.entry), driver.PROCESS
@@ -56,8 +58,12 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
         if hit is None:
             dev, drv = driver.device_info(ordinal), driver.api()
             check_fits(name, variant, dev)
-            module = (_compile_ptx(drv, name, variant, read_cubin(), dev) if ptx else
-                      driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})"))
+            image, params = read_image(), None
+            if isinstance(image, Cubin):
+                params = kernel_params(image, variant.entry)
+                module = driver.check(drv.cuModuleLoadData(image.data), f"cuModuleLoadData({variant.cubin_file})")
+            else:
+                module = _compile_ptx(drv, name, variant, image, dev)
             try:
                 function = driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
                 A = drv.CUfunction_attribute
@@ -73,7 +79,7 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
             except BaseException:
                 drv.cuModuleUnload(module)
                 raise
-            hit = process.modules[key] = LoadedFunction(context, dev, module, function, static, registers, local)
+            hit = process.modules[key] = LoadedFunction(context, dev, module, function, static, registers, local, params)
     return hit
 
 
