@@ -39,13 +39,14 @@ import hashlib
 import json
 import os
 import re
+import struct
 import tempfile
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
 import tmlr_runtime as tr
 from tmlr_runtime import driver
-from tmlr_runtime.artifact.elf import functions
+from tmlr_runtime.artifact import elf
 from tmlr_runtime.errors import IntegrityError
 from tmlr_runtime.launch.plan import Layout
 
@@ -159,7 +160,7 @@ class FakeDriver:
             self.loaded.append("ptx:" + ",".join(sorted(n.decode() for n in names)))
             return _OK, _Module({n.decode(): SimpleNamespace(name=n.decode(), registers=0) for n in names})
         try:
-            symbols = functions(image)
+            symbols = elf.functions(image)
         except IntegrityError:
             return _INVALID_IMAGE, None
         self.loaded.append(",".join(sorted(symbols)))
@@ -399,6 +400,17 @@ def nop_cubin(arch: str = "sm_90a") -> bytes:
     sm = int(arch[3:].rstrip("a"))
     data[0x30:0x34] = (sm | 0x500 | 0x800 * specific | sm << 16).to_bytes(4, "little")
     return bytes(data)
+
+
+def section_past_the_end(cubin: bytes, name: str) -> bytes:
+    """``cubin`` with the size its section table records for section ``name`` grown to the file's size, so that
+    the section reaches past the end of the file."""
+    parsed = elf.parse(cubin)
+    index = parsed.sections.index(elf.section(parsed, name))
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    out = bytearray(cubin)
+    struct.pack_into("<Q", out, shoff + 64 * index + 32, len(cubin))  # its sh_size
+    return bytes(out)
 
 
 def param(name: str, type_: str, div: int = 1) -> dict[str, Any]:

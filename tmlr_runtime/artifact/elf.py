@@ -15,7 +15,7 @@ from typing import NamedTuple
 from ..abi import Target
 from ..errors import IntegrityError
 
-_EM_CUDA = 190
+EM_CUDA = 190  # e_machine of a CUDA ELF
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
 _STT_FUNC = 2
 _EIFMT_SVAL = 4
@@ -59,9 +59,9 @@ def parse(data: bytes, where: str = "cubin") -> Cubin:
     is not a 64-bit CUDA ELF file or any table or section reaches past its end."""
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise IntegrityError(f"{where}: not a 64-bit little-endian ELF file, so not a cubin; rebuild it with tmlr-build", where)
-    _, machine, _, _, phoff, shoff, flags, _, phentsize, phnum, shentsize, shnum, shstrndx = _HEADER.unpack_from(data, 16)
-    if machine != _EM_CUDA:
-        raise IntegrityError(f"{where}: an ELF file for machine {machine}, not a CUDA cubin (machine {_EM_CUDA}); rebuild "
+    _, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, shstrndx = _HEADER.unpack_from(data, 16)
+    if machine != EM_CUDA:
+        raise IntegrityError(f"{where}: an ELF file for machine {machine}, not a CUDA cubin (machine {EM_CUDA}); rebuild "
                              "it with tmlr-build", where)
     size = len(data)
     _table(where, size, "section header", shoff, shnum, shentsize, _SECTION_SIZE)
@@ -75,11 +75,17 @@ def parse(data: bytes, where: str = "cubin") -> Cubin:
         s = past[0]
         raise _damaged(where, f"section {_name(data, names, s[0])!r} (bytes {s[2]}-{s[2] + s[3]}) ends past the end of the "
                               f"file ({size} bytes): the cubin is cut short")
-    sm = specific = None
-    if data[8] in _ABI_SM:
-        shift, bit = _ABI_SM[data[8]]
-        sm, specific = flags >> shift & 0xFF, True if flags & bit else (False if data[8] == 7 else None)
-    return Cubin(data, where, sm, specific, sections, names)
+    return Cubin(data, where, *header_sm(data), sections, names)
+
+
+def header_sm(header: bytes) -> tuple[int | None, bool | None]:
+    """The SM a cubin's ELF header (its first 0x34 bytes, or more) names, and whether for an arch-specific target
+    (sm_90a); None for what it does not say: the SM under an ELF ABI version this reader does not know."""
+    if header[8] not in _ABI_SM:
+        return None, None
+    shift, bit = _ABI_SM[header[8]]
+    flags = int.from_bytes(header[0x30:0x34], "little")
+    return flags >> shift & 0xFF, True if flags & bit else (False if header[8] == 7 else None)
 
 
 def _table(where: str, size: int, what: str, offset: int, count: int, entry: int, expected: int) -> None:
