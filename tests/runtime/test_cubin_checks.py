@@ -38,7 +38,7 @@ def test_the_committed_artifacts_are_all_here() -> None:
     variants = [v for d in KERNELS for v in ArtifactMetadata.read(d).variants]
     assert len(KERNELS) >= 100 and len(FAMILIES) >= 6 and len(variants) >= 110
     assert {v.arch for v in variants} == {"sm_80", "sm_90a"}
-    assert {elf.parse((d / v.cubin_file).read_bytes()).sm for d in KERNELS for v in ArtifactMetadata.read(d).variants} == {80, 90}
+    assert {elf.header_sm((d / v.cubin_file).read_bytes())[0] for d in KERNELS for v in ArtifactMetadata.read(d).variants} == {80, 90}
 
 
 @pytest.mark.parametrize("directory", KERNELS, ids=lambda d: str(d.relative_to(ROOT)))
@@ -158,6 +158,30 @@ def test_tmlr_verify_and_inspect_refuse_the_lie(tmp_path: Path, capsys: pytest.C
     assert "DAMAGED" in out.out and says in " ".join(out.out.split()) and "Traceback" not in out.out + out.err
 
 
+def test_a_loaded_module_does_not_spare_a_lying_signature_its_check(tmp_path: Path) -> None:
+    """The module cache serves a second artifact with the same cubin without reading it; its signature is still
+    held against the parameters the cubin's kernel takes (kept with the loaded function)."""
+    good, bad = copy_add(tmp_path / "good"), copy_add(tmp_path / "bad")
+    edit(bad, lambda doc: doc["signature"].pop(3))
+    with installed(H200) as fake:
+        tr.Kernel.load(good)
+        with pytest.raises(tr.CubinMismatchError, match="kernel add takes 5 parameters"):
+            tr.Kernel.load(bad)
+    assert fake.loaded == ["add"]  # the module was loaded once
+
+
+def test_inspect_of_a_family_says_which_variant_lies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    family = Path(shutil.copytree(ROOT / "tests/gpu/artifacts/add_family", tmp_path / "add_family"))
+    one = sorted((family / "v").iterdir())[0]
+    cubin = next(one.glob("*.cubin"))
+    put_cubin(one, "sm_90a", cubin.read_bytes()[:3000])
+    capsys.readouterr()
+    assert main(["inspect", "--no-device", str(family)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"DAMAGED {cubin}: not a whole cubin: its section header table" in out
+    assert main(["verify", "--no-device", str(family)]) == 1
+
+
 def test_verify_names_the_check_that_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = copy_add(tmp_path)
     put_cubin(d, "sm_90a", (d / "add.sm_80.cubin").read_bytes())
@@ -178,7 +202,7 @@ def read_all(data: bytes) -> None:
     """Everything tmlr reads of a cubin."""
     cubin = elf.parse(data, "k.cubin")
     elf.target_problem(cubin, Target(90, "sm_90a"))
-    elf.kernel_params(cubin, "add")
+    elf.parse(data, "k.cubin", "add")
     elf.functions(cubin)
 
 
@@ -211,6 +235,25 @@ def test_damaged_headers_and_tables_are_integrity_errors_or_read() -> None:
     assert refused > 100
 
 
+def test_a_parameter_section_cut_anywhere_is_an_integrity_error_or_read() -> None:
+    """.nv.info.add's recorded size set to each smaller value: read whole (none of its parameter records kept, or all)
+    or refused (a record cut, some parameters missing)."""
+    data = (ADD / "add.sm_90a.cubin").read_bytes()
+    cubin = elf.parse(data)
+    index = cubin.sections.index(elf.section(cubin, ".nv.info.add"))
+    at = struct.unpack_from("<Q", data, 0x28)[0] + 64 * index + 32  # its sh_size
+    outcomes = set()
+    for size in range(cubin.sections[index][3]):
+        cut = bytearray(data)
+        struct.pack_into("<Q", cut, at, size)
+        try:
+            outcomes.add(len(elf.kernel_params(elf.parse(bytes(cut), "k.cubin"), "add")[0]))
+        except tr.IntegrityError as e:
+            assert str(e).startswith("k.cubin: not a whole cubin: ") and "rebuild it with tmlr-build" in str(e)
+            outcomes.add("cut record" if "does not end with its section" in str(e) else "missing parameters")
+    assert outcomes == {0, 5, "cut record", "missing parameters"}
+
+
 # --- the SM architecture in e_flags -----------------------------------------------------------------------------
 def with_header(data: bytes, abi: int, flags: int) -> bytes:
     out = bytearray(data)
@@ -229,8 +272,7 @@ def with_header(data: bytes, abi: int, flags: int) -> bytes:
     (9, 0x5A0D5A, None, None),  # an ABI this reader does not know: it says nothing
 ])
 def test_the_sm_of_each_elf_abi(abi: int, flags: int, sm: int | None, specific: bool | None) -> None:
-    cubin = elf.parse(with_header((ADD / "add.sm_90a.cubin").read_bytes(), abi, flags))
-    assert (cubin.sm, cubin.arch_specific) == (sm, specific)
+    assert elf.header_sm(with_header((ADD / "add.sm_90a.cubin").read_bytes(), abi, flags)) == (sm, specific)
 
 
 def test_the_committed_abi8_cubins_read_as_sm_90() -> None:
@@ -238,7 +280,7 @@ def test_the_committed_abi8_cubins_read_as_sm_90() -> None:
     for d in (ROOT / "tests/gpu/artifacts/desc_scale", ROOT / "examples/gluon/artifacts/gluon_matmul"):
         v = ArtifactMetadata.read(d).variants[0]
         cubin = open_cubin(d, v)
-        assert cubin.data[8] == 8 and (cubin.sm, cubin.arch_specific, v.arch) == (90, None, "sm_90a")
+        assert cubin.data[8] == 8 and (elf.header_sm(cubin.data), cubin.arch, v.arch) == ((90, None), "sm_90", "sm_90a")
         assert elf.target_problem(cubin, Target(80, "sm_80")) == "an sm_90 cubin, but metadata.json says sm_80"
 
 

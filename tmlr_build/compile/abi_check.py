@@ -23,10 +23,10 @@ def cubin_param_sizes(cubin: bytes, entry: str) -> list[int] | None:
     """The byte size of each parameter of kernel ``entry``, in order, as the runtime reads them
     (``elf.kernel_params``); None when the cubin does not say."""
     try:
-        params = elf.kernel_params(elf.parse(cubin), entry)
+        params = elf.parse(cubin, entry=entry).params
     except IntegrityError:
         return None
-    return [size for _, size in params] if params else None
+    return list(params[1]) if params and params[1] else None
 
 
 def expected_sizes(signature: Sequence[dict[str, Any]], hidden_params: Sequence[str]) -> list[int]:

@@ -1,15 +1,19 @@
 """Just enough ELF reading to look inside a cubin without the driver, and to hold it against metadata.json.
 
-:func:`parse` reads the header and the section table once and checks that every table, section and segment lies
-inside the file; the :class:`Cubin` it gives answers the rest: the SM architecture the header names, the function
-symbols, and what ptxas recorded of a kernel in ``.nv.info``: its register count (``EIATTR_REGCOUNT``) and the
-offset and size of each of its parameters (``EIATTR_KPARAM_INFO``, :func:`kernel_params`).
+:func:`parse` reads the header and the section table once, checks that both tables and every section lie inside the
+file, and reads what a load checks: the SM architecture the header names and, for the kernel asked about, the
+offset and size of each of its parameters as ptxas recorded them (``EIATTR_KPARAM_INFO`` in ``.nv.info.<entry>``).
+:func:`functions` reads the function symbols and their register counts (``EIATTR_REGCOUNT``) from the same parse.
+
+Each first ``Kernel.load`` parses one cubin, so the reading keeps to few Python calls: on that path a call into code
+not run since the files were read costs about as much as a dozen operations inside one (tools/runtime_ab.py).
 """
 from __future__ import annotations
 
-import re
+import functools
 import struct
 from dataclasses import dataclass
+from operator import add
 from typing import NamedTuple
 
 from ..abi import Target
@@ -20,17 +24,22 @@ _SHT_SYMTAB, _SHT_NOBITS = 2, 8
 _STT_FUNC = 2
 _EIFMT_SVAL = 4
 _EIATTR_REGCOUNT, _EIATTR_KPARAM_INFO = 0x2F, 0x17
-_HEADER = struct.Struct("<HHIQQQIHHHHHH")  # e_type ... e_shstrndx, from offset 16
-_SECTION = struct.Struct("<II16xQQI20x")  # of each section header: name, type, offset, size, link
+_MAGIC = b"\x7fELF\x02\x01"  # 64-bit, little-endian
+_HEADER = struct.Struct("<2xH12xQQ6xHHHHH")  # from byte 16: e_machine, e_phoff, e_shoff, e_phentsize ... e_shstrndx
+_SECTION = "II16xQQI20x"  # of each section header: name, type, offset, size, link
 _SECTION_SIZE, _SEGMENT_SIZE = 64, 56
-_KPARAMS = re.compile(rb"(?:\x04\x17\x0c\x00.{12})+", re.S)  # a run of EIATTR_KPARAM_INFO records
-_KPARAM = struct.Struct("<8xHHI")  # of one: ordinal, offset, flags (the size in bits 18-31)
 # e_flags by the ELF ABI version (e_ident[EI_ABIVERSION]), as the committed cubins and PTX compiled by ptxas 12.4, 12.8
 # and 13.0 for sm_75 ... sm_121a show: 7 (ptxas 12 up to sm_90a) keeps the SM in bits 0-7 and sets 0x800 for an
 # arch-specific target (sm_90a: 0x5a0d5a, sm_90: 0x5a055a); 8 (ptxas 12.8 from sm_100, ptxas 13 for all) keeps it in
 # bits 8-15 (sm_90a by ptxas 13.4: 0x9005a04); there ptxas 12.8 sets 0x8 for an arch-specific target and ptxas 13
 # for none, so a clear bit says nothing.
-_ABI_SM = {7: (0, 0x800), 8: (8, 0x8)}  # ABI version -> (shift of the SM byte, the arch-specific bit)
+_ABI_SM = {7: (0, 0x800, False), 8: (8, 0x8, None)}  # ABI version -> (shift of the SM byte, arch-specific bit, bit clear)
+
+
+@functools.lru_cache(maxsize=256)
+def _many(fmt: str, count: int) -> struct.Struct:
+    """The Struct of ``count`` records of ``fmt``: one unpack reads a whole table."""
+    return struct.Struct("<" + fmt * count)
 
 
 class Cubin(NamedTuple):
@@ -40,12 +49,17 @@ class Cubin(NamedTuple):
     where: str  # its path, for messages
     sm: int | None  # 90; None: an ELF ABI version this reader does not know
     arch_specific: bool | None  # built for sm_90a rather than sm_90; None: the header does not say
-    sections: list[tuple[int, int, int, int, int]]  # each section header's name, type, offset, size, link
+    table: tuple[int, ...]  # each section header's name, type, offset, size and link, one after the other
     names: tuple[int, int]  # offset and size of the section names (.shstrtab)
+    params: tuple[tuple[int, ...], tuple[int, ...]] | None  # of the kernel parse was asked about: see kernel_params
 
     @property
-    def arch(self) -> str:  # "sm_90a"
-        return f"sm_{self.sm}{'a' if self.arch_specific else ''}"
+    def arch(self) -> str | None:  # "sm_90a" (sm_90 where the header does not say which); None: no SM known
+        return None if self.sm is None else f"sm_{self.sm}{'a' if self.arch_specific else ''}"
+
+    @property
+    def sections(self) -> list[tuple[int, ...]]:  # each section header's name, type, offset, size, link
+        return [self.table[i: i + 5] for i in range(0, len(self.table), 5)]
 
 
 @dataclass(frozen=True)
@@ -54,28 +68,48 @@ class CubinFunction:
     registers: int | None
 
 
-def parse(data: bytes, where: str = "cubin") -> Cubin:
-    """The cubin ``data`` (its path ``where``) read as far as its section table; raises :class:`IntegrityError` if it
-    is not a 64-bit CUDA ELF file or any table or section reaches past its end."""
-    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise IntegrityError(f"{where}: not a 64-bit little-endian ELF file, so not a cubin; rebuild it with tmlr-build", where)
-    _, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, shstrndx = _HEADER.unpack_from(data, 16)
-    if machine != EM_CUDA:
-        raise IntegrityError(f"{where}: an ELF file for machine {machine}, not a CUDA cubin (machine {EM_CUDA}); rebuild "
-                             "it with tmlr-build", where)
-    size = len(data)
-    _table(where, size, "section header", shoff, shnum, shentsize, _SECTION_SIZE)
-    _table(where, size, "program header", phoff, phnum, phentsize, _SEGMENT_SIZE)
-    if not 0 < shstrndx < shnum:
-        raise _damaged(where, f"its section names are in section {shstrndx} of {shnum}")
-    sections = list(_SECTION.iter_unpack(data[shoff: shoff + shnum * _SECTION_SIZE]))
-    names = sections[shstrndx][2:4]
-    past = [s for s in sections if s[2] + s[3] > size and s[1] != _SHT_NOBITS]  # NOBITS: no bytes in the file
-    if past:
-        s = past[0]
-        raise _damaged(where, f"section {_name(data, names, s[0])!r} (bytes {s[2]}-{s[2] + s[3]}) ends past the end of the "
-                              f"file ({size} bytes): the cubin is cut short")
-    return Cubin(data, where, *header_sm(data), sections, names)
+def parse(data: bytes, where: str = "cubin", entry: str | None = None) -> Cubin:
+    """The cubin ``data`` (its path ``where``) read as far as its section table, and the parameters of kernel ``entry``
+    (:func:`kernel_params`); raises :class:`IntegrityError` if it is not a 64-bit CUDA ELF file or a table, section or
+    record reaches past its end."""
+    if len(data) < 64 or not data.startswith(_MAGIC):
+        raise IntegrityError(f"{where}: not a 64-bit little-endian ELF file, so not a cubin; rebuild it with tmlr-build",
+                             where)
+    machine, phoff, shoff, phentsize, phnum, shentsize, shnum, shstrndx = _HEADER.unpack_from(data, 16)
+    size, end = len(data), shoff + shnum * _SECTION_SIZE
+    if (machine != EM_CUDA or shentsize != _SECTION_SIZE or (phnum and phentsize != _SEGMENT_SIZE) or end > size
+            or phoff + phnum * _SEGMENT_SIZE > size or not 0 < shstrndx < shnum):
+        raise _header_problem(data, where)
+    table = _many(_SECTION, shnum).unpack_from(data, shoff)
+    names = table[5 * shstrndx + 2: 5 * shstrndx + 4]
+    if max(map(add, table[2::5], table[3::5])) > size:  # a section ends past the file, unless it is NOBITS
+        _check_sections(data, where, table, names)
+    params = None
+    if entry is not None:  # kernel_params, here rather than in a call of its own: see the module's doc
+        key, start, named = b".nv.info." + entry.encode() + b"\0", names[0], table[::5]
+        at = data.find(key, start, start + names[1])
+        while at >= 0 and at - start not in named:  # a name may also end another (".rela.x" holds ".x")
+            at = data.find(key, at + 1, start + names[1])
+        if at >= 0:
+            i = 5 * named.index(at - start)
+            by_ordinal = {}  # ordinal -> offset, size
+            for attribute, off, n in _records(data, where, table[i: i + 5], names):
+                if attribute == _EIATTR_KPARAM_INFO and n >= 12:  # index:u32 ordinal:u16 offset:u16 flags:u32
+                    ordinal, offset = data[off + 4] | data[off + 5] << 8, data[off + 6] | data[off + 7] << 8
+                    by_ordinal[ordinal] = offset, (data[off + 10] | data[off + 11] << 8) >> 2  # the size: flags' bits 18-31
+            if by_ordinal and max(by_ordinal) >= len(by_ordinal):
+                raise _damaged(where, f"the parameters of {entry} are numbered {sorted(by_ordinal)}")
+            ordered = [by_ordinal[k] for k in range(len(by_ordinal))]
+            base = ordered[0][0] if ordered else 0
+            params = tuple([offset - base for offset, _ in ordered]), tuple([n for _, n in ordered])
+    return Cubin(data, where, *header_sm(data), table, names, params)
+
+
+def kernel_params(cubin: Cubin, entry: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The offsets and the sizes of the parameters kernel ``entry`` takes, in order, as ptxas laid them out in its
+    constant bank (EIATTR_KPARAM_INFO of ``.nv.info.<entry>``), each offset from the first one's (ptxas moves the whole
+    block so that a 64-byte aligned parameter lands aligned in the bank); None when the cubin has no such section."""
+    return parse(cubin.data, cubin.where, entry).params
 
 
 def header_sm(header: bytes) -> tuple[int | None, bool | None]:
@@ -83,17 +117,46 @@ def header_sm(header: bytes) -> tuple[int | None, bool | None]:
     (sm_90a); None for what it does not say: the SM under an ELF ABI version this reader does not know."""
     if header[8] not in _ABI_SM:
         return None, None
-    shift, bit = _ABI_SM[header[8]]
+    shift, bit, clear = _ABI_SM[header[8]]
     flags = int.from_bytes(header[0x30:0x34], "little")
-    return flags >> shift & 0xFF, True if flags & bit else (False if header[8] == 7 else None)
+    return flags >> shift & 0xFF, True if flags & bit else clear
 
 
-def _table(where: str, size: int, what: str, offset: int, count: int, entry: int, expected: int) -> None:
-    if count and entry != expected:
-        raise _damaged(where, f"its {what}s are {entry} bytes each, not {expected}")
-    if offset + count * expected > size:
-        raise _damaged(where, f"its {what} table ({count} entries at byte {offset}) ends past the end of the file "
-                              f"({size} bytes): the cubin is cut short")
+def target_problem(cubin: Cubin, target: Target) -> str | None:
+    """How the cubin's ELF header contradicts ``target`` (metadata.json's arch and capability), or None where it
+    agrees or does not say."""
+    sm = cubin.sm
+    if sm is None or (sm == target.capability and target.arch.rstrip("a") == f"sm_{sm}"
+                      and cubin.arch_specific in (None, target.arch_specific)):
+        return None
+    said = target.arch if target.arch.rstrip("a") == f"sm_{target.capability}" else \
+        f"{target.arch} (capability {target.capability})"
+    return f"an {cubin.arch} cubin, but metadata.json says {said}"
+
+
+# --- what a whole cubin does not need: the reasons of a damaged one, and the symbols ------------------------------
+def _header_problem(data: bytes, where: str) -> IntegrityError:
+    """What is wrong with the ELF header of ``data``, which :func:`parse` refused."""
+    machine, phoff, shoff, phentsize, phnum, shentsize, shnum, shstrndx = _HEADER.unpack_from(data, 16)
+    if machine != EM_CUDA:
+        return IntegrityError(f"{where}: an ELF file for machine {machine}, not a CUDA cubin (machine {EM_CUDA}); rebuild "
+                              "it with tmlr-build", where)
+    for what, offset, count, entry, expected in (("section header", shoff, shnum, shentsize, _SECTION_SIZE),
+                                                 ("program header", phoff, phnum, phentsize, _SEGMENT_SIZE)):
+        if count and entry != expected:
+            return _damaged(where, f"its {what}s are {entry} bytes each, not {expected}")
+        if offset + count * expected > len(data):
+            return _damaged(where, f"its {what} table ({count} entries at byte {offset}) ends past the end of the file "
+                                   f"({len(data)} bytes): the cubin is cut short")
+    return _damaged(where, f"its section names are in section {shstrndx} of {shnum}")
+
+
+def _check_sections(data: bytes, where: str, table: tuple[int, ...], names: tuple[int, int]) -> None:
+    for i in range(0, len(table), 5):
+        name, kind, offset, size = table[i: i + 4]
+        if kind != _SHT_NOBITS and offset + size > len(data):  # NOBITS: no bytes in the file
+            raise _damaged(where, f"section {_name(data, names, name)!r} (bytes {offset}-{offset + size}) ends past the end "
+                                  f"of the file ({len(data)} bytes): the cubin is cut short")
 
 
 def _damaged(where: str, why: str) -> IntegrityError:
@@ -106,86 +169,49 @@ def _name(data: bytes, names: tuple[int, int], offset: int) -> str:
     return data[start:stop].decode("utf-8", "replace") if stop >= 0 else "?"
 
 
-def target_problem(cubin: Cubin, target: Target) -> str | None:
-    """How the header contradicts ``target`` (metadata.json's), or None where it agrees or does not say."""
-    if cubin.sm is None:
-        return None
-    digits = int(target.arch.removeprefix("sm_").removesuffix("a"))
-    if cubin.sm == target.capability == digits and cubin.arch_specific in (None, target.arch_specific):
-        return None
-    said = target.arch if digits == target.capability else f"{target.arch} (capability {target.capability})"
-    return f"an {cubin.arch} cubin, but metadata.json says {said}"
-
-
 def section(cubin: Cubin, name: str) -> tuple[int, ...] | None:
-    """The header of the section called ``name``, or None; the names are looked up as bytes, not all decoded."""
-    data, (start, size), key = cubin.data, cubin.names, name.encode() + b"\0"
-    at = data.find(key, start, start + size)
-    while at >= 0:  # a name may also end another (".rela.text.k" holds ".text.k"): each place it is whole
-        for s in cubin.sections:
-            if s[0] == at - start:
-                return s
-        at = data.find(key, at + 1, start + size)
+    """The header (name, type, offset, size, link) of the section called ``name``, or None."""
+    for s in cubin.sections:
+        if _name(cubin.data, cubin.names, s[0]) == name:
+            return s
     return None
 
 
-def _records(cubin: Cubin, s: tuple[int, ...]) -> list[tuple[int, int, int]]:
+def _records(data: bytes, where: str, s: tuple[int, ...], names: tuple[int, int]) -> list[tuple[int, int, int]]:
     """``(attribute, offset, size)`` of the value of each EIFMT_SVAL record of the .nv.info section ``s`` (the other
-    formats hold their value in the record's 4 bytes); a run of EIATTR_KPARAM_INFO records, which a kernel of many
-    parameters has many of, comes as one: offset and size of the whole run, records included."""
-    data, off, end = cubin.data, s[2], s[2] + s[3]
-    records = []
-    while off < end:
-        if data[off] != _EIFMT_SVAL:
-            off += 4
-        elif data[off + 1] == _EIATTR_KPARAM_INFO and (run := _KPARAMS.match(data, off, end)) is not None:
-            records.append((_EIATTR_KPARAM_INFO, off, run.end() - off))
-            off = run.end()
-        else:
+    formats hold their value in the record's 4 bytes)."""
+    off, end = s[2], s[2] + s[3]
+    found = []
+    while off + 4 <= end:
+        if data[off] == _EIFMT_SVAL:
             size = data[off + 2] | data[off + 3] << 8
-            records.append((data[off + 1], off + 4, size))
+            found.append((data[off + 1], off + 4, size))
             off += 4 + size
-    if off != end:
-        raise _damaged(cubin.where, f"the last record of {_name(data, cubin.names, s[0])} ends past its section")
-    return records
-
-
-def kernel_params(cubin: Cubin, entry: str) -> tuple[tuple[int, int], ...] | None:
-    """``(offset, size)`` of each parameter kernel ``entry`` takes, in order, as ptxas laid them out in its constant
-    bank (EIATTR_KPARAM_INFO of ``.nv.info.<entry>``), the offsets from the first one's (ptxas moves the whole block
-    so that a 64-byte aligned parameter lands aligned in the bank); None when the cubin has no such section."""
-    s = section(cubin, ".nv.info." + entry)
-    if s is None:
-        return None
-    kparams: list[tuple[int, int, int]] = []  # ordinal, offset, flags (the size in bits 18-31)
-    for attribute, off, size in _records(cubin, s):
-        if attribute == _EIATTR_KPARAM_INFO:
-            kparams += _KPARAM.iter_unpack(cubin.data[off: off + size])
-    kparams.sort()
-    if [k[0] for k in kparams] != list(range(len(kparams))):
-        raise _damaged(cubin.where, f"the parameters of {entry} are numbered {[k[0] for k in kparams]}")
-    base = kparams[0][1] if kparams else 0
-    return tuple([(offset - base, flags >> 18) for _, offset, flags in kparams])
+        else:
+            off += 4
+    if off != end:  # ptxas fills the section with whole records
+        raise _damaged(where, f"the last record of {_name(data, names, s[0])} does not end with its section")
+    return found
 
 
 def functions(data: bytes | Cubin, where: str = "cubin") -> dict[str, CubinFunction]:
     """Function symbols of a cubin by name; raises :class:`IntegrityError` if it is not a whole cubin."""
     cubin = data if isinstance(data, Cubin) else parse(data, where)
-    data, names = cubin.data, cubin.names
+    data, names, sections = cubin.data, cubin.names, cubin.sections
     regcount: dict[int, int] = {}  # symbol index -> registers
-    for s in cubin.sections:
+    for s in sections:
         if _name(data, names, s[0]).startswith(".nv.info"):
-            for attribute, off, size in _records(cubin, s):
+            for attribute, off, size in _records(data, cubin.where, s, names):
                 if attribute == _EIATTR_REGCOUNT and size >= 8:
                     sym, value = struct.unpack_from("<II", data, off)
                     regcount[sym] = value
     out: dict[str, CubinFunction] = {}
-    for s in cubin.sections:
+    for s in sections:
         if s[1] != _SHT_SYMTAB:
             continue
-        if s[4] >= len(cubin.sections):
+        if s[4] >= len(sections):
             raise _damaged(cubin.where, "its symbol table names no string table")
-        strings = cubin.sections[s[4]][2:4]
+        strings = sections[s[4]][2:4]
         for index, (st_name, st_info) in enumerate(struct.iter_unpack("<IB19x", data[s[2]: s[2] + s[3] - s[3] % 24])):
             if st_info & 0xF == _STT_FUNC:
                 name = _name(data, strings, st_name)

@@ -290,9 +290,9 @@ def open_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[
 
 
 def check_cubin(data: bytes, variant: Variant, path: str) -> Cubin:
-    """The cubin ``data`` (at ``path``) parsed, after checking that it is whole (:class:`IntegrityError`) and that its
-    ELF header names the variant's target (:class:`CubinMismatchError`)."""
-    cubin = parse(data, path)
+    """The cubin ``data`` (at ``path``) parsed with its entry's parameters (``elf.parse``), after checking that it is
+    whole (:class:`IntegrityError`) and that its ELF header names the variant's target (:class:`CubinMismatchError`)."""
+    cubin = parse(data, path, variant.entry)
     problem = target_problem(cubin, variant.target)
     if problem is not None:
         raise CubinMismatchError(f"{path}: {problem}; the cubin was swapped or the target edited - rebuild the artifact "

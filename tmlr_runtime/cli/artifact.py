@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, Descriptor, Parameter
-from ..artifact.elf import Cubin, functions, kernel_params
+from ..artifact.elf import Cubin, functions
 from ..artifact.metadata import (METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSIONS, ArtifactMetadata, Variant, check_cubin, open_cubin,
                                  read_cubin, read_ptx)
 from ..errors import CudaUnavailableError, NoCompatibleVariantError, PtxJitWarning, TmlrError
@@ -99,12 +99,11 @@ def cubin_problems(directory: str, meta: ArtifactMetadata) -> list[str]:
     return problems
 
 
-def match_params(cubin: Cubin, meta: ArtifactMetadata, v: Variant) -> tuple[tuple[int, int], ...] | None:
-    """The parameters of the kernel of ``cubin`` (elf.kernel_params), after checking that they are those the launch of
-    ``v`` packs (CubinMismatchError)."""
-    params = kernel_params(cubin, v.entry)
-    check_params(Layout.build(meta.runtime_params, v.hidden_params), params, cubin.where, v.entry)
-    return params
+def match_params(cubin: Cubin, meta: ArtifactMetadata, v: Variant) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The parameters of the kernel of ``cubin`` (read by check_cubin: elf.kernel_params), after checking that they are
+    those the launch of ``v`` packs (CubinMismatchError)."""
+    check_params(Layout.build(meta.runtime_params, v.hidden_params), cubin.params, cubin.where, v.entry)
+    return cubin.params
 
 
 def would_load(meta: ArtifactMetadata, major: int, minor: int) -> dict[str, Any]:
@@ -199,13 +198,13 @@ def _cubin_checks(directory: str, meta: ArtifactMetadata, v: Variant) -> list[Ch
         data = read_cubin(directory, v)
         results.append((checks[0], True, v.cubin_file))
         cubin = check_cubin(data, v, os.path.join(directory, v.cubin_file))
-        results.append((checks[1], True, "its ELF header names " + (cubin.arch if cubin.sm is not None else "no SM this reader knows")))
+        results.append((checks[1], True, "its ELF header names " + (cubin.arch or "no SM this reader knows")))
         funcs = functions(cubin)
         if v.entry not in funcs:
             return results + [(checks[2], False, f"the cubin defines {sorted(funcs) or 'no functions'}; rebuild the artifact")]
         results.append((checks[2], True, ""))
         params = match_params(cubin, meta, v)
-        results.append((checks[3], True, f"{len(params)} parameters" if params is not None else "not recorded in the cubin"))
+        results.append((checks[3], True, f"{len(params[0])} parameters" if params is not None else "not recorded in the cubin"))
     except TmlrError as e:
         results.append((checks[len(results)], False, str(e)))
     return results

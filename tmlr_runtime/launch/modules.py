@@ -7,7 +7,7 @@ import warnings
 from typing import Any, Callable, NamedTuple
 from .. import driver
 from ..errors import DeviceLimitError, DriverError, PtxJitWarning
-from ..artifact.elf import Cubin, kernel_params
+from ..artifact.elf import Cubin
 from ..artifact.metadata import Variant
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -23,7 +23,7 @@ class LoadedFunction(NamedTuple):
     static_shared: int
     registers: int
     local_bytes: int
-    params: tuple[tuple[int, int], ...] | None  # (offset, size) of each parameter the cubin's kernel takes; None: PTX
+    params: tuple[tuple[int, ...], tuple[int, ...]] | None  # offsets and sizes of the parameters the cubin's kernel takes; None: PTX
 
 
 def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
@@ -59,8 +59,8 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_i
             dev, drv = driver.device_info(ordinal), driver.api()
             check_fits(name, variant, dev)
             image, params = read_image(), None
-            if isinstance(image, Cubin):
-                params = kernel_params(image, variant.entry)
+            if isinstance(image, Cubin):  # parsed with the entry's parameters (metadata.check_cubin)
+                params = image.params
                 module = driver.check(drv.cuModuleLoadData(image.data), f"cuModuleLoadData({variant.cubin_file})")
             else:
                 module = _compile_ptx(drv, name, variant, image, dev)

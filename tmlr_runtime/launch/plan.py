@@ -90,20 +90,20 @@ class Layout(NamedTuple):
         return cls(names, tuple(offsets), sizes, formats, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
 
 
-def check_params(layout: Layout, params: tuple[tuple[int, int], ...] | None, path: str, entry: str) -> None:
+def check_params(layout: Layout, params: tuple[tuple[int, ...], tuple[int, ...]] | None, path: str, entry: str) -> None:
     """Refuse the cubin at ``path`` when its kernel ``entry`` takes other parameters than ``layout`` packs: ``params``
-    holds the ``(offset, size)`` of each, as ptxas laid them out (``elf.kernel_params``; None: not known, as for PTX).
+    holds their offsets and sizes as ptxas laid them out (``elf.kernel_params``; None: not known, as for PTX).
     The driver copies each parameter by the cubin's sizes, so a signature that lies would launch with garbage."""
-    ours = tuple(zip(layout.offsets, layout.sizes))
-    if params is None or params == ours:
+    if params is None or params == (layout.offsets, layout.sizes):
         return
-    if len(params) != len(ours):
+    theirs, ours = list(zip(*params)), list(zip(layout.offsets, layout.sizes))
+    if len(theirs) != len(ours):
         total = lambda slots: slots[-1][0] + slots[-1][1] if slots else 0  # noqa: E731
-        what = (f"takes {len(params)} parameters ({total(params)} bytes), but metadata.json's signature makes {len(ours)} "
+        what = (f"takes {len(theirs)} parameters ({total(theirs)} bytes), but metadata.json's signature makes {len(ours)} "
                 f"({', '.join(layout.names) or 'none'}: {total(ours)} bytes)")
     else:
-        i = next(i for i, (a, b) in enumerate(zip(params, ours)) if a != b)
-        what = (f"takes {params[i][1]} bytes at offset {params[i][0]} as parameter {i}, but metadata.json's signature makes "
+        i = next(i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b)
+        what = (f"takes {theirs[i][1]} bytes at offset {theirs[i][0]} as parameter {i}, but metadata.json's signature makes "
                 f"it {layout.names[i]}: {ours[i][1]} bytes at offset {ours[i][0]}")
     raise CubinMismatchError(f"{path}: kernel {entry} {what}; metadata.json does not describe this cubin - rebuild the "
                              "artifact with tmlr-build", path)
