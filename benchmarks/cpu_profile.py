@@ -43,6 +43,8 @@ def fake_gpu() -> ContextManager[Any]:
     (a tensor subclass posing as CUDA would time torch's subclass dispatch instead)."""
     import dataclasses
 
+    import torch  # noqa: F401  imported first: the fake driver then stands in for a CUDA torch's current stream
+
     import fake_driver
 
     return fake_driver.installed(dataclasses.replace(fake_driver.H200, ordinal=-1))

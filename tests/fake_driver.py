@@ -13,7 +13,8 @@ where tmlr depends on it:
   ``CUDA_ERROR_INVALID_PTX``) and records ``ptx:<entries>`` in ``loaded``; ``cuModuleGetFunction`` looks
   the entry up in its symbol table (missing: ``CUDA_ERROR_NOT_FOUND``);
 - ``cuPointerGetAttribute`` calls every address device memory of its device, except those put in
-  ``host_addresses`` (pinned host memory) or ``unknown_addresses`` (memory CUDA does not know);
+  ``host_addresses`` (pinned host memory), ``unknown_addresses`` (memory CUDA does not know) or
+  ``other_devices`` (address -> the ordinal of the device whose memory it is);
 - ``cuMemAllocAsync`` / ``cuMemFreeAsync`` (global scratch) are recorded in ``scratch``;
 - ``cuTensorMapEncodeTiled`` records its arguments (as plain ints and lists) in ``tensor_maps`` and
   returns a map whose 16 words are the address, the rank, the data type and 13 words counting up;
@@ -40,6 +41,7 @@ import json
 import os
 import re
 import struct
+import sys
 import tempfile
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
@@ -112,6 +114,7 @@ class FakeDriver:
         self.tensor_map_error = _OK  # the CUresult cuTensorMapEncodeTiled returns when not _OK
         self.host_addresses: set[int] = set()
         self.unknown_addresses: set[int] = set()
+        self.other_devices: dict[int, int] = {}  # address -> ordinal: memory of another device
         self.context = _CONTEXT  # the current context's handle: a test may make another current
         self.param_sizes: tuple[int, ...] | None = None  # set: each launch records its parameters' bytes
         self.result = _OK  # the CUresult each launch returns
@@ -139,7 +142,7 @@ class FakeDriver:
 
     def cuPointerGetAttribute(self, attribute: Any, address: int) -> tuple[int, Any]:
         """Every address is device memory of this device (the host memory of FakeCudaTensor poses as it);
-        ``host_addresses`` / ``unknown_addresses`` say otherwise for the addresses in them."""
+        ``host_addresses`` / ``unknown_addresses`` / ``other_devices`` say otherwise for the addresses in them."""
         A = self._real.CUpointer_attribute
         if address in self.unknown_addresses:
             return _INVALID_VALUE, None
@@ -147,7 +150,7 @@ class FakeDriver:
             M = self._real.CUmemorytype
             return _OK, M.CU_MEMORYTYPE_HOST if address in self.host_addresses else M.CU_MEMORYTYPE_DEVICE
         if attribute == A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-            return _OK, self.device.ordinal
+            return _OK, self.other_devices.get(address, self.device.ordinal)
         return _INVALID_VALUE, None
 
     # -- modules ------------------------------------------------------------------------------
@@ -341,8 +344,20 @@ def _run_add(params: int, programs: int, block: int = 1024) -> None:
 def installed(device: driver.DeviceInfo = H200) -> Iterator[FakeDriver]:
     """Run the block with :class:`FakeDriver` as tmlr_runtime's driver and fresh caches."""
     fake = FakeDriver(driver.api(), device)
-    with _patched(driver, PROCESS=driver.Process(api=fake, initialised=True, devices={device.ordinal: device})):
+    with _patched(driver, PROCESS=driver.Process(api=fake, initialised=True, devices={device.ordinal: device})), \
+            _torch_stream_on_the_fake_device():
         yield fake
+
+
+def _torch_stream_on_the_fake_device() -> contextlib.AbstractContextManager[None]:
+    """torch's current stream is 0 while the fake device stands in: a CUDA build of torch on a machine whose driver
+    cannot serve it (or has no GPU) raises from its current-stream function, which a launch given no stream calls;
+    a CPU build has no such function and the runtime already takes 0."""
+    torch = sys.modules.get("torch")
+    torch_c = getattr(torch, "_C", None)
+    if torch_c is None or not hasattr(torch_c, "_cuda_getCurrentRawStream") or torch.cuda.is_available():
+        return contextlib.nullcontext()
+    return _patched(torch_c, _cuda_getCurrentRawStream=(0).__mul__)
 
 
 @contextlib.contextmanager

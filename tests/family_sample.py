@@ -67,13 +67,15 @@ def autotune(key: list[str], configs: list[dict[str, Any]], **extra: Any) -> dic
 
 
 def make_family(directory: str, variants: list[tuple[int | None, list[dict[str, Any]]]], autotune_doc: dict[str, Any] | None = None,
-                heuristics: list[dict[str, Any]] | None = None, name: str = "add", params: list[dict[str, Any]] = PARAMS) -> str:
-    """A family of ``(config, signature)`` variants; each config's num_warps is taken from ``autotune_doc``; ``params``:
-    the kernel's own parameters (a tuple one stands for its elements, named ``ptrs[0]``... in the signatures)."""
+                heuristics: list[dict[str, Any]] | None = None, name: str = "add", params: list[dict[str, Any]] = PARAMS,
+                num_warps: list[int] | None = None) -> str:
+    """A family of ``(config, signature)`` variants; each config's num_warps is taken from ``autotune_doc`` (else from
+    ``num_warps``, one per variant, else 4); ``params``: the kernel's own parameters (a tuple one stands for its elements,
+    named ``ptrs[0]``... in the signatures)."""
     os.makedirs(directory, exist_ok=True)
     entries = []
-    for config, sig in variants:
-        warps = autotune_doc["configs"][config]["num_warps"] if autotune_doc and config is not None else 4
+    for i, (config, sig) in enumerate(variants):
+        warps = autotune_doc["configs"][config]["num_warps"] if autotune_doc and config is not None else num_warps[i] if num_warps else 4
         entries.append(write_variant(directory, config, sig, warps))
     tupled = any("tuples" in json.load(open(os.path.join(directory, e["dir"], "metadata.json"))) for e in entries)
     index = {"schema_version": 6 if tupled else 3, "kind": "family", "name": name, "params": params, "autotune": autotune_doc,

@@ -35,12 +35,15 @@ def committed_documents(families: bool = False) -> dict[str, Any]:
 
 
 def expected_valid(doc: Any) -> bool:
-    """What the reader must answer: the schema's verdict, and names and archs that do not repeat."""
+    """What the reader must answer: the schema's verdict, names and archs that do not repeat, and each variant's
+    arch naming its capability (sm_90 or sm_90a for 90)."""
     if not JSONSCHEMA.is_valid(doc):
         return False
     names = [p["name"] for p in doc["signature"]]
     archs = [v["target"]["arch"] for v in doc["variants"]]
-    return len(set(names)) == len(names) and len(set(archs)) == len(archs) and _tuples_agree(doc, names)
+    agree = all(v["target"]["arch"].removeprefix("sm_").removesuffix("a") == str(int(v["target"]["capability"]))
+                for v in doc["variants"])
+    return len(set(names)) == len(names) and len(set(archs)) == len(archs) and agree and _tuples_agree(doc, names)
 
 
 def _tuples_agree(doc: Any, names: list[str]) -> bool:
@@ -113,8 +116,16 @@ def _another_variant(variants: list[dict[str, Any]], rng: random.Random) -> None
     """A copy of a variant, mostly for another arch (one for the same arch is invalid)."""
     v = copy.deepcopy(rng.choice(variants))
     if rng.random() < 0.9:
-        v["target"]["arch"] = f"sm_{rng.randint(200, 10**6)}"
+        capability = rng.randint(200, 10**6)
+        v["target"].update(capability=capability, arch=f"sm_{capability}")
     variants.append(v)
+
+
+def _target(t: dict[str, Any], rng: random.Random) -> None:
+    """Another capability, its arch mostly naming it (one that names another capability is invalid)."""
+    capability = _int(rng, 50, 200)
+    named = int(capability) if rng.random() < 0.9 else rng.randint(0, 200)
+    t.update(capability=capability, warp_size=rng.choice([32, 32.0]), arch=f"sm_{named}{rng.choice(['', 'a'])}")
 
 
 def _variant_knob(change: Callable[[dict[str, Any], random.Random], None]) -> Callable[[dict[str, Any], random.Random], None]:
@@ -141,6 +152,22 @@ def _ptx(doc: dict[str, Any], rng: random.Random) -> None:
         doc["schema_version"] = 4
 
 
+def _object(doc: dict[str, Any], rng: random.Random) -> None:
+    """Make a constexpr a Triton object (with schema_version 7, mostly), or one a plain value again."""
+    constexprs = [p for p in doc["signature"] if p["kind"] == "constexpr"]
+    if not constexprs:
+        return
+    p = rng.choice(constexprs)
+    if "object" in p and rng.random() < 0.3:
+        del p["object"]
+        p["value"] = rng.choice([1, "bf16", None])
+        return
+    p["object"] = rng.choice(["dtype", "jit_function"])
+    p["value"] = rng.choice(list(abi.TL_DTYPES) if p["object"] == "dtype" else ["kernels:relu", "pkg.acts:Act.gelu", "a:b\n"])
+    if rng.random() < 0.9:  # else an older document with an object: invalid to both
+        doc["schema_version"] = 7
+
+
 def _provenance(v: dict[str, Any], rng: random.Random) -> None:
     p = v["provenance"]
     p["source_stage"] = rng.choice(["python", "ttir", "ttgir", "llir", "ptx", "cubin"])
@@ -150,6 +177,12 @@ def _provenance(v: dict[str, Any], rng: random.Random) -> None:
         elif key in ("source_name", "tmlr_version"):
             p.pop(key, None)
     p["options"] = rng.choice([{}, {"num_warps": 4, "x": [1, {"y": None}]}, {"debug": False}])
+    if rng.random() < 0.5:  # the device profile and the other modules of a Python kernel (rarely malformed)
+        p["device"] = rng.choice(["H100", "A100", "", "ü\n"] * 3 + [90, None])
+    if rng.random() < 0.5:
+        dep = {"module": rng.choice(["pkg.ops.common", "helpers", ""]), "sha256": "".join(rng.choices("0123456789abcdef", k=64))}
+        wrong = [{}, {**dep, "file": "x.py"}, {"module": "m", "sha256": "ABC"}, "pkg.helpers"]
+        p["dependencies"] = rng.choice([[dep], [dep, dict(dep, module="other")]] * 5 + [[], [rng.choice(wrong)]])
 
 
 VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
@@ -159,8 +192,7 @@ VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0, 2, 2.0, 2, 4, 4.0])),
     lambda doc, rng: _signature(doc["signature"], rng),
     lambda doc, rng: _another_variant(doc["variants"], rng),
-    _variant_knob(lambda v, rng: v["target"].update(capability=_int(rng, 50, 200), warp_size=rng.choice([32, 32.0]),
-                                                    arch=f"sm_{rng.randint(0, 200)}{rng.choice(['', 'a'])}")),
+    _variant_knob(lambda v, rng: _target(v["target"], rng)),
     _variant_knob(lambda v, rng: v.update(entry=_ident(rng))),
     _variant_knob(lambda v, rng: v["cubin"].update(file=rng.choice(["k.cubin", "_.cubin", "add.sm_90a.cubin", "a-b..cubin"]),
                                                    sha256="".join(rng.choices("0123456789abcdef", k=64)), size=_int(rng, 1))),
@@ -173,6 +205,7 @@ VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     _variant_knob(_resources),
     _variant_knob(_provenance),
     _ptx,
+    _object,
 ]
 
 

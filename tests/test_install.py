@@ -1,8 +1,9 @@
 """Installing tmlr does not fight the environment (issue 19).
 
-- The ``build`` extra accepts every Triton release tmlr-build supports (an installed 3.9 is not
-  downgraded); the README's commands and CI pin the reference release beside it, so the committed
-  artifacts stay byte-identical.
+- The ``build`` extra accepts every Triton release tmlr-build supports, and the README's build command pins none
+  (an installed 3.9 is not downgraded); its test command pins the reference release, whose output the
+  committed artifacts are, beside the torch release that depends on it; CI runs both as the README writes them
+  (issue 28).
 - ``cu12`` / ``cu13`` narrow the runtime's cuda-python range to one CUDA major each.
 - cuda-python 13 under a CUDA 12 driver fails with an error that names the fix.
 """
@@ -14,11 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tmlr_build.common.triton_check import DEFAULT, TESTED
+from tmlr_build.common.triton_check import DEFAULT, TESTED, requirement
 from tmlr_runtime import driver
 from tmlr_runtime.errors import CudaUnavailableError, DriverError
 
 import fake_driver  # tests/ is on sys.path (rootdir conftest)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import readme_commands  # noqa: E402
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,6 +31,7 @@ else:  # pragma: no cover - Python 3.10 has no tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+TORCH_FOR_DEFAULT = "2.7.1"  # the torch release whose wheels depend on triton==DEFAULT (3.3.1)
 
 
 def _extra(name: str) -> list[str]:
@@ -35,7 +40,7 @@ def _extra(name: str) -> list[str]:
 
 def test_the_build_extra_accepts_every_supported_triton_release() -> None:
     last_minor = int(TESTED[-1].split(".")[1])
-    assert _extra("build") == [f"triton>={TESTED[0]},<3.{last_minor + 1}"]
+    assert _extra("build") == [f"triton>={TESTED[0]},<3.{last_minor + 1}"] == [requirement()]
 
 
 def test_cu12_and_cu13_narrow_the_runtime_range_to_one_cuda_major_each() -> None:
@@ -44,15 +49,24 @@ def test_cu12_and_cu13_narrow_the_runtime_range_to_one_cuda_major_each() -> None
     assert _extra("cu13") == ["cuda-python>=13,<14"]
 
 
-def test_the_readme_and_ci_pin_the_reference_triton_beside_the_build_extra() -> None:
-    """fresh-check and CI run these lines on a fresh venv; the tests byte-compare 3.3.1's output."""
-    readme = (ROOT / "README.md").read_text()
-    fresh = readme.split("## On a fresh machine", 1)[1]
-    commands = re.findall(r"```bash\n(.*?)\n```", fresh, re.S)[:2]
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pip install" in line and ".[build" in line]
-    for command in [*commands, *ci]:
-        assert ".[build" in command and f'"triton=={DEFAULT}"' in command, command
-    assert "[cu12]" in readme and "[cu13]" in readme
+def test_the_readme_build_command_keeps_an_installed_triton_and_the_test_command_pins_the_reference() -> None:
+    """The build command takes whatever supported Triton is installed (no pin that would downgrade it); the test
+    command pins the release whose output the tests byte-compare, beside the torch release that depends on
+    exactly that Triton, so the two resolve together on the public package index (torch's other releases pin
+    other Tritons: ResolutionImpossible)."""
+    build, test = readme_commands.fresh_machine_commands()
+    assert '".[build]"' in build and "triton==" not in build and "tmlr-build" in build, build
+    assert ".[build" in test and f'"triton=={DEFAULT}"' in test and f'"torch=={TORCH_FOR_DEFAULT}"' in test, test
+    assert "[cu12]" in (ROOT / "README.md").read_text() and "[cu13]" in (ROOT / "README.md").read_text()
+
+
+def test_ci_runs_the_readme_commands_with_local_pip_configuration_off() -> None:
+    """CI installs nothing of its own for the main run: it runs the README's commands as read from it, with pip's
+    config files and PIP_* variables off (a local wheel folder would hide a command users cannot run)."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "readme_commands.py 1" in ci and "readme_commands.py 2" in ci
+    assert "PIP_CONFIG_FILE=/dev/null" in ci and "unset" in ci
+    assert not [line for line in ci.splitlines() if "pip install" in line and ".[build" in line]
 
 
 class _OldDriver(fake_driver.FakeDriver):

@@ -10,25 +10,32 @@ plans; what only this process needs later (the spec reader) is imported there, n
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import re
 import sys
 from typing import Any, Sequence
 
 from .builder import other_python
 from .builder.build import BuildConfig, BuildReport, build
 from .builder.sources import KernelRequest, check_name, parse_source
-from .common.arch import parse_arch_list, supported_capabilities
-from .common.errors import BuildError, BuildFailedError, InputError, OptionError, UsageError
+from .common import devices
+from .common.arch import comma_separated, parse_arch_list, supported_capabilities
+from .common.errors import (BuildError, BuildFailedError, InputError, OptionError, OutputPathError, ShardMismatchError,
+                            UsageError)
 from .common.jobs import IR_STAGES
 from .common.signature import parse_arg_names, parse_constexpr_assignments, parse_constexpr_value
 from .common.triton_check import check_triton_version
 from .version import __version__
 
 
+_CAPABILITY = re.compile(r"(sm_?)?\d{2,3}a?,?", re.I)  # a word of an --arch list: 90, sm_90a, 80,
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see tmlr-build --help)")
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def _artifact_name(text: str) -> str:
@@ -49,6 +56,8 @@ def make_parser() -> argparse.ArgumentParser:
                "  tmlr-build add.ttgir -o out            (arch and num-warps come from the .ttgir)\n"
                "  tmlr-build add.ptx --metadata add.json -o out\n"
                "  tmlr-build --spec examples/kernels.json -o out --arch 80,90\n"
+               "  tmlr-build --spec kernels.json -o shard-2 --arch 80,90 --shard 2/4   (one of 4 CI jobs; then:)\n"
+               "  tmlr-build merge shard-1 shard-2 shard-3 shard-4 -o out\n"
                "  tmlr-build --python /venv-triton39/bin/python --spec examples/kernels.json -o out39 --arch 80,90\n"
                "  tmlr-build k.py:add --signature ... -o out --arch 90 --dump-passes d.log   (MLIR pass dump)\n"
                "  tmlr-build --split-dump d.log -o split && tmlr-build split/NN-Pass.mlir -o out --arch 90",
@@ -66,14 +75,24 @@ def make_parser() -> argparse.ArgumentParser:
                         '"kernels": [{"source": "k.py", "kernel": "add", "signature": "*fp32:16, i32, 1024"}, ...]}; '
                         'an entry may also give "constexprs", "options", "arch", "name", "metadata", "arg_names". '
                         "Paths are relative to the spec file; --arch replaces its \"arch\", option flags override "
-                        "its options. Every key: docs/spec-format.md")
-    p.add_argument("--arch", help=f"comma-separated capabilities: {','.join(map(str, supported_capabilities()))} "
-                                  "(90 -> sm_90a, 100 -> sm_100a); .ttgir/.llir/.ptx/.cubin inputs default to their own")
+                        "its options. Every key: docs/spec-format.md. Also writes OUT/serve.json (which Python kernel each "
+                        "artifact serves: tmlr_runtime.serve(OUT), docs/serving.md)")
+    p.add_argument("--device", metavar="GPU",
+                   help="the GPU a Python kernel's import is answered as (torch.cuda's and Triton's device queries: "
+                        f"name, capability, SMs, shared memory): one of {', '.join(devices.PROFILES)}, for the archs "
+                        "it runs; default: each arch's own GPU (" + ", ".join(f"{c}: {k}" for c, k in devices.DEFAULT_FOR.items())
+                        + "); replaces a spec's \"device\"")
+    p.add_argument("--arch", metavar="CC,CC", help="one word of comma-separated capabilities, e.g. --arch 80,90 (not "
+                   f"'80 90'); supported: {','.join(map(str, supported_capabilities()))} (90 -> sm_90a, 100 -> sm_100a); "
+                   ".ttgir/.llir/.ptx/.cubin inputs default to their own")
     g = p.add_argument_group("signature (for every SRC)")
-    g.add_argument("--signature", help="AOT syntax: '*fp16:16, i32:16, i32:1, fp32, 128' (:16 divisible by 16, "
-                                       ":1 specialized to 1, a bare value is a constexpr)")
+    g.add_argument("--signature", metavar="'ENTRY, ...'",
+                   help="one entry per parameter, in the kernel's order, separated by commas: a type for a runtime "
+                        "parameter, the value alone for a tl.constexpr (1024, not BLOCK=1024), e.g. "
+                        "'*fp16:16, i32:16, i32:1, fp32, 1024' (:16 divisible by 16, :1 specialized to 1)")
     g.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
-                   help="set a constexpr by name (for an IR input or cache entry: give back one Triton left out of it)")
+                   help="set a constexpr by name, e.g. --constexpr BLOCK=1024, and leave it out of --signature "
+                        "(repeatable; for an IR input or cache entry: give back one Triton left out of it)")
     g.add_argument("--arg-names", metavar="A,B,...", help="names of the parameters of an IR input (default: the IR's, "
                                                           "Triton 3.5+, else arg0, ...; with --constexpr: all, in order)")
     g.add_argument("--metadata", metavar="FILE", help="Triton's metadata JSON of the original compile (needed for .llir/.ptx/.cubin "
@@ -154,6 +173,9 @@ def _output_arguments(b: argparse._ArgumentGroup) -> None:
                    help="write Triton's IR before each MLIR pass to FILE (MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=FILE "
                         "in the compile worker only; one SRC, one --arch); split it with --split-dump")
     b.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile workers (default: CPU count)")
+    b.add_argument("--shard", metavar="I/N", help="compile part I of N of the build (one job of a CI matrix) into the "
+                   "shard folder -o; tmlr-build merge SHARD_FOLDER... -o OUT then writes the artifacts a single build "
+                   "writes")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 
 
@@ -196,6 +218,7 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         raise UsageError("nothing to build: name SRC files or a --spec file (see tmlr-build --help)")
     given = _given(args)
     archs = parse_arch_list(args.arch) if args.arch else None
+    device = devices.profile(args.device).key if args.device else None
     requests: list[KernelRequest] = []
     if args.spec:
         from .builder.spec import load_spec
@@ -203,11 +226,13 @@ def requests_from_args(args: argparse.Namespace) -> tuple[list[KernelRequest], A
         spec_requests, spec_archs = load_spec(args.spec)
         archs = archs or spec_archs
         requests += [KernelRequest(**{**vars(r), "options": {**r.options, **given["options"]},
-                                      "default_options": r.default_options - set(given["options"]), "ptx": r.ptx or args.ptx})
+                                      "default_options": r.default_options - set(given["options"]), "ptx": r.ptx or args.ptx,
+                                      "device": device or r.device})
                      for r in spec_requests]
     for text in args.sources:
         requests.append(KernelRequest(**parse_source(text)._asdict(), **given, **_given_variants(args), ptx=args.ptx,
-                                      metadata_path=os.path.abspath(args.metadata) if args.metadata else None))
+                                      metadata_path=os.path.abspath(args.metadata) if args.metadata else None,
+                                      device=device))
     return requests, archs
 
 
@@ -241,29 +266,94 @@ def _name_lists(items: Sequence[str], flag: str, convert: Any) -> dict[str, list
     return out
 
 
+def _check_arch_words(argv: Sequence[str]) -> None:
+    """``--arch 80 90``: argparse would take 90 for a SRC, or refuse it as an unknown argument, without
+    saying that --arch is one comma-separated word."""
+    for i, word in enumerate(argv[:-2]):
+        if word == "--arch":
+            more = list(itertools.takewhile(lambda w: _CAPABILITY.fullmatch(w) and not os.path.exists(w), argv[i + 2:]))
+            if more:
+                raise comma_separated([argv[i + 1], *more])
+
+
 def run(argv: Sequence[str] | None = None) -> tuple[BuildReport, bool]:
-    """Parse ``argv`` and build; raises BuildError subclasses. Returns the report and --quiet."""
+    """Parse ``argv`` and build (or merge shards); raises BuildError subclasses. Returns the report and --quiet."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:
+        return _merge(argv[1:])
+    _check_arch_words(argv)
     args = make_parser().parse_args(argv)
+    return run_args(args), args.quiet
+
+
+def _merge_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="tmlr-build merge", description="Write the artifacts of a --shard I/N build from its N shard "
+                "folders: the bytes a single build writes. Run it where the shards ran (the shards record the command "
+                "line, which names the spec and sources as given), with the same Triton.")
+    p.add_argument("shards", nargs="+", metavar="SHARD_FOLDER", help="the -o folders of the N --shard builds")
+    p.add_argument("-o", "--out", required=True, help="output directory (receives one folder per kernel)")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel workers while planning (default: CPU count)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+    p.add_argument("--json", action="store_true", help="print what was written (or the errors) as one JSON object")
+    return p
+
+
+def _merge(argv: Sequence[str]) -> tuple[BuildReport, bool]:
+    """``tmlr-build merge SHARD... -o OUT``: the build the shards record, each compile's outcome read from them."""
+    from .builder import shards
+
+    given = _merge_parser().parse_args(argv)
+    found = shards.read_shards(given.shards)
+    if os.path.isfile(os.path.join(given.out, shards.SHARD_FILE)):
+        raise OutputPathError(f"{given.out}: a shard folder; merge into another folder (-o receives the artifacts)")
+    defaults = vars(make_parser().parse_args(["-o", given.out]))
+    if set(found.args) != set(defaults) - shards.NOT_RECORDED:
+        raise ShardMismatchError(f"{found.dirs[0]}: its command line was recorded by another tmlr-build; build the "
+                                 "shards and merge with one tmlr-build", "args")
+    args = argparse.Namespace(**{**defaults, **found.args, "out": given.out, "jobs": given.jobs, "quiet": given.quiet,
+                                 "json": given.json})
+    return run_args(args, merge=found), given.quiet
+
+
+def run_args(args: argparse.Namespace, merge: Any = None) -> BuildReport:
+    """Build what the parsed command line ``args`` asks (``merge``: a ShardSet whose outcomes it takes)."""
     if args.python:
         raise UsageError("--python runs the whole tmlr-build command in another interpreter: give it to the command "
                          "(or tmlr_build.cli.main), or call run() in that interpreter")
     if args.split_dump:
         from .passdump.split_dump import split_dump
 
+        if args.shard:
+            raise UsageError("--shard with --split-dump: splitting a log compiles nothing; drop --shard")
         entries = split_dump(args.split_dump, args.out)
-        return BuildReport(written=[os.path.join(args.out, e.file) for e in entries]), args.quiet
+        return BuildReport(written=[os.path.join(args.out, e.file) for e in entries])
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: give at least 1 worker")
     if args.max_variants is not None and args.max_variants < 1:
         raise UsageError(f"--max-variants {args.max_variants}: give at least 1")
     config = dict(stop_after=args.stop_after, keep_ir=args.keep_ir, line_info=not args.no_line_info,
-                  max_workers=args.jobs, progress=not args.quiet, dump_passes=args.dump_passes)
+                  max_workers=args.jobs, progress=not args.quiet, dump_passes=args.dump_passes,
+                  shard=_shard_order(args), merge=merge)
     if any(os.path.splitext(text)[1] == ".mlir" for text in args.sources):
-        return _build_split_dump_file(args, config), args.quiet
+        if args.shard:
+            raise UsageError("--shard: a .mlir pass-dump file is one compile; build it without --shard")
+        return _build_split_dump_file(args, config)
     requests, archs = requests_from_args(args)
     if args.max_variants is not None:
         config["max_variants"] = args.max_variants
-    return build(requests, BuildConfig(out=args.out, archs=archs, **config)), args.quiet
+    return build(requests, BuildConfig(out=args.out, archs=archs, serve_index=bool(args.spec), **config))
+
+
+def _shard_order(args: argparse.Namespace) -> Any:
+    """``--shard I/N`` as a ShardOrder that records the command line, or None."""
+    if args.shard is None:
+        return None
+    from .builder import shards
+
+    index, count = shards.parse_shard(args.shard)
+    if args.dump_passes:
+        raise UsageError("--shard with --dump-passes: the pass dump is of one compile; build it without --shard")
+    return shards.ShardOrder(index, count, shards.recorded_args(vars(args)))
 
 
 def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> BuildReport:
@@ -287,16 +377,27 @@ def _build_split_dump_file(args: argparse.Namespace, config: dict[str, Any]) -> 
 
 
 def _summary(report: BuildReport) -> list[str]:
-    """What was written, one line per kernel directory."""
-    if report.stopped_after is None:
-        return [f"wrote {path}" for path in report.written]
-    lines = []
+    """The device profiles the Python kernels' imports were answered as, then what became of each kernel, one line
+    per name: written (for which targets, and why not for others) or skipped; spec entries skipped under the name
+    of a written kernel are said on its line."""
+    skipped: dict[str, list[str]] = {}
+    for name, why in report.skipped:
+        skipped.setdefault(name, []).append(why)
+    lines = list(report.devices)  # what the Python kernels' imports were answered as, first: it shaped the rest
     for path in report.written:
+        if report.stopped_after is None:
+            others = [f"another entry of this name skipped: {why}" for why in skipped.pop(os.path.basename(path), [])]
+            facts = "; ".join(report.built.get(path, []) + others)
+            lines.append(f"wrote {path}" + (f" ({facts})" if facts else ""))
+            continue
         ir_dir = os.path.join(path, "ir")
         for arch in sorted(os.listdir(ir_dir)) if os.path.isdir(ir_dir) else []:
             last = os.path.join(ir_dir, arch, f"{os.path.basename(path)}.{report.stopped_after}")
             lines.append(f"stopped after {report.stopped_after}: IR in {os.path.dirname(last)} (no cubin, no "
                          f"metadata.json; continue with tmlr-build {last} -o OUT)")
+    for name, whys in skipped.items():  # two entries of one name: say which reason is whose
+        whys = whys if len(whys) == 1 else [f"{'another' if n else 'an'} entry: {why}" for n, why in enumerate(whys)]
+        lines.append(f"skipped {name} ({'; '.join(whys)})")
     return lines
 
 
@@ -321,7 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_partial(report)
         status = 2 if all(isinstance(err, UsageError) for err in errors) else 1
         if as_json:
-            done = {} if report is None else {"written": report.written, "not_written": report.not_written}
+            done = {} if report is None else {"written": report.written, "not_written": report.not_written,
+                                              "kept": report.kept}
             _print_json(status, errors=[{"type": type(err).__name__, "message": str(err)} for err in errors], **done)
         return status
     except KeyboardInterrupt:
@@ -330,17 +432,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not quiet:
         for line in _summary(report):
             print(f"tmlr-build: {line}", file=sys.stderr)
-        for name in report.skipped:
-            print(f"tmlr-build: skipped {name} (none of its archs was asked for)", file=sys.stderr)
-        for what in report.skipped_for_triton:
-            print(f"tmlr-build: skipped {what}", file=sys.stderr)
         for note in report.notes:
             print(f"tmlr-build: {note}", file=sys.stderr)
         for warning in report.warnings:
             print(f"tmlr-build: warning: {warning}", file=sys.stderr)
     if as_json:
-        _print_json(0, written=report.written, stopped_after=report.stopped_after, skipped=report.skipped,
-                    skipped_for_triton=report.skipped_for_triton, notes=report.notes, warnings=report.warnings)
+        _print_json(0, written=report.written, stopped_after=report.stopped_after, summary=_summary(report),
+                    devices=report.devices,
+                    skipped=[{"name": name, "why": why} for name, why in report.skipped], notes=report.notes,
+                    warnings=report.warnings, kept=report.kept)
     return 0
 
 

@@ -5,19 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from .abi import Parameter
-from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CubinMismatchError, CudaUnavailableError,
-                     DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, NoCompatibleVariantError,
-                     PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError, TmlrError, TuningError,
-                     UnseenKeyError)
+from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CubinMismatchError,
+                     CudaUnavailableError, DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError,
+                     LaunchOptionMismatchError,
+                     NoCompatibleVariantError, PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError,
+                     TmlrError, TuningCacheWarning, TuningError, TuningFileError, UnseenKeyError, UnservedKernelError,
+                     UnservedKernelWarning, VariantNotBuiltError)
 from .launch.kernel import Kernel
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
-    "CubinMismatchError", "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily", "METADATA_FILE",
-    "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH", "SCHEMA_VERSION",
-    "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningError", "UnseenKeyError", "Variant", "make_tensor_map",
+    "CubinMismatchError", "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily",
+    "LaunchOptionMismatchError", "METADATA_FILE", "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH",
+    "SCHEMA_VERSION", "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningCacheWarning",
+    "TuningError", "TuningFileError", "UnseenKeyError", "UnservedKernelError", "UnservedKernelWarning", "Variant",
+    "VariantNotBuiltError", "make_tensor_map", "serve",
 ]
 
 
@@ -37,6 +41,10 @@ def __getattr__(name: str) -> Any:
         from .launch import tensordesc
 
         return getattr(tensordesc, name)
+    if name == "serve":  # the serving layer (it patches Triton, or stands in for it) only for the one who calls it
+        from .serving import serve
+
+        return serve
     raise AttributeError(f"module 'tmlr_runtime' has no attribute {name!r}")
 
 

@@ -61,6 +61,16 @@ MLIR_TYPES = {t.mlir: n for n, t in TYPES.items() if t.mlir}  # MLIR element typ
 # triton.runtime.jit.type_canonicalisation_dict (3.3.1) maps it; reversed, so that of two types with
 # one name the first wins ("bool" is i1)
 DTYPE_NAMES = {name: n for n, t in reversed(TYPES.items()) for name in (t.torch, *t.aliases) if name}
+# Triton's dtype objects by their own name (tl.bfloat16.name is "bf16"; 3.3-3.9): (the triton.language attribute
+# that holds one, its type in TYPES). A constexpr whose value is a dtype is recorded by that name (objects.py).
+TL_DTYPES: dict[str, tuple[str, str]] = {
+    "int1": ("int1", "i1"), "int8": ("int8", "i8"), "int16": ("int16", "i16"), "int32": ("int32", "i32"),
+    "int64": ("int64", "i64"), "uint8": ("uint8", "u8"), "uint16": ("uint16", "u16"), "uint32": ("uint32", "u32"),
+    "uint64": ("uint64", "u64"), "fp16": ("float16", "fp16"), "bf16": ("bfloat16", "bf16"), "fp32": ("float32", "fp32"),
+    "fp64": ("float64", "fp64"), "fp8e4nv": ("float8e4nv", "fp8e4nv"), "fp8e5": ("float8e5", "fp8e5"),
+    "fp8e4b15": ("float8e4b15", "fp8e4b15"), "fp8e4b8": ("float8e4b8", "fp8e4b8"), "fp8e5b16": ("float8e5b16", "fp8e5b16"),
+}
+TL_NAMES = {ty: name for name, (_, ty) in TL_DTYPES.items()}  # Triton type ("i32") -> its dtype's name ("int32")
 
 
 # every type a runtime parameter may have: a scalar, a pointer ("*fp16", "*kfp16": constant) or a TMA descriptor
@@ -126,7 +136,7 @@ class Parameter:
     kind: str  # "runtime" | "constexpr" | "equal_to_1"
     type: str | None = None  # Triton type ("*fp16", "i32", "nvTmaDesc"); None for constexprs
     divisibility: int = 1  # 16 when the build assumed divisibility by 16
-    value: Any = None  # the compiled value of a constexpr (1 for equal_to_1)
+    value: Any = None  # the compiled value of a constexpr (1 for equal_to_1; an objects.TritonObject for a Triton object)
     descriptor: Descriptor | None = None  # for type "tensordesc" only
 
     @property
@@ -136,11 +146,15 @@ class Parameter:
     def to_json(self) -> dict[str, Any]:
         """The parameter's entry in metadata.json's ``signature``."""
         doc = {key: getattr(self, key) for key in _JSON_KEYS[self.kind]}
+        if self.kind == "constexpr" and hasattr(self.value, "object"):  # a Triton object: its text, and what it is
+            return {**doc, "value": self.value.text, "object": self.value.object}
+        if self.kind == "constexpr" and self.value == ():
+            doc["value"] = []  # an empty tuple, as JSON writes it
         return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
 
 
 def format_entry(p: Parameter) -> str:
-    """One entry of the AOT syntax: ``*fp16:16``, ``i32``, ``i32:1`` (equal to 1), ``128`` (a constexpr)."""
+    """One entry of the AOT syntax: ``*fp16:16``, ``i32``, ``i32:1`` (equal to 1), ``128``, ``tl.bfloat16`` (constexprs)."""
     if p.kind == "runtime":
         return f"{p.type}:16" if p.divisibility == 16 else str(p.type)
     if p.kind == "equal_to_1":
@@ -201,13 +215,13 @@ class Target:
 
     @staticmethod
     def device(text: str) -> tuple[int, int]:
-        """A GPU's compute capability (major, minor) from ``"9.0"``, ``"90"`` or ``"sm_90"``; ValueError for other text."""
+        """A GPU's compute capability (major, minor) from ``"9.0"`` or ``"12.1"``: X.Y only (``"9"`` or ``"90"`` could
+        mean 9.0 or 0.9); ValueError for other text."""
         major, dot, minor = str(text).strip().partition(".")
-        if dot:
-            if not (major.isdigit() and len(minor) == 1 and minor.isdigit()):
-                raise ValueError(f"{str(text)!r} is not a compute capability; write it like 9.0 or 8.6")
-            return int(major), int(minor)
-        return divmod(Target.parse(text).capability, 10)
+        if not (dot and (major + minor).isascii() and major.isdigit() and major[0] != "0" and len(major) <= 2
+                and minor.isdigit() and len(minor) == 1):
+            raise ValueError(f"{str(text)!r} is not a compute capability written X.Y, e.g. 9.0 or 8.6")
+        return int(major), int(minor)
 
     @classmethod
     def of_ptx(cls, arch: str) -> "Target":

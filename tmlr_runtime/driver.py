@@ -19,7 +19,8 @@ class Process:
 
     ``api``: the driver bindings once imported; ``devices``: :class:`DeviceInfo` by ordinal; ``modules``:
     the loaded functions by (context, cubin sha256, entry) (``launch/modules.py``); ``loaded``: what
-    ``Kernel.load`` gave for a key, with the stamp of each file it read (None: the file was absent).
+    ``Kernel.load`` gave for a key, with the stamp of each file it read (None: the file was absent);
+    ``unusable_caches``: the tuning cache folders found unusable, each warned about once (``family/tuning.py``).
     """
 
     api: Any = None
@@ -28,6 +29,7 @@ class Process:
     modules: dict[tuple[int, str, str], Any] = field(default_factory=dict)
     loaded: dict[tuple[Any, ...], tuple[dict[str, Stamp | None], Any]] = field(default_factory=dict)
     lock: Any = field(default_factory=threading.Lock)  # guards modules and loaded
+    unusable_caches: set[str] = field(default_factory=set)
 
     def cached(self, key: tuple[Any, ...]) -> Any:
         """What was loaded for ``key``, while every file it read is unchanged; else None."""

@@ -51,6 +51,15 @@ class NoCompatibleVariantError(TmlrError):
     """No variant of the artifact was compiled for the current device."""
 
 
+class VariantNotBuiltError(NoCompatibleVariantError):
+    """The variant a family call needs failed to compile when the family was built (its index lists it under
+    "failed"); ``vid`` names it, ``error`` is its compile error's first line."""
+
+    def __init__(self, message: str, vid: str | None = None, error: str | None = None) -> None:
+        super().__init__(message)
+        self.vid, self.error = vid, error
+
+
 class DeviceLimitError(TmlrError):
     """The kernel asks for more than the device offers (shared memory, clusters, threads)."""
 
@@ -84,6 +93,10 @@ class ConstexprMismatchError(ArgumentError):
     """A constexpr was passed with a value other than the one compiled in."""
 
 
+class LaunchOptionMismatchError(ArgumentError):
+    """A launch option passed in the call (``num_warps=8``) other than the one the artifact was built with."""
+
+
 class GridError(TmlrError, ValueError):
     """The launch grid is malformed or beyond the device's limits."""
 
@@ -114,6 +127,28 @@ class UnseenKeyError(TmlrError):
     """No config is known for an autotune key and the mode may not benchmark (fallback="error")."""
 
 
+class TuningFileError(ArtifactError):
+    """A tuning table or cache file (its folder, lock or temp file included) cannot be read or written: an OS
+    error (read-only file system, permission, no space, a file where a folder must be). ``reason`` is the OS's
+    text, ``errno`` its code."""
+
+    def __init__(self, message: str, path: str, reason: str, errno: int | None) -> None:
+        super().__init__(message, path)
+        self.reason, self.errno = reason, errno
+
+
+# --- serving (tmlr_runtime.serve) -----------------------------------------------------------------
+class UnservedKernelError(TmlrError):
+    """Under ``tmlr_runtime.serve``, a ``@triton.jit`` kernel was launched that no served artifact serves: it was
+    not recorded, this specialization of it was not, or its source changed since the build. ``kernel`` names it
+    (``module:name``), ``specialization`` the launch (``x_ptr=*fp16:16, n=i32, BLOCK=1024``), ``command`` the
+    ``tmlr record`` command that adds it."""
+
+    def __init__(self, message: str, kernel: str = "", specialization: str = "", command: str = "") -> None:
+        super().__init__(message)
+        self.kernel, self.specialization, self.command = kernel, specialization, command
+
+
 # --- warnings ------------------------------------------------------------------------------------
 class PtxJitWarning(UserWarning):
     """A kernel was loaded from its PTX, which the driver compiled for this GPU (no cubin of the artifact runs
@@ -122,3 +157,22 @@ class PtxJitWarning(UserWarning):
     def __init__(self, message: str, seconds: float = 0.0, arch: str = "") -> None:
         super().__init__(message)
         self.seconds, self.arch = seconds, arch
+
+
+class TuningCacheWarning(UserWarning):
+    """The tuning cache cannot be read or written here (``TuningFileError``'s causes): the configs chosen stay in
+    memory for the process and launches go on; said once per cache folder and process. Or the cache is damaged:
+    it was moved aside and a new one is started. ``path``: the file."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnservedKernelWarning(UserWarning):
+    """Under ``tmlr_runtime.serve(..., mode="fallback")``, a launch no served artifact serves went to Triton's JIT
+    (which compiles it); said once per kernel and specialization, with the facts :class:`UnservedKernelError` has."""
+
+    def __init__(self, message: str, kernel: str = "", specialization: str = "", command: str = "") -> None:
+        super().__init__(message)
+        self.kernel, self.specialization, self.command = kernel, specialization, command

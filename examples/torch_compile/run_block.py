@@ -25,9 +25,13 @@ from typing import Callable
 
 sys.modules["triton"] = None  # a service without Triton: nothing below may import it
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "stages")]
+from stage_check import need_gpu  # noqa: E402  (first: it says what to install when torch is missing)
+
 import torch  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tmlr_runtime as tr  # noqa: E402
 from model import TOKENS, VOCAB, MLPStack  # noqa: E402
 
 
@@ -81,6 +85,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", help="also write the check and the table to this file")
     args = parser.parse_args()
+    need_gpu("torch_compile block")  # one FAIL line, no traceback, where torch sees no CUDA GPU
+    try:
+        return check_and_time(args.json)
+    except tr.CudaUnavailableError as e:  # torch sees a GPU that the driver API cannot use: one line, as above
+        print(f"FAIL torch_compile block needs a CUDA GPU: {str(e).splitlines()[0]}")
+        return 1
+
+
+def check_and_time(json_file: str | None) -> int:
+    """Every variant against torch eager (PASS/FAIL), then the table; ``json_file``: where to write both too."""
     models, ids = variants()
     with torch.no_grad():
         expected = models["torch eager"](ids).float()
@@ -105,8 +119,8 @@ def main() -> int:
             rows[name] = {"kernels_per_forward": kernels, "us_per_forward": us, "median_us": statistics.median(us),
                           "max_error": errors[name]}
             print(f"{name:40} {'1 graph' if kernels is None else kernels:>16}   {statistics.median(us):8.1f} ({min(us):.1f}-{max(us):.1f})")
-    if args.json:
-        with open(args.json, "w") as f:
+    if json_file:
+        with open(json_file, "w") as f:
             json.dump({"command": "python examples/torch_compile/run_block.py", "device": torch.cuda.get_device_name(),
                        "torch": torch.__version__, "tolerance": tolerance, "variants": rows}, f, indent=1)
     return 0

@@ -153,13 +153,13 @@ def test_keep_ir_and_stop_after(rebuilt: Path, tmp_path: Path) -> None:
     run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "keep"), "--arch", "80,90", "--keep-ir", "-q"])
     for arch in ("sm_80", "sm_90a"):
         names = sorted(os.listdir(tmp_path / "keep" / "add" / "ir" / arch))
-        assert names == [f"add.{e}" for e in ("json", "llir", "ptx", "tmlr.json", "ttgir", "ttir")]
+        assert names == ["SHA256SUMS", *(f"add.{e}" for e in ("json", "llir", "ptx", "tmlr.json", "ttgir", "ttir"))]
     tmlr_runtime.ArtifactMetadata.read(tmp_path / "keep" / "add")
 
     run([ADD, "--signature", ADD_SIG, "-o", str(tmp_path / "stop"), "--arch", "90", "--stop-after", "ttgir", "-q"])
     art = tmp_path / "stop" / "add"
     assert sorted(os.listdir(art)) == ["ir"]
-    assert sorted(os.listdir(art / "ir" / "sm_90a")) == ["add.json", "add.tmlr.json", "add.ttgir", "add.ttir"]
+    assert sorted(os.listdir(art / "ir" / "sm_90a")) == ["SHA256SUMS", "add.json", "add.tmlr.json", "add.ttgir", "add.ttir"]
     # edit-and-rebuild loop: build again from the written .ttgir
     run([str(art / "ir" / "sm_90a" / "add.ttgir"), "-o", str(tmp_path / "again"), "-q"])
     assert (tmp_path / "again" / "add" / "add.sm_90a.cubin").read_bytes() == (rebuilt / "add" / "add.sm_90a.cubin").read_bytes()

@@ -148,3 +148,100 @@ def test_committed_example_family_is_what_the_spec_builds_and_its_table_verifies
     checks = verify_family(str(committed), with_device=False)
     assert [c for c in checks if c[1] is False] == []
     assert any(name.startswith("tuning.json") and ok for name, ok, _ in checks)
+
+
+# --- issue 31: heuristics the signature decides, a family written without a failed variant, launch-option configs ---
+DECIDED = DATA / "decided.py"
+
+
+def _index(folder: Path) -> dict:
+    index = json.loads((folder / "metadata.json").read_text())
+    jsonschema.validate(index, SHAPE)
+    return index
+
+
+def test_only_the_heuristic_values_a_call_can_meet_are_compiled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run([f"{DECIDED}:maybe_add", "--signature", "*fp32, None, i32:16?, 64", "-o", str(tmp_path), "--arch", "90"])
+    err = capsys.readouterr().err
+    assert ("maybe_add: 1 type x 2 patterns x 2 HAS_X x 2 EVEN x 1 arch = 8 combinations; the signature decides HAS_X, "
+            "EVEN where it fixes what they read, so 3 variants") in err
+    assert err.count(": ok (") == 3 and ": failed (" not in err  # HAS_X=True with x None is never compiled
+    index = _index(tmp_path / "maybe_add")
+    assert index["schema_version"] == 3 and "failed" not in index
+    assert sorted(v["signature"] for v in index["variants"]) == ["*fp32, None, i32, 64, False, False",
+                                                                 "*fp32, None, i32, 64, False, True",
+                                                                 "*fp32, None, i32:16, 64, False, True"]
+
+
+def test_a_family_is_written_without_the_variants_that_fail_and_refuses_calls_that_need_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    import tmlr_runtime as tr
+    from fake_driver import fake_cuda_tensor_type, installed
+    from tmlr_build.cli import main
+
+    status = main([f"{DECIDED}:strict", "--signature", "*fp32, i32, 2", "-o", str(tmp_path), "--arch", "90"])
+    err = capsys.readouterr().err
+    folder = tmp_path / "strict"
+    assert status == 1  # decided: a build that leaves variants out fails, though what it wrote loads
+    assert f"tmlr-build: error: wrote {folder} with 2 of 4 variants; 2 failed to compile, and its index lists them" in err
+    assert err.count("Triton failed in stage python -> ttir: EVEN sizes are not supported") == 3  # 2 lines + 1 in full
+    assert f"tmlr-build: wrote {folder} (sm_90a; 2 of 4 variants: 2 failed to compile)" in err
+    index = _index(folder)
+    assert index["schema_version"] == 8
+    assert [v["signature"] for v in index["variants"]] == ["*fp32, i32, 32, 2, False", "*fp32, i32, 64, 2, False"]
+    assert [(f["config"], f["signature"]) for f in index["failed"]] == [(0, "*fp32, i32, 32, 2, True"),
+                                                                       (1, "*fp32, i32, 64, 2, True")]
+    assert all(f["error"].endswith("EVEN sizes are not supported") and "\n" not in f["error"] for f in index["failed"])
+    assert sorted(p.name for p in (folder / "v").iterdir()) == sorted(v["dir"][2:] for v in index["variants"])
+    out = torch.zeros(64).as_subclass(fake_cuda_tensor_type(0))
+    with installed():
+        family = tr.Kernel.load(str(folder))
+        family(1, out, 33)  # n % 16 != 0: EVEN=False, built for both configs
+        with pytest.raises(tr.VariantNotBuiltError) as e:
+            family(1, out, 32)  # EVEN=True: every config's variant failed (a benchmark of none, so its error)
+        assert e.value.vid == index["failed"][1]["vid"] and "EVEN sizes are not supported" in str(e.value)
+        with pytest.raises(tr.VariantNotBuiltError, match=r"the variant for this call, c0-\w+ \[\*fp32, i32, 32, 2, True\], "
+                                                          r"failed to compile when the family was built"):
+            family.variant(0, out, 48)
+
+
+def test_configs_that_set_only_launch_options_build_a_family_the_runtime_tunes(tmp_path: Path) -> None:
+    import torch
+
+    import tmlr_runtime as tr
+    from fake_driver import fake_cuda_tensor_type, installed
+
+    report, _ = run([f"{DECIDED}:warps_only", "--signature", "*fp32, i32, 64", "--configs", "0,2", "-o", str(tmp_path),
+                     "--arch", "90", "-q"])
+    assert report.warnings == []
+    index = _index(tmp_path / "warps_only")
+    assert [(c["kwargs"], c["num_warps"], c["num_stages"]) for c in index["autotune"]["configs"]] == [({}, 2, 3), ({}, 8, 2)]
+    assert [(v["config"], v["signature"]) for v in index["variants"]] == [(0, "*fp32, i32, 64"), (1, "*fp32, i32, 64")]
+    launch = [json.loads((tmp_path / "warps_only" / v["dir"] / "metadata.json").read_text())["variants"][0]["launch"]
+              for v in index["variants"]]
+    assert [w["num_warps"] for w in launch] == [2, 8]
+    out = torch.zeros(64).as_subclass(fake_cuda_tensor_type(0))
+    with installed() as fake:
+        fake.launch_time = lambda launch: {64: 0.3, 256: 0.1}[launch["block"][0]]  # config 1 (8 warps) is faster
+        family = tr.Kernel.load(str(tmp_path / "warps_only"))
+        family(1, out, 64)
+        assert fake.launches[-1]["block"] == (256, 1, 1) and family.tuner.memory == {(64, "fp32"): 1}
+        with pytest.raises(tr.ArgumentError, match="num_warps"):  # an autotuned family's configs set it, as in Triton
+            family(1, out, 64, num_warps=2)
+
+
+def test_a_plain_build_of_an_autotuned_kernel_warns_only_once_written(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from tmlr_build.cli import main
+
+    src = f"{DECIDED}:strict"
+    assert main([src, "--signature", "*fp32, i32, 32, 2", "--constexpr", "EVEN=True", "-o", str(tmp_path), "--arch", "90"]) == 1
+    assert "plain artifact" not in capsys.readouterr().err  # nothing was built
+    report, _ = run([src, "--signature", "*fp32, i32, 32, 2", "--constexpr", "EVEN=False", "-o", str(tmp_path),
+                     "--arch", "90", "-q"])
+    assert report.warnings == ["strict: every constexpr the 2 @triton.autotune configs set (BT) is fixed by the signature "
+                               "or --constexpr, so one plain artifact was built with Triton's defaults: the autotune configs "
+                               "(their num_warps, num_stages) were not used; to build them as a family, leave BT out of the "
+                               "signature (--configs I,J picks some)"]

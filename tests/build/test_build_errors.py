@@ -289,7 +289,9 @@ def test_version_without_triton_says_what_to_install(monkeypatch: pytest.MonkeyP
     from tmlr_build.cli import version_text
 
     monkeypatch.setattr("tmlr_build.common.triton_check.installed_triton_version", lambda: None)
-    assert version_text().splitlines()[1].startswith("Triton: Triton is not installed; tmlr-build needs it: pip install")
+    line = version_text().splitlines()[1]
+    assert line.startswith("Triton: Triton is not installed; tmlr-build needs one of 3.3,"), line
+    assert "pip install 'triton>=3.3.1,<3.10'" in line, line
 
 
 def test_json_reports_what_was_written_or_each_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -160,7 +161,8 @@ def test_a_build_that_fails_part_way_says_what_it_wrote_and_what_not(tmp_path: P
     err = capsys.readouterr().err
     assert f"tmlr-build: wrote {out / 'add'}" in err
     assert "tmlr-build: not written: add_1000 (1 written;" in err
-    assert sorted(p.name for p in out.iterdir()) == ["add"]
+    assert sorted(p.name for p in out.iterdir()) == ["add", "serve.json"]  # the index lists what was written
+    assert [e["artifact"] for e in json.loads((out / "serve.json").read_text())["kernels"]] == ["add"]
 
 
 @pytest.mark.skipif(not os.environ.get("TMLR_TEST_OTHER_PYTHON"), reason="TMLR_TEST_OTHER_PYTHON not set")
@@ -176,3 +178,132 @@ def test_a_family_rebuilt_by_another_triton_does_not_reuse_the_table(tmp_path: P
     assert index_sha(family) != first and cache_path(index_sha(family)) != cache_path(first)
     assert "2 of 2 variants have other cubin bytes" in capfd.readouterr().err  # printed by the other interpreter
     assert (family / f"tuning.stale-{first[:12]}.json").exists() and not (family / "tuning.json").exists()
+
+
+# --- the IR a user edits in place (issue 28): a rebuild replaces ir/ and v/ but keeps what tmlr-build did not write
+
+
+@pytest.fixture(scope="module")
+def kept_ir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """add for sm_90a with --keep-ir, built once; each test works on a copy of it."""
+    out = tmp_path_factory.mktemp("kept_ir")
+    run([ADD, "--signature", ADD_SIG, "-o", str(out), "--arch", "90", "--keep-ir", "-q"])
+    return out / "add"
+
+
+def copy_of(artifact: Path, tmp_path: Path) -> Path:
+    shutil.copytree(artifact, tmp_path / "out" / artifact.name)
+    return tmp_path / "out" / artifact.name
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def edited_folders(artifact: Path) -> list[Path]:
+    return sorted(artifact.glob("edited-*"))
+
+
+def test_each_ir_folder_records_what_tmlr_build_wrote_there(kept_ir: Path) -> None:
+    folder = kept_ir / "ir" / "sm_90a"
+    lines = (folder / "SHA256SUMS").read_text().splitlines()  # sha256sum -c reads it
+    assert lines == [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}"
+                     for p in sorted(folder.iterdir()) if p.name != "SHA256SUMS"]
+    assert len(lines) == 6
+
+
+def test_an_unedited_ir_tree_is_replaced_silently(kept_ir: Path, tmp_path: Path) -> None:
+    add = copy_of(kept_ir, tmp_path)
+    report, _ = run([ADD, "--signature", ADD_SIG, "-o", str(add.parent), "--arch", "90", "-q"])
+    assert sorted(p.name for p in add.iterdir()) == ["add.sm_90a.cubin", "metadata.json"]
+    assert report.notes == [] and report.kept == []
+
+
+def test_an_edited_ir_file_survives_a_rebuild_and_is_reported(kept_ir: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    add = copy_of(kept_ir, tmp_path)
+    ptx = add / "ir" / "sm_90a" / "add.ptx"
+    ptx.write_text(ptx.read_text() + "// edited by hand\n")
+    before = tree(add / "ir" / "sm_90a")
+    assert main([ADD, "--signature", ADD_SIG, "-o", str(add.parent), "--arch", "90", "--json"]) == 0
+    out, err = capsys.readouterr()
+    [aside] = edited_folders(add)
+    assert sorted(p.name for p in add.iterdir()) == ["add.sm_90a.cubin", aside.name, "metadata.json"]
+    assert tree(aside) == {f"ir/sm_90a/{rel}": data for rel, data in before.items()}  # with the files beside it
+    assert (f"tmlr-build: add: kept 1 file under ir/ that tmlr-build did not write as it is, with the files "
+            f"beside it, in {aside}/ at the same paths: ir/sm_90a/add.ptx (edited)") in err
+    assert json.loads(out)["kept"] == [{"artifact": str(add), "folder": str(aside),
+                                        "files": {"ir/sm_90a/add.ptx": "edited"}}]
+    # the kept folder builds as the IR folder did (arch, metadata and signature from the files beside the PTX)
+    run([str(aside / "ir" / "sm_90a" / "add.ptx"), "-o", str(tmp_path / "again"), "-q"])
+    assert (tmp_path / "again" / "add" / "add.sm_90a.cubin").is_file()
+    # a later rebuild keeps the kept folder as any file of the user's, and has nothing more to keep
+    report, _ = run([ADD, "--signature", ADD_SIG, "-o", str(add.parent), "--arch", "90", "--keep-ir", "-q"])
+    assert edited_folders(add) == [aside] and report.kept == []
+
+
+def test_a_users_extra_file_in_ir_is_kept(kept_ir: Path, tmp_path: Path) -> None:
+    add = copy_of(kept_ir, tmp_path)
+    (add / "ir" / "notes.txt").write_text("why this kernel is slow\n")
+    (add / "ir" / "sm_90a" / "add.mine.ptx").write_text("// my variant\n")
+    report, _ = run([ADD, "--signature", ADD_SIG, "-o", str(add.parent), "--arch", "90", "--keep-ir", "-q"])
+    [aside] = edited_folders(add)
+    assert report.kept[0]["files"] == {"ir/notes.txt": "not recorded", "ir/sm_90a/add.mine.ptx": "not recorded"}
+    assert (aside / "ir" / "notes.txt").read_text() == "why this kernel is slow\n"
+    assert (aside / "ir" / "sm_90a" / "add.mine.ptx").read_text() == "// my variant\n"
+    assert sorted(p.name for p in (add / "ir").iterdir()) == ["sm_90a"]  # the new IR, as tmlr-build wrote it
+    assert not (add / "ir" / "sm_90a" / "add.mine.ptx").exists()
+
+
+def test_ir_without_a_record_is_kept(kept_ir: Path, tmp_path: Path) -> None:
+    # IR an older tmlr-build wrote (no SHA256SUMS): nothing says it is unedited, so it is kept
+    add = copy_of(kept_ir, tmp_path)
+    (add / "ir" / "sm_90a" / "SHA256SUMS").unlink()
+    report, _ = run([ADD, "--signature", ADD_SIG, "-o", str(add.parent), "--arch", "90", "-q"])
+    assert set(report.kept[0]["files"].values()) == {"not recorded"} and len(report.kept[0]["files"]) == 6
+    assert "and 2 more" in report.notes[0]
+
+
+@pytest.mark.parametrize("keep_ir", [False, True])
+def test_building_from_the_edited_ir_into_the_same_out_keeps_the_input(kept_ir: Path, tmp_path: Path,
+                                                                        keep_ir: bool) -> None:
+    # docs/debug-loop.md's loop: edit OUT/add/ir/sm_90a/add.ttgir and build it into the same OUT, again and again
+    add = copy_of(kept_ir, tmp_path)
+    ttgir = add / "ir" / "sm_90a" / "add.ttgir"
+    edited = ttgir.read_text() + "// edited by hand\n"
+    ttgir.write_text(edited)
+    argv = [str(ttgir), "-o", str(add.parent), "-q", *(["--keep-ir"] if keep_ir else [])]
+    for _ in range(2):
+        report, _ = run(argv)
+        assert ttgir.read_text() == edited and report.kept == [] and edited_folders(add) == []
+        assert (add / "add.sm_90a.cubin").read_bytes() == (kept_ir / "add.sm_90a.cubin").read_bytes()
+    if keep_ir:  # the folder is the new build's: it records the edited input as written, and a hand-edited sibling
+        assert "add.ttir" not in os.listdir(ttgir.parent)  # (the TTIR is not what this build started from)
+        assert "add.ttgir" not in (ttgir.parent / "SHA256SUMS").read_text()  # the input stays the user's
+        ptx = ttgir.parent / "add.ptx"
+        ptx.write_text(ptx.read_text() + "// edited too\n")
+        report, _ = run(argv)
+        assert report.kept[0]["files"] == {"ir/sm_90a/add.ptx": "edited"} and ttgir.read_text() == edited
+    # building from the .py again keeps the edited TTGIR aside, with the files it needs beside it
+    report, _ = run([ADD, "--signature", ADD_SIG, "-o", str(add.parent), "--arch", "90", "-q"])
+    assert "ir/sm_90a/add.ttgir" in report.kept[-1]["files"] and not (add / "ir").exists()
+    assert (Path(report.kept[-1]["folder"]) / "ir" / "sm_90a" / "add.ttgir").read_text() == edited
+
+
+def test_a_family_variants_edited_ir_is_kept(tmp_path: Path) -> None:
+    argv = [SPLIT_K, "--signature", "*fp32:16, *fp32:16, i32", "--heuristic", "LIMIT=0", "--configs", "0", "-o",
+            str(tmp_path), "--arch", "90", "-q"]
+    run([*argv, "--keep-ir"])
+    family = tmp_path / "accumulate"
+    vid = json.loads((family / "metadata.json").read_text())["variants"][0]["dir"]
+    ttgir = family / vid / "ir" / "sm_90a" / "accumulate.ttgir"
+    edited = ttgir.read_text() + "// edited by hand\n"
+    ttgir.write_text(edited)
+    (family / vid / "notes.txt").write_text("mine\n")
+    report, _ = run(argv)
+    [aside] = edited_folders(family)
+    assert report.kept[0]["files"] == {f"{vid}/ir/sm_90a/accumulate.ttgir": "edited", f"{vid}/notes.txt": "not recorded"}
+    assert (aside / vid / "ir" / "sm_90a" / "accumulate.ttgir").read_text() == edited
+    assert (aside / vid / "notes.txt").read_text() == "mine\n"
+    assert not (family / vid / "ir").exists() and not (family / vid / "notes.txt").exists()
+    assert "accumulate: kept 2 files under v/ " in report.notes[0]

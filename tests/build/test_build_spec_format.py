@@ -10,6 +10,7 @@ import pytest
 
 from tmlr_build.builder import spec
 from tmlr_build.cli import main, make_parser, run
+from tmlr_build.common.devices import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "spec-format.md"
@@ -51,7 +52,9 @@ def test_stop_after_says_where_the_ir_is_not_that_it_wrote_an_artifact(tmp_path:
     out = tmp_path / "out"
     assert main([ADD, "--signature", ADD_SIG, "-o", str(out), "--arch", "80,90", "--stop-after", "ptx"]) == 0
     lines = capsys.readouterr().err.splitlines()
-    assert lines == [
+    assert lines[:2] == [f"tmlr-build: device profile: {PROFILES[gpu].summary()} for {arch}"
+                         for gpu, arch in (("A100", "sm_80"), ("H100", "sm_90a"))]
+    assert lines[2:] == [
         f"tmlr-build: stopped after ptx: IR in {out}/add/ir/{arch} (no cubin, no metadata.json; continue with "
         f"tmlr-build {out}/add/ir/{arch}/add.ptx -o OUT)" for arch in ("sm_80", "sm_90a")
     ]

@@ -28,6 +28,7 @@ GPU = ROOT / "tests" / "gpu"
 SPEC = GPU / "tuple_kernels.json"
 sys.path.insert(0, str(GPU))
 import make_tuple_cached  # noqa: E402
+import tuple_empty  # noqa: E402
 import tuple_kernels  # noqa: E402
 
 NESTED = "((*fp32:16, None), (*fp32:16, 2)), (fp32, 3), i32, 1024"
@@ -59,8 +60,20 @@ def test_triton_gets_the_nested_signature() -> None:
     assert types["t"]._fields == ("ptr", "n") and tuple(types["t"]) == ("*fp16", "i32")  # a NamedTuple type for Triton
 
 
+def test_an_empty_tuple_is_a_constexpr_that_triton_gets_as_an_empty_tuple_type() -> None:
+    """Triton's JIT types an empty tuple argument () and passes nothing for it: tmlr records it as a constexpr of value
+    () (JSON []), which the runtime checks the call passes, and gives Triton the type ()."""
+    params = _params("*fp32:16, (), (*fp32:16, ()), i32, 64", ["x", "t", "io", "n", "BLOCK"], {"BLOCK"})
+    assert [(p.name, p.kind, p.value) for p in params if p.kind == "constexpr"] == [("t", "constexpr", ()), ("io[1]", "constexpr", ()),
+                                                                                   ("BLOCK", "constexpr", 64)]
+    assert format_nested(params) == "*fp32:16, (), (*fp32:16, ()), i32, 64" and params[1].to_json()["value"] == []
+    types, consts, _ = sig.to_triton(params)
+    assert types == {"x": "*fp32", "t": (), "io": ("*fp32", ()), "n": "i32", "BLOCK": "constexpr"} and consts == {(4,): 64}
+    assert sig.map_leaves("(*T:16?, ())", str.upper) == "(*T:16?, ())" and sig.map_leaves("()", lambda leaf: leaf * 2) == "()()"
+
+
 @pytest.mark.parametrize("text, names, constexprs, words", [
-    ("(), i32", ["a", "b"], set(), "empty tuple"),
+    ("Empty(), i32", ["a", "b"], set(), r"a NamedTuple without fields passes nothing; write \(\) for an empty tuple"),
     ("(ptr=*fp32, i32)", ["a"], set(), "name every element"),
     ("(x=*fp32, x=i32)", ["a"], set(), "fields repeat"),
     ("Tensor(*fp32, i32)", ["a"], set(), "field=type"),
@@ -143,6 +156,9 @@ def test_jit_specializes_tuples_as_triton_does() -> None:
     assert ours.values[0] == src and type(ours.values[0]) is Tensor
     nested = specialize(tuple_kernels.tuple_nested, (((FakeTensor(0), None), (FakeTensor(16), 1)), (1.5, 48), 100), {"BLOCK": 1024})
     assert nested.signature == "((*fp32:16, None), (*fp32:16, i32:1)), (fp32, i32:16), i32, 1024"
+    empty = specialize(tuple_empty.tuple_empty, (FakeTensor(0), (), (FakeTensor(16), ()), 5), {"BLOCK": 1024})
+    assert empty.signature == "*fp32:16, (), (*fp32:16, ()), i32, 1024"
+    assert [_triton_text(*current().specialize(a)) for a in ((), (FakeTensor(16), ()))] == ["()", "(*fp32:16, ())"]
 
 
 def test_a_family_of_a_tuple_kernel_builds_with_the_same_nesting_in_every_variant(tmp_path: Path) -> None:

@@ -35,7 +35,10 @@ _COMPILE = textwrap.dedent("""
     import tuple_kernels
     kernel, sig, consts, attrs = json.loads(sys.argv[2])
     Tensor = collections.namedtuple("Tensor", ["ptr", "shape", "stride"])
-    nested = lambda t: Tensor("*fp32", ("i32", "i32"), ("i32", "constexpr")) if t == "Tensor" else tuple(t) if isinstance(t, list) else t
+    def nested(t):
+        if t == "Tensor":
+            return Tensor("*fp32", ("i32", "i32"), ("i32", "constexpr"))
+        return tuple(map(nested, t)) if isinstance(t, list) else t
     triton.compile(ASTSource(getattr(tuple_kernels, kernel), {k: nested(v) for k, v in sig.items()},
                              {tuple(p): v for p, v in consts}, {tuple(p): [["tt.divisibility", 16]] for p in attrs}),
                    target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
@@ -45,6 +48,12 @@ _COMPILE = textwrap.dedent("""
 def cache_entry(name: str, cache: str) -> str:
     """Compile case ``name`` with Triton into the Triton cache ``cache``; the entry's directory."""
     kernel, sig, consts, attrs, _, _ = CASES[name]
+    return compile_entry(kernel, sig, consts, attrs, cache)
+
+
+def compile_entry(kernel: str, sig: dict, consts: list, attrs: list, cache: str) -> str:
+    """Compile ``kernel`` of tuple_kernels.py as CASES describes one, into the Triton cache ``cache``; the entry's
+    directory."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_")}
     env.update(TRITON_CACHE_DIR=cache, TRITON_DISABLE_LINE_INFO="1")
     subprocess.run([sys.executable, "-c", _COMPILE, HERE, json.dumps([kernel, sig, consts, attrs])], env=env, check=True)

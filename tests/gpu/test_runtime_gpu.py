@@ -259,13 +259,17 @@ def test_errors_are_typed_and_not_sticky(vectors):
         (lambda: k(1, x[1:], y, out, n), tr.PointerArgumentError),
         (lambda: k(1, x, y, out, 2**40), tr.ScalarArgumentError),
         (lambda: k(1, x, y, out), tr.ArgumentCountError),
-        (lambda: k(0, x, y, out, n), tr.GridError),
+        (lambda: k(-1, x, y, out, n), tr.GridError),  # a grid of 0 blocks launches nothing, as in Triton
         (lambda: k(1, x, y, out, n, BLOCK=512), tr.ConstexprMismatchError),
         (lambda: k(1, x, y, out, n, stream="s"), tr.StreamError),
     ]
     for call, exc in cases:
         with pytest.raises(exc):
             call()
+    out.zero_()
+    k(0, x, y, out, n)  # an empty grid: checked, nothing launched
+    torch.cuda.synchronize()
+    assert not out.any()
     k(cdiv(n, 1024), x, y, out, n)
     torch.cuda.synchronize()
     assert torch.equal(out, x + y)

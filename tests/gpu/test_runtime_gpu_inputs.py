@@ -2,7 +2,8 @@
 
 The CPU tests show these with fakes; here they meet the real things: CuPy arrays, DLPack producers
 (torch and CuPy behind a wrapper that has only ``__dlpack__``/``__dlpack_device__``), a plain object
-with ``__cuda_array_interface__``, a stream given through ``__cuda_stream__``, launches of a kernel
+with ``__cuda_array_interface__``, one with only ``data_ptr()`` and ``dtype`` (as Triton's ``reinterpret`` wrapper,
+TensorWrapper), a stream given through ``__cuda_stream__``, launches of a kernel
 loaded with ``checks=False``, the driver's answer about host and device memory, and which cuda-python
 bindings ran all this (``TMLR_EXPECT_CUDA_BINDINGS=12.9`` makes a run with the 12.x bindings first on
 PYTHONPATH prove that it used them). Uses ``examples/artifacts/add`` (sm_80 and sm_90a cubins):
@@ -62,6 +63,16 @@ class ArrayInterface:
         return cls(t.data_ptr(), t.numel(), keep=t)
 
 
+class Wrapped:
+    """``data_ptr()`` and ``dtype`` only, as ``triton.reinterpret(t, dtype)`` gives (no ``get_device()``, no ``device``)."""
+
+    def __init__(self, base: Any, dtype: Any) -> None:
+        self._base, self.dtype = base, dtype
+
+    def data_ptr(self) -> int:
+        return self._base.data_ptr()
+
+
 class StreamProtocol:
     """A stream known only through the CUDA stream protocol's ``__cuda_stream__`` -> (version, handle)."""
 
@@ -119,6 +130,15 @@ def test_plain_cuda_array_interface_objects(vectors) -> None:
     launch_and_check(k, ArrayInterface.of(x), y, out.data_ptr(), out, x + y)  # mixed forms, an int address
 
 
+def test_data_ptr_objects(vectors) -> None:
+    """Their device is the driver's answer (test_host_memory_is_refused_and_device_memory_accepted), their dtype read by name."""
+    x, y, out = vectors
+    k = tr.Kernel.load(ADD)
+    launch_and_check(k, Wrapped(x, torch.float32), Wrapped(y, "fp32"), Wrapped(out, None), out, x + y)
+    with pytest.raises(tr.PointerArgumentError, match="reinterpret the tensor as fp32"):
+        k(GRID, Wrapped(x, torch.float16), y, out, N)
+
+
 def test_stream_given_through_cuda_stream_protocol(vectors) -> None:
     """The launch must be ordered after work already queued on the given stream: ``x`` changes only
     after ~0.1 s of spinning on ``s``. The same launch on torch's current stream (not ordered with
@@ -151,7 +171,7 @@ def test_checks_false_launches_every_form(vectors) -> None:
 
 
 def test_host_memory_is_refused_and_device_memory_accepted(vectors) -> None:
-    """The driver's pointer attributes decide, for __cuda_array_interface__ objects: pinned host memory
+    """The driver's pointer attributes decide, for __cuda_array_interface__ and data_ptr() objects: pinned host memory
     (known to CUDA as host memory) and pageable host memory (unknown to CUDA) are refused with the
     typed error; device memory is accepted. Nothing refused reaches the GPU."""
     x, y, out = vectors
@@ -160,7 +180,9 @@ def test_host_memory_is_refused_and_device_memory_accepted(vectors) -> None:
     pageable = torch.randn(N)
     cases = [(ArrayInterface.of(pinned), "the array lives in host memory"),
              (ArrayInterface.of(pageable), "is not memory the CUDA driver knows"),
-             (DLPackOnly(pageable), "move the array to the GPU first")]
+             (DLPackOnly(pageable), "move the array to the GPU first"),
+             (Wrapped(pinned, torch.float32), "the array lives in host memory"),
+             (Wrapped(pageable, torch.float32), "is not memory the CUDA driver knows")]
     for host, fix in cases:
         with pytest.raises(tr.PointerArgumentError) as e:
             k(GRID, host, y, out, N)

@@ -14,7 +14,9 @@ The checks run in that process (this file as a script) and print one ``PASS`` li
   variants): aligned and misaligned elements, a tuple, a list or a NamedTuple, each call served by its own variant,
   equal to torch's; an element every variant assumes aligned is refused naming it (``ptrs[2]``);
 - ``errors``: a misaligned element, a tuple of the wrong length, a constexpr element of another value: typed errors
-  that name the element (``ptrs[1]``, ``io[1][1]``), and nothing launched.
+  that name the element (``ptrs[1]``, ``io[1][1]``), and nothing launched;
+- ``empty``: ``tuple_empty(x, (), (out, ()), n)`` (tests/gpu/tuple_empty.py): the empty tuples pass nothing, as
+  Triton's launcher passes them; a list in the place of ``()`` is refused naming it.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.gpu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARTIFACTS = os.path.join(HERE, "artifacts")
-CHECKS = ("flat", "nested", "namedtuple", "descriptor", "family", "errors")
+CHECKS = ("flat", "nested", "namedtuple", "descriptor", "family", "errors", "empty")
 Tensor = collections.namedtuple("Tensor", ["ptr", "shape", "stride"])
 
 
@@ -149,12 +151,30 @@ def _errors(torch) -> None:
     print("PASS errors (ptrs[1] misaligned, ptrs of 2, io[1][1] = 3 for 2: typed errors naming the element)")
 
 
+def _empty(torch) -> None:
+    import tmlr_runtime as tr
+
+    n = 10_000
+    x, out = torch.randn(n, device="cuda"), torch.zeros(n, device="cuda")
+    k = _load("tuple_empty")
+    k((n + 1023) // 1024, x, (), (out, ()), n)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * 2)
+    out.zero_()
+    with pytest.raises(tr.ConstexprMismatchError) as e:
+        k(1, x, [], (out, ()), n)
+    assert e.value.param == "nothing", str(e.value)
+    torch.cuda.synchronize()
+    assert not out.any()  # nothing launched
+    print(f"PASS empty (x, (), (out, ()), {n}: out == 2 * x; [] for () refused naming it)")
+
+
 def _main() -> None:
     assert sys.modules.get("triton", 0) is None, "run with Triton blocked"
     import torch
 
     torch.cuda.init()
-    for check in (_flat, _nested, _namedtuple, _descriptor, _family, _errors):
+    for check in (_flat, _nested, _namedtuple, _descriptor, _family, _errors, _empty):
         check(torch)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -36,6 +37,7 @@ import re
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from unittest import mock
 
 import pytest
 
@@ -299,8 +301,10 @@ ARTIFACTS = [
            tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
     Broken("parameter-type-unknown", "a parameter has type *fp17",
            edit(lambda d: d["signature"][0].update(type="*fp17")), tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
-    Broken("schema-version-unknown", "schema_version 3 (a newer tmlr-build)", edit(lambda d: d.update(schema_version=3)),
+    Broken("schema-version-unknown", "schema_version 9 (a newer tmlr-build)", edit(lambda d: d.update(schema_version=9)),
            tr.SchemaError, "upgrade tmlr_runtime", SCHEMA),
+    Broken("schema-version-of-a-family", "schema_version 3 (a family index's) without \"kind\": \"family\"",
+           edit(lambda d: d.update(schema_version=3)), tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
     Broken("schema-version-missing", "no schema_version", edit(lambda d: d.pop("schema_version")), tr.SchemaError,
            "rebuild it with tmlr-build", SCHEMA),
     Broken("parameter-names-repeat", "two parameters named x_ptr",
@@ -308,6 +312,8 @@ ARTIFACTS = [
     Broken("two-variants-one-arch", "two variants for sm_80",
            edit(lambda d: d["variants"].append(copy.deepcopy(d["variants"][0]))), tr.SchemaError,
            "rebuild it with tmlr-build", SCHEMA),
+    Broken("capability-arch-disagree", "a variant's capability says 90, its arch sm_80",
+           edit(lambda d: d["variants"][1]["target"].update(arch="sm_80")), tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
     Broken("cubin-name-with-path-parts", "cubin.file is ../add.sm_90a.cubin",
            edit(every_variant("cubin", "file", "../add.sm_90a.cubin")), tr.SchemaError, "rebuild it with tmlr-build",
            SCHEMA),
@@ -437,6 +443,17 @@ class HalfArray:
         self.__cuda_array_interface__ = {"data": (t.data_ptr(), False), "shape": (N,), "typestr": "<f2", "version": 3}
 
 
+class Reinterpreted:
+    """As Triton's ``reinterpret`` wrapper (TensorWrapper): ``data_ptr()`` and a Triton dtype (``str()`` of which is
+    its name), no ``get_device()``."""
+
+    def __init__(self, t: Any, dtype: str) -> None:
+        self.base, self.dtype = t, dtype
+
+    def data_ptr(self) -> int:
+        return self.base.data_ptr()
+
+
 class BrokenStream:
     def __cuda_stream__(self) -> Any:
         return "not (version, handle)"
@@ -466,6 +483,8 @@ CALLS = [
          tr.ConstexprMismatchError, "pass 1024 (or omit it)"),
     Call("constexpr-other-value-positional", "512 in BLOCK's place",
          lambda w: w.kernel(1, w.x, w.y, w.out, N, 1, 512), tr.ConstexprMismatchError, "rebuild with --constexpr BLOCK=512"),
+    Call("launch-option-other-value", "num_warps=8 for a kernel built with 4", lambda w: w.launch(num_warps=8),
+         tr.LaunchOptionMismatchError, "rebuild it with --num-warps 8 or drop the keyword"),
     # -- pointers
     Call("cpu-tensor", "a CPU tensor for a pointer", lambda w: w.launch(x=w.on_cpu(w.x)), tr.PointerArgumentError,
          "move it with .to('cuda:0')"),
@@ -493,6 +512,8 @@ CALLS = [
          tr.PointerArgumentError, "pass an object whose __cuda_array_interface__ follows the protocol"),
     Call("array-interface-wrong-dtype", "an fp16 __cuda_array_interface__ for *fp32", lambda w: w.launch(x=HalfArray(w.x)),
          tr.PointerArgumentError, "convert the array or rebuild"),
+    Call("data-ptr-object-wrong-dtype", "triton.reinterpret(x, tl.float16) (data_ptr() and dtype only) for *fp32",
+         lambda w: w.launch(x=Reinterpreted(w.x, "fp16")), tr.PointerArgumentError, "reinterpret the tensor as fp32"),
     # -- scalars
     Call("int-out-of-range", "2**31 for an i32", lambda w: w.launch(n=2**31), tr.ScalarArgumentError,
          "rebuild it with a wider type"),
@@ -513,8 +534,8 @@ CALLS = [
     Call("tensor-for-int", "a tensor for an i32", lambda w: w.launch(n=torch.tensor([N, N])), tr.ScalarArgumentError,
          "pass an int"),
     # -- grid
-    Call("grid-zero", "grid 0", lambda w: w.launch(grid=0), tr.GridError, "skip the launch when there is no work"),
-    Call("grid-negative", "grid -1", lambda w: w.launch(grid=-1), tr.GridError, "skip the launch when there is no work"),
+    Call("grid-negative", "grid -1 (grid 0 is no error: as in Triton, nothing is launched)", lambda w: w.launch(grid=-1), tr.GridError,
+         "compute it with triton.cdiv-style integer division"),
     Call("grid-too-large", "2**31 programs on x", lambda w: w.launch(grid=2**31), tr.GridError, "split the work"),
     Call("grid-y-too-large", "65536 programs on y", lambda w: w.launch(grid=(1, 65536)), tr.GridError, "split the work"),
     Call("grid-float", "grid 1.5", lambda w: w.launch(grid=1.5), tr.GridError, "use math.ceil"),
@@ -570,6 +591,12 @@ API = [
     Api("load-int", "Kernel.load(3)", lambda w: tr.Kernel.load(3), tr.ArgumentError, "pass the directory tmlr-build wrote"),
     Api("load-output-folder", "Kernel.load of the folder tmlr-build -o wrote (examples/autotune/artifacts)",
         lambda w: tr.Kernel.load(EXAMPLES / "autotune" / "artifacts"), tr.ArtifactError, "load one of them"),
+    Api("serve-one-artifact", "tmlr_runtime.serve of one artifact (examples/artifacts/add)",
+        lambda w: tr.serve(EXAMPLES / "artifacts" / "add"), tr.ArtifactError, "serve takes the folder tmlr-build --spec SPEC -o OUT wrote"),
+    Api("serve-no-index", "tmlr_runtime.serve of a folder no spec build wrote (examples/stages/artifacts: IR inputs only)",
+        lambda w: tr.serve(EXAMPLES / "stages" / "artifacts"), tr.ArtifactError, "tmlr-build --spec SPEC -o"),
+    Api("serve-mode", "tmlr_runtime.serve(folder, mode='fast')", lambda w: tr.serve(EXAMPLES / "artifacts", mode="fast"),
+        tr.ArgumentError, "pass 'strict'"),
     Api("tensor-map-block-shape-int", "make_tensor_map(t, block_shape=64)",
         lambda w: tr.make_tensor_map(w.tensor(), block_shape=64), tr.ArgumentError, "pass block_shape as a tuple of positive ints"),
     Api("tensor-map-block-shape-str", "make_tensor_map(t, block_shape=('a',))",
@@ -611,6 +638,51 @@ API += [
         lambda w: call_family(w, f"args['n'] + {2 ** 70}"), tr.SchemaError, "rebuild it with tmlr-build", gpu="fake"),
     Api("heuristic-too-long", "a family heuristic of 5,000 characters",
         lambda w: call_family(w, "args['n']" + " + 1" * 1250), tr.SchemaError, "rebuild it with tmlr-build", gpu="fake"),
+]
+
+
+def autotuned_family(w: World) -> str:
+    """A family of the add kernel autotuned on n over two configs (tests/family_sample.py)."""
+    import family_sample
+
+    return family_sample.dtype_family(str(w.root / "family"))
+
+
+def load_with_table(w: World, text: str) -> None:
+    d = autotuned_family(w)
+    Path(d, "tuning.json").write_text(text)
+    tr.Kernel.load(d)
+
+
+def tune_into_read_only_folder(w: World) -> None:
+    """``tmlr tune DIR --out RO/tuning.json`` where RO is on a read-only file system: the OS refuses the lock file
+    tmlr tune makes there before it benchmarks (EROFS, as Linux says it; simulated, since root may write into a
+    chmod 0o555 folder)."""
+    from tmlr_runtime.cli.family import tune
+    from tmlr_runtime.family import tuning
+
+    d = autotuned_family(w)
+    (w.root / "read-only").mkdir()
+    cases = w.root / "cases.py"
+    cases.write_text("def cases():\n    return []\n")
+
+    def read_only(path: str, *args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+    with mock.patch.object(tuning, "open", read_only, create=True):
+        tune(d, f"{cases}:cases", str(w.root / "read-only" / "tuning.json"))
+
+
+# A family's tuning table (issue 28): a damaged shipped table is the artifact's content and fails the load;
+# a damaged or read-only user cache never does (docs/variants.md), so it has no row here.
+API += [
+    Api("family-tuning-table-not-json", "a family's shipped tuning.json is not JSON",
+        lambda w: load_with_table(w, "{not json"), tr.SchemaError, "write it again with `tmlr tune", gpu="fake"),
+    Api("family-tuning-table-config-out-of-range", "a family's shipped tuning.json names config 9 of 2",
+        lambda w: load_with_table(w, '{"schema_version": 1, "kind": "tuning", "name": "add", "entries": [{"device": "x", '
+                                  f'"index_sha256": "{"0" * 64}", "key": [1], "config": 9}}]}}'),
+        tr.SchemaError, "write it again with `tmlr tune", gpu="fake"),
+    Api("tune-out-read-only-folder", "tmlr tune --out into a folder of a read-only file system", tune_into_read_only_folder,
+        tr.TuningFileError, "write the table where you may", gpu="fake"),
 ]
 
 
@@ -738,6 +810,15 @@ BUILD = [
     Build("signature-type-for-constexpr", "a type where BLOCK (a constexpr) needs a value",
           lambda i, o: [ADD, "--signature", "*fp32, *fp32, *fp32, i32, i32", "-o", o, "--arch", "80"], E.SignatureError,
           "give it a value"),
+    Build("signature-missing-comma", "a comma left out: '*fp32:16 *fp32:16, ...'",
+          lambda i, o: [ADD, "--signature", "*fp32:16 *fp32:16, *fp32:16, i32, 1024", "-o", o, "--arch", "80"],
+          E.SignatureError, "separate entries with commas: '*fp32:16, *fp32:16'"),
+    Build("signature-named-constexpr", "BLOCK=1024 in the signature",
+          lambda i, o: [ADD, "--signature", "*fp32:16, *fp32:16, *fp32:16, i32, BLOCK=1024", "-o", o, "--arch", "80"],
+          E.SignatureError, "write the constexpr's value alone: 1024, or leave it out of the signature and pass "
+          "--constexpr BLOCK=1024"),
+    Build("arch-space-separated", "--arch '80 90'", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o, "--arch", "80 90"],
+          E.UnsupportedArchError, "--arch takes a comma-separated list: --arch 80,90"),
     Build("unsupported-arch", "--arch 75", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o, "--arch", "75"],
           E.UnsupportedArchError, "use one or more of 80,86,89,90,100"),
     Build("ir-without-arch", "a .ttir without --arch", lambda i, o: [f"{i}/alone/softmax.ttir", "-o", o], E.UsageError,
@@ -750,7 +831,7 @@ BUILD = [
           lambda i, o: [f"{i}/release/softmax.ptx", "-o", o], E.TritonReleaseMismatchError,
           "build it with Triton 3.9.0 (tmlr-build --python PATH", ("was made by Triton 3.9.0",)),
     Build("triton-missing", "no Triton installed", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", o, "--arch", "80"],
-          E.TritonVersionError, "pip install 'triton==3.3.1'", ("pip install -e '.[build]' 'triton==3.3.1'",),
+          E.TritonVersionError, "pip install 'triton>=3.3.1,<3.10'", ("pip install -e '.[build]')",),
           setup=_triton(None)),
     Build("output-path-is-a-file", "-o names a file", lambda i, o: [ADD, "--signature", ADD_SIG, "-o", f"{i}/a-file",
           "--arch", "80"], E.OutputPathError, "pick another path or remove the file"),
@@ -834,7 +915,7 @@ _MESSAGES: dict[str, tuple[str, str]] = {}  # case id -> (exception class, norma
 def normalize(message: str, scratch: Path) -> str:
     text = message.replace(str(scratch), "DIR").replace(str(ROOT), "REPO")
     text = re.sub(r"[0-9a-f]{64}", "<sha256>", text)
-    text = re.sub(r"not valid JSON \(.*?\);", "not valid JSON (…);", text)  # the parser's words vary by Python
+    text = re.sub(r"(not valid JSON|cannot be read as JSON) \(.*?\);", r"\1 (…);", text)  # the parser's words vary by Python
     text = re.sub(r"0x[0-9a-f]{5,}", "0x…", text)
     text = re.sub(r"/\S*/bin/ptxas", "…/ptxas", text)
     return text
@@ -882,7 +963,7 @@ def render_doc() -> str:
         "For `add[grid](x_ptr: *fp32:16, y_ptr: *fp32:16, out_ptr: *fp32:16, n: i32:16, one: i32 = 1, BLOCK=1024)`.\n"
         "Nothing reaches the GPU when a call is refused, and the next correct call works.\n",
         head + "\n".join(_row(c) for c in CALLS) + "\n",
-        "## Other calls (`Kernel.load`, `make_tensor_map`, a family's heuristics)\n",
+        "## Other calls (`Kernel.load`, `make_tensor_map`, a family's heuristics and tuning table, `tmlr tune`)\n",
         "A family index is data: its `@triton.heuristics` expressions are bounded (at most 1000 characters, 40 levels,\n"
         "integers of at most 64 bits, a power or shift refused before it computes a larger one), so a corrupt or\n"
         "hostile index is refused at load or at the call instead of hanging the process (docs/variants.md).\n",

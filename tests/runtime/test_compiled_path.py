@@ -48,13 +48,16 @@ def outcome(doc: dict[str, Any], path: str, args: list[Any], kwargs: dict[str, A
     try:
         launch, fake = fake_launcher(doc, checks=checks, device=device)
         try:
-            with installed():  # the Python path allocates global scratch through the module's driver
+            with installed(dataclasses.replace(H200, ordinal=device)):  # the Python path allocates global scratch through
+                # the module's driver, and a pointer's device (of an object that has only data_ptr()) is asked of it
                 launch(grid, tuple(args), kwargs or {}, stream)
         except tr.TmlrError as e:
             assert fake.launches == [], "a refused call reached the driver"
             return type(e), str(e)
     finally:
         compiled.enabled = compiled.fastlaunch is not None
+    if not fake.launches:  # an empty grid: checked, nothing launched
+        return "nothing launched", None, None
     record = {k: v for k, v in fake.launches[-1].items() if k != "config"}
     config = fake.launches[-1].get("config")
     if config is not None:  # the launch attributes: test_launch_attributes
@@ -68,6 +71,16 @@ def same_on_both_paths(*a: Any, **k: Any) -> tuple[Any, ...]:
     if c[0] == "launched":
         assert c[2] == 1 and p[2] == 0  # the compiled path called the driver from C, the Python path did not
     return c
+
+
+class Wrapped:
+    """As Triton's reinterpret wrapper (TensorWrapper): data_ptr() and dtype, no get_device()."""
+
+    def __init__(self, address: Any, dtype: Any) -> None:
+        self.address, self.dtype = address, dtype
+
+    def data_ptr(self) -> Any:
+        return self.address
 
 
 def with_arg(name: str, value: Any) -> list[Any]:
@@ -84,8 +97,10 @@ def test_every_scalar_type_packs_the_same_bytes():
 
 @pytest.mark.parametrize("name,value", [
     ("a", None), ("a", 0x7000_0000), ("n", np.int64(32)), ("i8", np.int8(-3)), ("f", 3), ("d", np.float32(0.5)),
-    ("flag", 0), ("flag", np.bool_(True)), ("bf", float("inf")), ("h", float("nan")), ("one", True),
-    ("a", torch.zeros(64).as_subclass(fake_cuda_tensor_type(-1))),
+    ("flag", 0), ("flag", np.bool_(True)), ("flag", 2), ("flag", -(2**31)), ("flag", np.int64(3)), ("bf", float("inf")),
+    ("h", float("nan")), ("one", True),
+    ("a", torch.zeros(64).as_subclass(fake_cuda_tensor_type(-1))), ("a", Wrapped(0x7000_0000, torch.float32)),
+    ("b", Wrapped(0x7000_0008, "fp16")),
 ], ids=lambda v: type(v).__name__)
 def test_other_accepted_values_pack_the_same_bytes(name, value):
     same_on_both_paths(metadata_doc(SCALARS), args=with_arg(name, value))
@@ -95,15 +110,16 @@ def test_other_accepted_values_pack_the_same_bytes(name, value):
     ("a", torch.zeros(64, dtype=torch.float16)), ("a", torch.zeros(65)[1:]), ("a", torch.zeros(64).as_subclass(fake_cuda_tensor_type(1))),
     ("a", "x"), ("a", torch.zeros(4).to_sparse()), ("b", torch.zeros(64)), ("n", 4001), ("n", 2**31), ("n", 16.0),
     ("i8", 128), ("u8", -1), ("i16", 2**15), ("u16", 2**16), ("u32", -1), ("i64", 2**63), ("u64", 2**64), ("u64", -1),
-    ("h", 1e6), ("f", 1e39), ("f", "x"), ("d", None), ("bf", "x"), ("flag", 2), ("flag", 0.5), ("one", 2), ("tail", 1.5),
-    ("tail", np.array([1, 2])),
+    ("h", 1e6), ("f", 1e39), ("f", "x"), ("d", None), ("bf", "x"), ("flag", 2**31), ("flag", 0.5), ("one", 2), ("tail", 1.5),
+    ("tail", np.array([1, 2])), ("a", Wrapped(0x7000_0000, torch.float16)), ("a", Wrapped(0x7000_0008, None)),
+    ("a", Wrapped("0x7000", None)),
 ], ids=lambda v: type(v).__name__)
 def test_bad_values_raise_the_same_error(name, value):
     got = same_on_both_paths(metadata_doc(SCALARS), args=with_arg(name, value))
     assert issubclass(got[0], tr.TmlrError)
 
 
-@pytest.mark.parametrize("grid", [0, -1, 2**31, (1, 65536), (1, 1, 1, 1), (), 1.5, "4", None, np.array([4, 1]), True,
+@pytest.mark.parametrize("grid", [0, (4, 0), (0, 2, 1), lambda meta: 0, -1, (2, -1), 2**31, (1, 65536), (1, 1, 1, 1), (), 1.5, "4", None, np.array([4, 1]), True,
                                   lambda meta: meta["missing"], (3,), (3, 2, 1), [4, 2], np.int64(3), lambda meta: (meta["n"] // 2048,)],
                          ids=repr)
 def test_grids_give_the_same_launch_or_error(grid):
@@ -115,7 +131,8 @@ def test_streams_give_the_same_launch_or_error(stream):
     same_on_both_paths(metadata_doc(SCALARS), args=good_args(), stream=stream)
 
 
-@pytest.mark.parametrize("kwargs,cut", [({"BLOCK": 64}, 0), ({"BLOCK": 32}, 0), ({"tail": 7}, 1), ({"bogus": 1}, 0), ({}, 1), ({}, -1)],
+@pytest.mark.parametrize("kwargs,cut", [({"BLOCK": 64}, 0), ({"BLOCK": 32}, 0), ({"tail": 7}, 1), ({"bogus": 1}, 0), ({}, 1), ({}, -1),
+                                        ({"num_warps": 4, "num_ctas": 1}, 0), ({"num_warps": 8}, 0), ({"num_stages": 3}, 0)],
                          ids=repr)
 def test_keywords_and_argument_counts(kwargs, cut):
     args = good_args()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 import os
 import tempfile
 from pathlib import Path
@@ -289,6 +290,13 @@ grids = st.one_of(st.integers(-2, 2**32), big_ints, st.lists(st.integers(-1, 700
 streams = st.one_of(st.just(0), st.just(None), st.integers(-1, 2**65), big_ints, objects)
 
 
+def empty_grid(grid: Any) -> bool:
+    """Whether a grid that launched without error has a dimension 0 (a callable's value read again)."""
+    if callable(grid):
+        grid = grid({})
+    return any(operator.index(d) == 0 for d in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+
+
 @st.composite
 def calls(draw: st.DrawFn) -> tuple[Any, tuple[Any, ...], dict[str, Any], Any]:
     args = list(GOOD)
@@ -324,7 +332,7 @@ def test_random_arguments_only_raise_tmlr_errors(checks: bool) -> None:
             str(e)  # the message itself can be built
             assert len(rec.launches) == before
             return
-        assert len(rec.launches) == before + 1
+        assert len(rec.launches) == before + (not empty_grid(grid))  # an empty grid launches nothing, as in Triton
 
     with fake_driver.installed():  # a driver for the pointer-ownership query of array interfaces
         run()

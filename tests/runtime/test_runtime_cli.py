@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 
@@ -109,9 +110,12 @@ def test_verify_without_gpu_says_skipped_not_ok(no_gpu, capsys):
     assert main(["verify", ADD]) == 0  # nothing failed
     lines = capsys.readouterr().out.splitlines()
     device = [line for line in lines if "this device can load and run it" in line]
-    assert len(device) == 1 and device[0].startswith("skipped  ")
-    assert "not checked: loading the cubin on a device needs an NVIDIA GPU and driver" in device[0]
-    assert all(line.startswith("ok       ") for line in lines if line not in device)
+    assert device == ["skipped  this device can load and run it  - not checked: no GPU here"]
+    assert lines[-3:] == ["tmlr verify: 1 passed, 0 failed (of 1 artifact)",
+                          "  skipped in 1 of 1: not checked: no GPU here, so loading on a device was not checked (the NVIDIA "
+                          "driver library (libcuda) could not be loaded: (test))",
+                          "  a skipped check is no failure; --strict makes it one"]
+    assert all(line.startswith("ok       ") for line in lines[:-3] if line not in device)
     assert main(["verify", "--json", ADD]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["verdict"], r["ok"]) for r in rows if r["check"] == "this device can load and run it"] == [("skipped", None)]
@@ -120,8 +124,35 @@ def test_verify_without_gpu_says_skipped_not_ok(no_gpu, capsys):
 
 def test_verify_no_device_says_what_was_not_checked(capsys):
     assert main(["verify", "--no-device", ADD]) == 0
-    last = capsys.readouterr().out.splitlines()[-1]
-    assert last == "skipped  this device can load and run it  - not checked: loading the cubin on a device (--no-device)"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-4] == "skipped  this device can load and run it  - not checked: loading the cubin on a device (--no-device)"
+    assert lines[-2] == "  skipped in 1 of 1: not checked: loading the cubin on a device (--no-device)"
+
+
+def test_verify_of_many_artifacts_without_gpu_says_why_once_in_a_summary(no_gpu, capsys, tmp_path):
+    # issue 28: the 300-character reason was repeated per artifact, and nothing summed up
+    assert main(["verify", OUT_FOLDER]) == 0
+    out = capsys.readouterr().out
+    n = len(FOLDER_ARTIFACTS)
+    assert out.count("(test)") == 1 and out.count("  - not checked: no GPU here\n") == n
+    assert out.endswith(f"tmlr verify: {n} passed, 0 failed (of {n} artifacts)\n"
+                        f"  skipped in {n} of {n}: not checked: no GPU here, so loading on a device was not checked (the "
+                        "NVIDIA driver library (libcuda) could not be loaded: (test))\n"
+                        "  a skipped check is no failure; --strict makes it one\n")
+    assert main(["verify", "--strict", OUT_FOLDER]) == 1
+    assert capsys.readouterr().out.splitlines()[-3:] == [f"tmlr verify: 0 passed, {n} failed (of {n} artifacts)", mock.ANY,
+                                                          "  --strict: a skipped check failed each of them"]
+    folder = tmp_path / "out"  # one damaged, one good: counted apart
+    shutil.copytree(ADD, folder / "add")
+    shutil.copytree(ADD, folder / "bad")
+    (folder / "bad" / "add.sm_80.cubin").write_bytes(b"\x7fELF")
+    assert main(["verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "tmlr verify: 1 passed, 1 failed (of 2 artifacts)\n  skipped in 2 of 2: not checked: no GPU here" in out
+    assert main(["verify", "--json", str(folder)]) == 1  # JSON: the rows, each with its whole detail, and no summary
+    docs = json.loads(capsys.readouterr().out)
+    assert [r["detail"] for r in docs[0]["checks"] if r["ok"] is None] == [
+        "not checked: no GPU here, so loading on a device was not checked (the NVIDIA driver library (libcuda) could not be loaded: (test))"]
 
 
 def test_version(capsys):
@@ -175,6 +206,7 @@ def test_inspect_shows_tensor_descriptors(capsys):
 # -- issue 19: the -o folder, --strict, a damaged artifact under inspect, tune's refusals ----------------
 OUT_FOLDER = os.path.join(ROOT, "examples", "artifacts")  # a folder as tmlr-build -o writes it
 AUTOTUNE = os.path.join(ROOT, "examples", "autotune", "artifacts", "matmul")
+FOLDER_ARTIFACTS = sorted(n for n in os.listdir(OUT_FOLDER) if os.path.isdir(os.path.join(OUT_FOLDER, n)))  # not its serve.json
 
 
 def test_inspect_and_verify_of_an_output_folder_take_each_artifact(capsys):
@@ -183,13 +215,13 @@ def test_inspect_and_verify_of_an_output_folder_take_each_artifact(capsys):
     assert f"== {ADD}" in out and f"== {os.path.join(OUT_FOLDER, 'matmul')}" in out
     assert main(["inspect", "--json", "--no-device", OUT_FOLDER]) == 0
     infos = json.loads(capsys.readouterr().out)
-    assert [info["name"] for info in infos] == sorted(os.listdir(OUT_FOLDER))
+    assert [info["name"] for info in infos] == FOLDER_ARTIFACTS
 
 
 def test_loading_an_output_folder_names_the_artifacts_in_it():
     with pytest.raises(tr.ArtifactError) as e:
         tr.Kernel.load(OUT_FOLDER)
-    assert f"holding {len(os.listdir(OUT_FOLDER))} artifact(s): {ADD}" in str(e.value)
+    assert f"holding {len(FOLDER_ARTIFACTS)} artifact(s): {ADD}" in str(e.value)
     assert f"load one of them, e.g. Kernel.load({ADD!r})" in str(e.value)
 
 
@@ -221,9 +253,24 @@ def test_tune_refuses_a_missing_cases_file_a_plain_artifact_and_a_folder_before_
     for argv, message in (
             ([AUTOTUNE, "--cases", "nothere.py:cases"], "nothere.py is not a Python file (check the path)"),
             ([ADD, "--cases", cases], "not a family: nothing to tune"),
-            ([os.path.dirname(AUTOTUNE), "--cases", cases], f"tune a family among them, e.g. tmlr tune {AUTOTUNE}")):
+            ([os.path.dirname(AUTOTUNE), "--cases", cases], f"the families among them are {AUTOTUNE}: tune each, e.g. tmlr tune {AUTOTUNE}"),
+            ([OUT_FOLDER, "--cases", cases], "none of them is a family with @triton.autotune configs, which is what tmlr tune takes")):
         assert main(["tune", *argv]) == 1
         assert message in capsys.readouterr().err
+
+
+def test_tune_of_an_output_folder_suggests_its_families_not_a_plain_kernel(tmp_path, capsys):
+    # issue 28: `tmlr tune out` suggested the first artifact, a plain kernel, which tune refuses in turn
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, target in (("add", ADD), ("matmul", AUTOTUNE), ("zz_broken", tmp_path / "zz")):
+        os.symlink(target, out / name)
+    (tmp_path / "zz").mkdir()
+    (tmp_path / "zz" / "metadata.json").write_text("{not json")
+    assert main(["tune", str(out), "--cases", os.path.join(ROOT, "examples", "autotune", "tune_cases.py") + ":cases"]) == 1
+    err = capsys.readouterr().err
+    assert f"holding 3 artifact(s): {out / 'add'}, {out / 'matmul'}, {out / 'zz_broken'}" in err
+    assert err.endswith(f"the families among them are {out / 'matmul'}: tune each, e.g. tmlr tune {out / 'matmul'} --cases ...\n")
 
 
 # --- PTX (tests/gpu/artifacts/add_ptx: an sm_80 cubin and compute_80 PTX) -----------------------------
@@ -234,15 +281,16 @@ ADD_PTX = os.path.join(ROOT, "tests", "gpu", "artifacts", "add_ptx")
     ("9.0", "ptx", "PTX compute_80 (add_ptx.compute_80.ptx), compiled by the driver at load: no cubin runs on 9.0"),
     ("12.0", "ptx", "PTX compute_80"),
     ("8.6", "cubin", "cubin sm_80 (add_ptx.sm_80.cubin, compatible: built for 8.0)"),
-    ("80", "cubin", "cubin sm_80 (add_ptx.sm_80.cubin, exact)"),
+    ("8.0", "cubin", "cubin sm_80 (add_ptx.sm_80.cubin, exact)"),
     ("7.5", None, "nothing: add_ptx: nothing in the artifact runs on this GPU (compute capability 7.5)"),
 ])
 def test_inspect_says_what_a_gpu_would_load(capsys, cc, loads, words):
-    assert main(["inspect", "--no-device", "--cc", cc, ADD_PTX]) == 0
+    status = 0 if loads else 1  # nothing loads there: the check before a deploy fails
+    assert main(["inspect", "--no-device", "--cc", cc, ADD_PTX]) == status
     out = capsys.readouterr().out
-    assert f"  on {'8.0' if cc == '80' else cc}" in out and words in out
+    assert f"  on {cc}" in out and words in out
     assert "ptx   add_ptx.compute_80.ptx  " in out
-    assert main(["inspect", "--no-device", "--json", "--cc", cc, ADD_PTX]) == 0
+    assert main(["inspect", "--no-device", "--json", "--cc", cc, ADD_PTX]) == status
     info = json.loads(capsys.readouterr().out)
     assert info["on"]["loads"] == loads and info["schema_version"] == 4
     assert info["variants"][0]["ptx"]["arch"] == "compute_80" and info["variants"][0]["ptx"]["file"] == "add_ptx.compute_80.ptx"
@@ -250,16 +298,61 @@ def test_inspect_says_what_a_gpu_would_load(capsys, cc, loads, words):
 
 def test_inspect_cc_of_a_family_says_it_per_variant(capsys):
     assert main(["inspect", "--no-device", "--json", "--cc", "9.0", AUTOTUNE]) == 0
-    variants = json.loads(capsys.readouterr().out)["variants"]
-    assert variants and all(v["on"]["loads"] == "cubin" and v["on"]["arch"] == "sm_90a" for v in variants)
-    assert main(["inspect", "--no-device", "--cc", "10.0", AUTOTUNE]) == 0
-    assert "on 10.0: nothing: " in capsys.readouterr().out
+    info = json.loads(capsys.readouterr().out)
+    assert info["variants"] and all(v["on"]["loads"] == "cubin" and v["on"]["arch"] == "sm_90a" for v in info["variants"])
+    assert info["on"] == {"cc": "9.0", "variants": 24, "loading": 24}
+    assert main(["inspect", "--no-device", "--cc", "10.0", AUTOTUNE]) == 1  # no variant loads: the deploy check fails
+    captured = capsys.readouterr()
+    assert "on 10.0: nothing: " in captured.out
+    assert "  on 10.0: 0 of 24 variants load: a call that takes one of the other 24 fails there\n" in captured.out
+    assert captured.err.startswith(f"tmlr inspect: --cc: 24 of 24 variants of {AUTOTUNE} load nothing on compute capability 10.0 (v/")
 
 
-def test_inspect_cc_refuses_what_is_no_capability(capsys):
-    with pytest.raises(SystemExit):
-        main(["inspect", "--no-device", "--cc", "9.x", ADD_PTX])
-    assert "'9.x' is not a compute capability; write it like 9.0 or 8.6" in capsys.readouterr().err
+def test_inspect_cc_of_a_family_fails_when_some_variant_loads_nothing(tmp_path, capsys):
+    # a call may take any variant: one that loads nothing on the GPU fails those calls there, so the check fails
+    family = tmp_path / "matmul"
+    shutil.copytree(AUTOTUNE, family)
+    index = json.loads((family / "metadata.json").read_text())
+    first = family / index["variants"][0]["dir"]
+    shutil.copytree(os.path.join(ROOT, "tests", "gpu", "artifacts", "add_ptx"), first, dirs_exist_ok=True)  # an sm_80 + PTX one
+    assert main(["inspect", "--no-device", "--json", "--cc", "10.0", str(family)]) == 1
+    info = json.loads(capsys.readouterr().out)
+    assert info["on"] == {"cc": "10.0", "variants": 24, "loading": 1} and info["problems"] == []
+    assert [v["on"]["loads"] for v in info["variants"]][:2] == ["ptx", None]
+    assert main(["verify", "--no-device", "--json", "--cc", "10.0", str(family)]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    on = [r for r in rows if "compute capability 10.0" in r["check"]]
+    assert len(on) == 24 and [r["ok"] for r in on] == [True] + [False] * 23
+    assert on[0]["check"] == f"{index['variants'][0]['dir']}: a GPU of compute capability 10.0 loads it"
+    # (the sub-artifact swapped in has another signature than the index's, which verify says too)
+    assert {r["check"] for r in rows if r["ok"] is False} == {r["check"] for r in on[1:]} | {
+        "sub-artifacts match the index (signatures, cubin sha256)"}
+
+
+@pytest.mark.parametrize("cc", ["9", "90", "sm_90", "0.9", "9.x", "9.00", "100.0", "9,0"])
+@pytest.mark.parametrize("command", ["inspect", "verify"])
+def test_cc_takes_x_y_only(capsys, cc, command):
+    # "9" was read as 0.9 (and "90" as 9.0): either could be meant, so X.Y only
+    with pytest.raises(SystemExit) as e:
+        main([command, "--no-device", "--cc", cc, ADD_PTX])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"tmlr {command}: error: --cc takes a compute capability as X.Y, e.g. 9.0 (H100) or 8.6; {cc!r} is not one\n")
+
+
+@pytest.mark.parametrize("cc, ok, words", [
+    ("9.0", True, "PTX compute_80 (add_ptx.compute_80.ptx), compiled by the driver at load"),
+    ("12.0", True, "PTX compute_80"),
+    ("7.5", False, "tmlr does not support a GPU of compute capability 7.5"),
+])
+def test_verify_cc_fails_when_nothing_loads_there(capsys, cc, ok, words):
+    assert main(["verify", "--no-device", "--cc", cc, ADD_PTX]) == (0 if ok else 1)
+    out = capsys.readouterr().out
+    assert f"{'ok     ' if ok else 'FAIL   '}  a GPU of compute capability {cc} loads it  - " in out and words in out
+    assert main(["verify", "--no-device", "--cc", "12.0", ADD]) == 1  # sm_80 and sm_90a cubins, no PTX
+    out = capsys.readouterr().out
+    assert "FAIL     a GPU of compute capability 12.0 loads it  - nothing: add: nothing in the artifact runs on this GPU" in out
+    assert "e.g. `tmlr-build ... --arch 89 --ptx`" in out and "--arch 120" not in out
 
 
 def test_verify_checks_the_ptx_digest(tmp_path, capsys):

@@ -169,6 +169,10 @@ def test_heuristic_whitelist(text, why):
     assert next_power_of_2(1000) == 1024 and next_power_of_2(1) == 1 and next_power_of_2(1024) == 1024
 
 
+FAILED = {"vid": "c1-000000000000", "config": 1, "signature": "*fp32:16, *fp32:16, *fp32:16, i32:1, 1024",
+          "error": "k.py:3: k.py:add c1-000000000000 for capability 90: Triton failed in stage python -> ttir: no"}
+
+
 def index_doc(tmp_path) -> tuple[str, dict]:
     d = dtype_family(str(tmp_path / "add"))
     with open(os.path.join(d, "metadata.json")) as f:
@@ -187,6 +191,11 @@ def index_doc(tmp_path) -> tuple[str, dict]:
     (lambda d: d["params"][0].update(kind="pointer"), "$.params[0].kind", True),
     (lambda d: d["variants"][0].update(cubin_sha256={"sm_90a": "not hex"}), "$.variants[0].cubin_sha256", True),
     (lambda d: d["variants"][0].update(cubin_sha256={"../x": "0" * 64}), "$.variants[0].cubin_sha256", True),
+    (lambda d: d.update(schema_version=8), "$.schema_version", True),  # 8 lists "failed" variants, 3 and 6 none
+    (lambda d: d.update(failed=[FAILED]), "$.failed", True),
+    (lambda d: d.update(schema_version=8, failed=[{**FAILED, "config": 2}]), "$.failed[0].config", False),
+    (lambda d: d.update(schema_version=8, failed=[{**FAILED, "config": None}]), "$.failed", False),
+    (lambda d: d.update(schema_version=8, failed=[{**FAILED, "error": None}]), "$.failed[0].error", True),
 ])
 def test_a_bad_index_is_refused_by_the_reader_and_the_schema(tmp_path, change, json_path, schema_too):
     jsonschema = pytest.importorskip("jsonschema")
@@ -327,3 +336,57 @@ def test_a_family_s_first_load_reads_each_file_once(tmp_path, fake, monkeypatch)
     metadata = sorted(f for f in files if f.endswith("metadata.json"))
     assert metadata == sorted(["metadata.json"] + [os.path.join(os.path.relpath(m.directory, d), "metadata.json") for m in family.members])
     assert len(files) == len(set(files)) and sum(f.endswith(".cubin") for f in files) == 1  # one variant launched: one cubin
+
+
+def failed_family(tmp_path) -> str:
+    """dtype_family's index as a build writes it when its bf16 variants with n divisible by 16 failed to compile."""
+    d, doc = index_doc(tmp_path)
+    doc.update(schema_version=8, failed=[{"vid": f"c{c}-00000000000{c}", "config": c, "signature": "*bf16:16, *bf16:16, *bf16:16, i32:16, 1024",
+                                          "error": f"k.py:3: add c{c}: Triton failed: no bf16 here"} for c in (0, 1)])
+    with open(os.path.join(d, "metadata.json"), "w") as f:
+        json.dump(doc, f)
+    return d
+
+
+def test_a_call_that_needs_a_variant_that_failed_to_compile_gets_its_error(tmp_path, fake):
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(json.load(open(os.path.join(failed_family(tmp_path), "metadata.json"))),
+                        json.loads(family_index.FAMILY_SCHEMA_PATH.read_text()))
+    family = tr.Kernel.load(str(tmp_path / "add"))
+    assert [(f.vid, f.config) for f in family.index.failed] == [("c0-000000000000", 0), ("c1-000000000001", 1)]
+    family(4, *tensors(4096), 4096)  # a built variant serves it
+    with pytest.raises(tr.VariantNotBuiltError) as e:
+        family.variant(1, *tensors(4096, torch.bfloat16), 4096)
+    assert isinstance(e.value, tr.NoCompatibleVariantError) and (e.value.vid, e.value.error) == ("c1-000000000001", "k.py:3: add c1: Triton failed: no bf16 here")
+    assert str(e.value).startswith("add: the variant for this call, c1-000000000001 [*bf16:16, *bf16:16, *bf16:16, i32:16, 1024], "
+                                   "failed to compile when the family was built, and the family was written without it: k.py:3: add c1")
+    with pytest.raises(tr.VariantNotBuiltError, match="c1-000000000001"):  # a call benchmarks none: the last error, no TuningError
+        family(4, *tensors(4096, torch.bfloat16), 4096)
+    with pytest.raises(tr.NoCompatibleVariantError) as e:  # n not divisible by 16: no variant was planned for it
+        family.variant(0, *tensors(4095, torch.bfloat16), 4095)
+    assert not isinstance(e.value, tr.VariantNotBuiltError)
+
+
+def test_a_runtime_that_reads_no_v8_refuses_such_an_index_naming_its_version(tmp_path, monkeypatch):
+    from tmlr_runtime.artifact import files, metadata
+
+    failed_family(tmp_path)
+    monkeypatch.setattr(files, "FAMILY_VERSIONS", (3, 6))  # the reader before issue 31
+    monkeypatch.setattr(metadata, "FAMILY_VERSIONS", (3, 6))
+    with pytest.raises(tr.SchemaError, match=r"schema_version 8 is not one this tmlr_runtime reads \(family indexes of v3, v6\); a "
+                                             "newer tmlr-build wrote it: upgrade tmlr_runtime"):
+        tr.Kernel.load(str(tmp_path / "add"))
+
+
+def test_inspect_and_verify_name_the_variants_that_failed(tmp_path, capsys):
+    from tmlr_runtime.cli.family import inspect_family, print_inspect_family, verify_family
+
+    index = read_index(failed_family(tmp_path))
+    info = inspect_family(index)
+    assert info["schema_version"] == 8 and [f["vid"] for f in info["failed"]] == ["c0-000000000000", "c1-000000000001"]
+    print_inspect_family(info)
+    assert "  2 variants failed to compile (not in the family: a call that needs one is refused with its error)" in capsys.readouterr().out
+    checks = {name: (ok, detail) for name, ok, detail in verify_family(index.directory, with_device=False)}
+    assert checks["family index validates with jsonschema"][0] is True
+    ok, detail = checks["every planned variant was built"]
+    assert ok is None and detail.startswith("2 failed to compile and are not in the family") and "c1-000000000001" in detail

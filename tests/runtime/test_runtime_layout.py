@@ -1,7 +1,7 @@
 """The runtime's folders show its design, and its imports point one way (read from the source, not run).
 
-Layers, each importing only those before it: ``errors`` and ``driver_errors``, ``abi`` and ``tuples``, ``driver`` (the root modules), ``artifact/``,
-``launch/``, ``family/``, the package itself (``tmlr_runtime/__init__.py``, the public names), the runtime inside
+Layers, each importing only those before it: ``errors`` and ``driver_errors``, ``abi``, ``tuples`` and ``objects``, ``driver`` (the root modules), ``artifact/``,
+``launch/``, ``family/``, ``serving/`` (``tmlr_runtime.serve``, imported by its call), the package itself (``tmlr_runtime/__init__.py``, the public names), the runtime inside
 other frameworks (``torch_ops.py``, and an ``integrations/`` folder should there be more), ``cli/`` and ``__main__``. Inside a
 folder, modules may import each other, but no import (at module level or inside a function) closes a circle.
 One import runs up, on purpose: ``Kernel.load`` imports the family code when it meets a family index.
@@ -18,7 +18,8 @@ import tmlr_runtime
 
 RUNTIME = Path(tmlr_runtime.__file__).parent
 ROOT = RUNTIME.parent
-LAYERS = (("errors", "driver_errors"), ("abi", "tuples"), "driver", "artifact", "launch", "family", "", ("integrations", "torch_ops"), "cli", "__main__")
+LAYERS = (("errors", "driver_errors"), ("abi", "tuples", "objects"), "driver", "artifact", "launch", "family", "serving", "",
+          ("integrations", "torch_ops"), "cli", "__main__")
 UPWARD = {("tmlr_runtime.launch.kernel", "tmlr_runtime.family.dispatch")}  # Kernel.load meeting a family index
 
 

@@ -58,10 +58,50 @@ def test_schema_errors_name_the_field(path, value, json_path):
     assert "tmlr-build" in str(e.value) or "tmlr_runtime" in str(e.value)
 
 
-def test_unknown_schema_version_says_what_to_do():
+READS = "v1, v2, v4, v5, v7"
+
+
+@pytest.mark.parametrize("version, kind, why", [
+    (9, None, "a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
+              "tmlr-build of this tmlr_runtime"),
+    (10, "family", "a newer tmlr-build wrote it: upgrade tmlr_runtime"),
+    (3, None, '3 numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'),
+    (0, None, "no tmlr-build writes that version - rebuild the artifact with tmlr-build"),
+    ("5", None, "no tmlr-build writes that version"),
+])
+def test_unknown_schema_version_says_which_it_has_which_are_read_and_what_to_do(tmp_path, version, kind, why):
+    doc = mutated(("schema_version",), version)
+    if kind:
+        doc["kind"] = kind
+    reads = "family indexes of v3, v6, v8" if kind else f"kernel metadata of {READS}"
     with pytest.raises(tr.SchemaError) as e:
-        tr.ArtifactMetadata.from_dict(mutated(("schema_version",), 3))
-    assert "schema_version 3" in str(e.value) and "versions 1, 2" in str(e.value) and "upgrade tmlr_runtime" in str(e.value)
+        tr.ArtifactMetadata.from_dict(doc, "m.json")
+    assert str(e.value).startswith(f"m.json: schema_version {version!r} is not one this tmlr_runtime reads ({reads}); {why}")
+    write_artifact(str(tmp_path / "k"), doc)  # Kernel.load and tmlr verify read it the same way
+    with pytest.raises(tr.SchemaError, match="is not one this tmlr_runtime reads"):
+        tr.Kernel.load(str(tmp_path / "k"))
+
+
+@pytest.mark.parametrize("version", [1, 2, 4, 5])
+def test_a_broken_document_names_its_own_version_not_the_newest(version):
+    doc = mutated(("variants", 0, "launch", "num_warps"), "4")
+    doc["schema_version"] = version
+    with pytest.raises(tr.SchemaError) as e:
+        tr.ArtifactMetadata.from_dict(doc, "m.json")
+    assert str(e.value) == (f"m.json: $.variants[0].launch.num_warps: '4' is not an integer; not a valid tmlr metadata.json (it "
+                            f"says schema v{version}; this tmlr_runtime reads {READS}) - rebuild it with tmlr-build")
+    doc.pop("schema_version")
+    with pytest.raises(tr.SchemaError, match=r"\(it names no schema_version; this tmlr_runtime reads v1, v2, v4, v5, v7\)"):
+        tr.ArtifactMetadata.from_dict(doc, "m.json")
+
+
+def test_a_broken_family_index_names_its_own_version():
+    from tmlr_runtime.artifact.family_index import FamilyIndex
+
+    with pytest.raises(tr.SchemaError) as e:
+        FamilyIndex.from_dict({"schema_version": 6, "kind": "family"}, "fam", "0" * 64)
+    assert str(e.value).endswith("'name' is a required property; not a valid tmlr family index (it says schema v6; this "
+                                 "tmlr_runtime reads family indexes of v3, v6, v8) - rebuild it with tmlr-build")
 
 
 def test_repeated_names_and_archs():
@@ -71,8 +111,23 @@ def test_repeated_names_and_archs():
         tr.ArtifactMetadata.from_dict(doc)
     doc = copy.deepcopy(GOOD)
     doc["variants"].append(copy.deepcopy(doc["variants"][0]))
-    with pytest.raises(tr.SchemaError, match="same arch"):
+    with pytest.raises(tr.SchemaError) as e:
         tr.ArtifactMetadata.from_dict(doc)
+    assert e.value.json_path == "$.variants[2]"
+    assert "a second variant for sm_80 (variant 0 is one): an artifact holds one cubin per arch" in str(e.value)
+
+
+@pytest.mark.parametrize("capability, arch", [(90, "sm_80"), (80, "sm_90a"), (86, "sm_8")])
+def test_a_variant_whose_capability_and_arch_disagree_is_named(capability, arch):
+    # was "two variants for the same arch" when the other variant had that arch, and read as fine otherwise
+    doc = mutated(("variants", 1, "target", "arch"), arch)
+    doc["variants"][1]["target"]["capability"] = capability
+    with pytest.raises(tr.SchemaError) as e:
+        tr.ArtifactMetadata.from_dict(doc, "m.json")
+    assert e.value.json_path == "$.variants[1].target"
+    assert str(e.value).startswith(f"m.json: $.variants[1].target: capability {capability} and arch {arch!r} disagree: a "
+                                   f"variant's cubin is for one GPU (sm_{capability} or sm_{capability}a for capability {capability})")
+    assert "same arch" not in str(e.value)
 
 
 def test_records_hold_exactly_their_fields():
@@ -141,7 +196,7 @@ def test_no_variant_fits(archs, device):
 
 def test_example_artifacts_are_valid():
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "artifacts")
-    names = sorted(os.listdir(root))
+    names = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)))  # serve.json beside them
     assert names
     for name in names:
         meta = tr.ArtifactMetadata.read(os.path.join(root, name))

@@ -36,7 +36,8 @@ def test_bad_artifact_fails_before_touching_the_driver(tmp_path):
 
 
 RUNNERS = {"softmax": "stages/run_softmax.py", "matmul": "stages/run_matmul.py", "fp8_matmul": "stages/run_fp8_matmul.py",
-           "gluon_matmul": "gluon/run_gluon_matmul.py", "matmul family": "autotune/run_matmul.py"}
+           "gluon_matmul": "gluon/run_gluon_matmul.py", "matmul family": "autotune/run_matmul.py",
+           "torch_compile block": "torch_compile/run_block.py"}
 
 
 def _run_example(script: str, *python: str) -> subprocess.CompletedProcess:

@@ -54,7 +54,9 @@ def test_reader_agrees_with_jsonschema_on_invalid_changes() -> None:
             if found is not None:  # named at the change, at what holds it, or inside the new value
                 at = path_text(path)
                 inside = found == at or found.startswith((at + ".", at + "["))
-                assert inside or found in {path_text(path[:n]) for n in range(len(path))}, (found, at)
+                # a renamed parameter of a tuple document: the tuples its names make no longer agree (schema v5)
+                renamed = found == "$.tuples" and path[0] == "signature" and path[-1] == "name"
+                assert inside or renamed or found in {path_text(path[:n]) for n in range(len(path))}, (found, at)
             verdicts.append(expected)
     print(f"invalid changes: {verdicts.count(False)} invalid, {verdicts.count(True)} still valid")
     assert verdicts.count(False) >= 0.7 * len(verdicts)

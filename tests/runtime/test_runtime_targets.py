@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import re
 import warnings
 
 import pytest
@@ -13,7 +14,7 @@ import tmlr_runtime as tr
 from fake_driver import A100, H200, installed, metadata_doc, nop_cubin, param, write_artifact
 from tmlr_runtime.abi import Target
 from tmlr_runtime.artifact.metadata import read_ptx
-from tmlr_runtime.artifact.targets import Pick, choose
+from tmlr_runtime.artifact.targets import BUILD_CAPABILITIES, Pick, advice, choose
 
 
 def _offer(text: str) -> tuple[Target, Target | None]:
@@ -53,9 +54,11 @@ def test_what_a_gpu_loads(variants: list[str], device: tuple[int, int], expected
         with pytest.raises(tr.NoCompatibleVariantError) as e:
             choose("k", offers, *device)
         message = str(e.value)
-        # what the artifact has, what this GPU needs, and the rebuild that gives it
+        # what the artifact has, what this GPU needs, and a rebuild that gives it, which tmlr-build makes
         assert all(v.split("+")[0] in message for v in variants) and f"capability {device[0]}.{device[1]}" in message
-        assert f"sm_{device[0]}{device[1]}" in message and f"--arch {device[0]}{device[1]}" in message and "--ptx" in message
+        assert f"sm_{device[0]}{device[1]}" in message and "--ptx" in message
+        archs = [int(a) for a in re.findall(r"--arch (\d+)", message)]
+        assert archs and set(archs) <= set(BUILD_CAPABILITIES), message
         return
     found = choose("k", offers, *device)
     cubin, ptx = offers[found.index]
@@ -70,6 +73,48 @@ def test_the_no_fit_message_says_where_each_image_runs() -> None:
                                    "sm_86 (runs on 8.6 to 8.9), sm_90a (runs on 9.0 only), PTX compute_86 (runs on 8.6 and "
                                    "newer, compiled at load); this GPU needs a cubin for sm_80 (or sm_80a), or PTX for compute_80 "
                                    "or older.")
+
+
+# (GPU, what the advice says): only builds tmlr-build makes (BUILD_CAPABILITIES), and a GPU older than all of them is
+# said to be unsupported (the advice was "rebuild with --arch 120 / --arch 75", which tmlr-build refuses)
+ADVICE = [
+    ((8, 0), "Rebuild with `tmlr-build ... --arch 80` (add it to the existing --arch list), or build a portable target (80) with --ptx"),
+    ((8, 7), "Rebuild with `tmlr-build ... --arch 86` (add it to the existing --arch list), or build a portable target (80, 86) with --ptx"),
+    ((9, 0), "Rebuild with `tmlr-build ... --arch 90` (add it to the existing --arch list), or build a portable target (80, 86, 89) "
+             "with --ptx, whose PTX the driver compiles at load on this and newer GPUs"),
+    ((10, 0), "Rebuild with `tmlr-build ... --arch 100`"),
+    ((9, 1), "tmlr-build makes no cubin for 9.1 (its --arch values: 80,86,89,90,100): build a portable target (80, 86, 89) with "
+             "--ptx, whose PTX the driver compiles at load on this and newer GPUs, e.g. `tmlr-build ... --arch 89 --ptx` (add it "
+             "to the existing --arch list)"),
+    ((10, 3), "tmlr-build makes no cubin for 10.3"),
+    ((12, 0), "tmlr-build makes no cubin for 12.0 (its --arch values: 80,86,89,90,100): build a portable target (80, 86, 89) with --ptx"),
+    ((7, 5), "tmlr does not support a GPU of compute capability 7.5: tmlr-build builds for 8.0 and newer only (--arch "
+             "80,86,89,90,100; Triton supports NVIDIA GPUs of compute capability 8.0 and newer), and neither their cubins nor "
+             "their PTX run on an older GPU"),
+    ((7, 0), "tmlr does not support a GPU of compute capability 7.0"),
+]
+
+
+@pytest.mark.parametrize("device, words", ADVICE, ids=[f"{m}.{n}" for (m, n), _ in ADVICE])
+def test_the_advice_names_only_builds_tmlr_build_makes(device: tuple[int, int], words: str) -> None:
+    text = advice(*device)
+    assert words in text, text
+    for arch in map(int, re.findall(r"--arch (\d+)", text)):
+        assert arch in BUILD_CAPABILITIES
+    cc = device[0] * 10 + device[1]
+    assert f"--arch {cc}`" not in text or cc in BUILD_CAPABILITIES
+    with pytest.raises(tr.NoCompatibleVariantError) as e:  # the no-fit message ends with it
+        choose("k", [_offer("sm_90a")] if device != (9, 0) else [_offer("sm_80")], *device)
+    assert str(e.value).endswith(text)
+
+
+def test_the_advice_knows_what_tmlr_build_accepts() -> None:
+    from tmlr_build.common.arch import parse_arch_list, supported_capabilities
+
+    assert supported_capabilities() is BUILD_CAPABILITIES  # one list, the runtime's
+    for device in [(m, n) for m in range(7, 13) for n in range(10)]:
+        for arch in re.findall(r"--arch (\d+)", advice(*device)):
+            parse_arch_list(arch)  # raises UnsupportedArchError for an arch tmlr-build refuses
 
 
 def test_ptx_targets() -> None:

@@ -66,6 +66,18 @@ def test_importing_the_runtime_imports_neither_torch_nor_torch_ops():
     assert r.returncode == 0 and r.stdout.split() == ["False", "False"], r.stdout + r.stderr
 
 
+def test_all_names_exactly_the_public_api():
+    # issue 28: `from tmlr_runtime.torch_ops import *` gives the four names the docs use, and no import of the module
+    import inspect
+
+    defined = {n for n, v in vars(torch_ops).items() if not n.startswith("_") and getattr(v, "__module__", None) == torch_ops.__name__
+               and (inspect.isclass(v) or inspect.isfunction(v))}
+    assert sorted(torch_ops.__all__) == sorted(defined) == ["OpKernel", "TorchOpError", "custom_op", "wrap"]
+    star: dict[str, object] = {}
+    exec("from tmlr_runtime.torch_ops import *", star)
+    assert sorted(n for n in star if n != "__builtins__") == sorted(torch_ops.__all__)
+
+
 def test_eager_call_launches_once_and_returns_the_sum(add_kernel):
     kernel, fake = add_kernel
     add = make_add(kernel)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import re
 import shutil
 import tempfile
@@ -18,13 +19,18 @@ from ..common.errors import ArtifactWriteError, OutputPathError
 from ..common.jobs import JobResult
 
 IR_DIR = "ir"
+# In each IR folder tmlr-build writes: the sha256 of every file it wrote there (``sha256sum -c`` reads it), so
+# that a rebuild tells the files a user edited or added from its own (rebuild_edits.py)
+SUMS_FILE = "SHA256SUMS"
 VARIANTS_DIR = "v"  # a family's variants, one artifact each (family.py)
 # schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
-# parameters), what version 4 added (a variant's PTX) or what version 5 added (tuple parameters), so that a
-# runtime that reads version 1 only still loads every artifact it can launch (3 is a family index)
+# parameters), what version 4 added (a variant's PTX), what version 5 added (tuple parameters) or what version 7
+# added (constexprs that are Triton objects), so that a runtime that reads version 1 only still loads every
+# artifact it can launch (3, 6 and 8 are family indexes)
 _DESCRIPTOR_SCHEMA = 2
 _PTX_SCHEMA = 4
 _TUPLE_SCHEMA = 5
+_OBJECT_SCHEMA = 7
 
 
 def cubin_file_name(name: str, arch: str) -> str:
@@ -62,8 +68,12 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     version = _DESCRIPTOR_SCHEMA if any(p.get("type") == TENSORDESC for p in signature) else 1
     version = _PTX_SCHEMA if any(r.ptx is not None for r in results) else version
     tuples = [p.to_json() for p in call_params(p["name"] for p in signature) if isinstance(p, TupleParam)]
+    version = _TUPLE_SCHEMA if tuples else version
+    version = _OBJECT_SCHEMA if any("object" in p for p in signature) else version
     if tuples:  # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
-        return {"schema_version": _TUPLE_SCHEMA, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
+        return {"schema_version": version, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
+    if version < _TUPLE_SCHEMA and any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature):
+        version = _TUPLE_SCHEMA  # an empty tuple, written []
     return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
 
 
@@ -119,10 +129,48 @@ def artifact_files(name: str, results: Sequence[JobResult], with_metadata: bool)
             if r.ptx is not None:
                 files[ptx_file_name(name, r.target)] = r.ptx
     for r in results:
-        for fname, content in r.ir_files.items():
-            data = content if isinstance(content, bytes) else content.encode()
-            files[f"{IR_DIR}/{r.target.arch}/{fname}"] = data
+        folder = {fname: content if isinstance(content, bytes) else content.encode()
+                  for fname, content in r.ir_files.items()}
+        if folder:
+            folder[SUMS_FILE] = sums_text({fname: hashlib.sha256(data).hexdigest() for fname, data in folder.items()})
+        files.update((f"{IR_DIR}/{r.target.arch}/{fname}", data) for fname, data in folder.items())
     return files
+
+
+def sums_text(digests: dict[str, str]) -> bytes:
+    """SHA256SUMS of one folder (file name -> sha256), in sha256sum's format."""
+    return "".join(f"{digest}  {fname}\n" for fname, digest in sorted(digests.items())).encode()
+
+
+def parse_sums(text: str) -> dict[str, str]:
+    """File name -> sha256 of a SHA256SUMS text (lines of another form are skipped)."""
+    sums = {}
+    for line in text.splitlines():
+        digest, sep, fname = line.partition("  ")
+        if sep and re.fullmatch(r"[0-9a-f]{64}", digest):
+            sums[fname] = digest
+    return sums
+
+
+def read_sums(path: str) -> dict[str, str] | None:
+    """File name -> sha256 as the SHA256SUMS at ``path`` records them; None where there is none (or it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse_sums(f.read())
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def unrecord(files: dict[str, bytes], inputs: Sequence[str]) -> None:
+    """Leave the inputs of this build out of the SHA256SUMS of ``files``: a stage file built from its own place
+    in the IR folder is echoed there as it is, and stays the user's (a later rebuild keeps it, edited or not)."""
+    for rel in inputs:
+        folder, base = posixpath.split(rel)
+        record = posixpath.join(folder, SUMS_FILE)
+        if rel in files and record in files:
+            sums = parse_sums(files[record].decode())
+            sums.pop(base, None)
+            files[record] = sums_text(sums)
 
 
 def prepare_output(out: str) -> str:
@@ -157,8 +205,8 @@ def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequenc
                     drop: Sequence[str] = ()) -> str:
     """Write ``out/name`` so that readers see the old directory or the complete new one, never a mix.
 
-    ``carry``: folders of the old directory (relative) to keep when the new files do not replace
-    them - the IR a user edited in place and is building from must survive the rebuild. Every
+    ``carry``: folders and files of the old directory (relative) to keep when the new files do not
+    replace them - the IR a user edited in place and is building from must survive the rebuild. Every
     top-level entry of the old directory that no build writes (:func:`built_names`) is kept as well,
     unless ``files`` replaces it or ``drop`` names it (the caller kept its bytes under another name).
     """
@@ -180,6 +228,7 @@ def write_directory(out: str, name: str, files: dict[str, bytes], carry: Sequenc
             if os.path.isdir(source) and not os.path.islink(source):
                 shutil.copytree(source, target, symlinks=True)
             else:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
                 shutil.copy2(source, target, follow_symlinks=False)
         os.chmod(tmp, 0o755)
         _swap(out, name, tmp, final)

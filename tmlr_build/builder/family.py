@@ -1,4 +1,5 @@
-"""Writing a family artifact: the index (schema_version 3) and one ordinary artifact per variant under v/<vid>/.
+"""Writing a family artifact: the index (schema_version 3; 6 with tuple parameters, 8 with variants that failed to
+compile) and one ordinary artifact per variant under v/<vid>/.
 
 Each ``v/<vid>/`` holds exactly what a single build writes (loadable alone); the index names the
 kernel's parameters, its autotune configs and heuristics, and each variant's folder, config and full
@@ -11,7 +12,8 @@ import json
 from typing import Any, Sequence
 
 from tmlr_runtime import METADATA_FILE
-from tmlr_runtime.artifact.family_index import FAMILY_SCHEMA_PATH, FAMILY_TUPLE_VERSION, FAMILY_VERSION  # the runtime's reader of the index
+from tmlr_runtime.artifact.family_index import (FAMILY_FAILED_VERSION, FAMILY_SCHEMA_PATH, FAMILY_TUPLE_VERSION,  # the runtime's reader of the index
+                                                FAMILY_VERSION)
 from tmlr_runtime.abi import format_signature
 from tmlr_runtime.artifact.metadata import read_parameter
 
@@ -31,7 +33,7 @@ def index_document(plan: FamilyPlan, digests: dict[str, dict[str, str]]) -> dict
         autotune = {"key": list(tune.key), "configs": [c.to_json() for c in plan.configs],
                     "reset_to_zero": list(tune.reset_to_zero), "restore_value": list(tune.restore_value),
                     "has_pre_hook": tune.has_pre_hook, "dtype_in_key": tune.dtype_in_key}
-    return {
+    doc: dict[str, Any] = {
         "schema_version": FAMILY_TUPLE_VERSION if plan.has_tuples else FAMILY_VERSION,
         "kind": "family",
         "name": plan.name,
@@ -42,6 +44,11 @@ def index_document(plan: FamilyPlan, digests: dict[str, dict[str, str]]) -> dict
         "variants": [{"dir": f"{VARIANTS_DIR}/{v.vid}", "config": v.config, "signature": v.full_signature,
                       "cubin_sha256": digests[v.vid]} for v in plan.variants],
     }
+    if plan.failed:  # version 8: a runtime that cannot tell a call needing one of them refuses the whole index
+        doc["schema_version"] = FAMILY_FAILED_VERSION
+        doc["failed"] = [{"vid": v.vid, "config": v.config, "signature": v.full_signature, "error": error}
+                         for v, error in plan.failed]
+    return doc
 
 
 def family_files(plan: FamilyPlan, results: dict[str, Sequence[JobResult]]) -> dict[str, bytes]:

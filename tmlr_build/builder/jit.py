@@ -11,10 +11,11 @@ import hashlib
 import inspect
 import json
 import os
+from dataclasses import replace
 from typing import Any, Callable
 
-from ..common.arch import parse_arch_list, target_for
-from ..common.errors import InputError, SignatureError, UsageError
+from ..common.arch import call_target
+from ..common.errors import InputError, UsageError
 from .build import BuildConfig, build
 from .jit_specialize import Specialization, specialize
 from .sources import request
@@ -86,7 +87,7 @@ class JitKernel:
     def _build(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Specialization]:
         stage_dirs = {k: kwargs.pop(k) for k in list(kwargs) if k in DIR_KWARGS}
         arch = kwargs.pop("arch", None)
-        target = parse_arch_list(str(arch))[0] if arch else target_for(_current_capability())
+        target = call_target(arch if arch else _current_capability())
         spec = specialize(self.fn, args, kwargs)
         path, stage = self._input(stage_dirs)
         key = self._key(path, stage, spec, target.capability)
@@ -94,14 +95,11 @@ class JitKernel:
         artifact = os.path.join(out, self.__name__)
         if not os.path.isfile(os.path.join(artifact, "metadata.json")):
             source = f"{path}:{self.__name__}" if stage == "python" else path
-            req = request(source, signature=spec.signature, options=spec.options, name=self.__name__)
+            # from_call: the build's errors speak of this call's arguments, not of tmlr-build's flags
+            req = replace(request(source, signature=spec.signature, options=spec.options, name=self.__name__),
+                          from_call=True)
             self.builds += 1
-            try:
-                build([req], BuildConfig(out=out, archs=(target,), progress=False, in_process=not self.isolate))
-            except SignatureError as e:
-                # The build's hint speaks of --signature; here the signature came from the call's arguments.
-                raise SignatureError(f"{e} (signature derived from the call {self.__name__}[grid](...): "
-                                     f"{spec.signature}; pass arguments matching {path} or regenerate it)") from None
+            build([req], BuildConfig(out=out, archs=(target,), progress=False, in_process=not self.isolate))
         return artifact, spec
 
     def run(self, grid: Any, *args: Any, stream: Any = None, **kwargs: Any) -> Any:

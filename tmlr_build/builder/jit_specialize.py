@@ -10,13 +10,16 @@ tests/build/test_build_jit.py compares the result with Triton's own specializer.
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from tmlr_runtime.abi import DTYPE_NAMES, TMA_DESC, Parameter, format_entry
+from tmlr_runtime.objects import JIT_FUNCTION, TritonObject, of
 
 from ..common.errors import SignatureError
 from ..common.tensordesc import DescriptorType
+from .sources import package_module
 
 
 @dataclass(frozen=True)
@@ -31,12 +34,26 @@ class Specialization:
         return ", ".join(self.entries)
 
 
-def _constexpr(name: str, value: Any) -> Parameter:
-    unwrapped = getattr(value, "value", value)  # tl.constexpr wrapper
+def _constexpr(name: str, value: Any, kernel: Any = None) -> Parameter:
+    unwrapped = value if of(value) is not None else getattr(value, "value", value)  # tl.constexpr wrapper
+    found = of(unwrapped)  # a dtype or a @triton.jit function: recorded by its text (tmlr_runtime/objects.py)
+    if found is not None:
+        return Parameter(name, "constexpr", value=_as_built(found, kernel))
     if value is not None and not isinstance(unwrapped, (bool, int, float)):
-        raise SignatureError(f"constexpr {name}={unwrapped!r}: tmlr builds only bool/int/float constexprs; "
-                             "pass a number")
+        raise SignatureError(f"constexpr {name}={unwrapped!r}: tmlr builds bool/int/float constexprs, Triton dtypes "
+                             "(tl.bfloat16) and @triton.jit functions defined at a module's top level; pass one of those")
     return Parameter(name, "constexpr", value=unwrapped)
+
+
+def _as_built(found: TritonObject, kernel: Any) -> TritonObject:
+    """A function of the kernel's own module named as the build imports that module (a script's kernel is __main__
+    here, its file's name there: sources.package_module)."""
+    module, _, qualname = found.text.partition(":")
+    if kernel is None or found.object != JIT_FUNCTION or module != kernel.fn.__module__:
+        return found
+    path = inspect.getsourcefile(kernel.fn) or ""
+    built = package_module(path) or os.path.splitext(os.path.basename(path))[0]
+    return TritonObject(JIT_FUNCTION, f"{built}:{qualname}")
 
 
 def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: bool) -> Parameter:
@@ -88,11 +105,11 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
             entries.append(_tuple_entry(name, value))
             values.append(_unwrapped(value))
             continue
-        values.append(value)
         if p.is_constexpr or value is None:
-            param = _constexpr(name, value)
+            param = _constexpr(name, value, fn)
         else:
             param = _parameter(name, value, not p.do_not_specialize, not p.do_not_specialize_on_alignment, p.is_const)
+        values.append(param.value if type(param.value) is TritonObject else value)  # the record: what the build imports
         entries.append(format_entry(param))
     return Specialization(names, tuple(entries), tuple(values), options)
 
@@ -113,7 +130,7 @@ def _tuple_entry(name: str, value: tuple[Any, ...]) -> str:
         else:
             parts.append(format_entry(_parameter(path, x, True, True, False)))
     if not parts:
-        raise SignatureError(f"argument {name}: an empty tuple passes nothing; leave the parameter out of the kernel")
+        return "()"  # an empty tuple: Triton passes nothing for it (the runtime checks the call passes ())
     if fields:
         return "(" + ", ".join(f"{f}={part}" for f, part in zip(fields, parts)) + ")"
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

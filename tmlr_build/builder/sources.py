@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from tmlr_runtime.artifact.elf import EM_CUDA, header_sm
 
+from ..common import devices
 from ..common.arch import Target, triton_target
 from ..common.errors import InputError, InputKindError, MissingMetadataError, UsageError
 from ..common.jobs import STAGES, Job
@@ -42,6 +43,8 @@ class KernelRequest:
     configs: Any = None  # None (all, for an autotuned kernel) | "all" | [index, ...] | [config object, ...]
     heuristics: dict[str, list[Any]] | None = None
     ptx: bool = False  # also keep the PTX (--ptx; a spec's "ptx"), for each target that is not arch-specific
+    device: str | None = None  # the GPU a Python kernel's import answers as (--device; a spec's "device"; None: each target's own)
+    from_call: bool = False  # asked for by a @tmlr_build.jit call: errors speak of its arguments (common/wording.py)
 
 
 def check_name(name: str, what: str = "") -> str:
@@ -245,15 +248,25 @@ def make_jobs(req: KernelRequest, targets: tuple[Target, ...], stop_after: str |
             signature=req.signature, constexprs=dict(req.constexprs), arg_names=req.arg_names,
             options=dict(req.options), triton_metadata=meta, triton_metadata_path=meta_path, sidecar=sidecar,
             sibling_ir=sibling, sibling_ir_name=os.path.basename(ir_path) if ir_path else None,
-            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info, ptx=req.ptx and not target.arch_specific)
+            stop_after=stop_after, keep_ir=keep_ir, line_info=line_info, ptx=req.ptx and not target.arch_specific,
+            from_call=req.from_call, device=device_profile(req, target))
         for target in targets
     ]
 
 
+def device_profile(req: KernelRequest, target: Target) -> str | None:
+    """The device profile a Python kernel's import answers as when built for ``target`` (None for a stage file,
+    which asks nothing); DeviceProfileError for a --device that does not run the target's code."""
+    return devices.for_target(target, req.device).key if req.stage == "python" else None
+
+
 def request(source: str, *, signature: str | None = None, constexprs: dict[str, Any] | None = None,
             arg_names: tuple[str, ...] | None = None, options: dict[str, Any] | None = None,
-            metadata: str | None = None, name: str | None = None, ptx: bool = False) -> KernelRequest:
-    """A KernelRequest from the same words the command line takes (``"k.py:add"``, ``"k.ttgir"``; ``ptx``: --ptx)."""
+            metadata: str | None = None, name: str | None = None, ptx: bool = False,
+            device: str | None = None) -> KernelRequest:
+    """A KernelRequest from the same words the command line takes (``"k.py:add"``, ``"k.ttgir"``; ``ptx``: --ptx;
+    ``device``: --device)."""
     return KernelRequest(**parse_source(source)._asdict(), name=name, signature=signature,
                          constexprs=dict(constexprs or {}), arg_names=arg_names, options=dict(options or {}),
-                         metadata_path=os.path.abspath(metadata) if metadata else None, ptx=ptx)
+                         metadata_path=os.path.abspath(metadata) if metadata else None, ptx=ptx,
+                         device=devices.profile(device).key if device else None)

@@ -20,15 +20,16 @@ import json
 import os
 from typing import Any
 
+from ..common import devices
 from ..common.arch import Target, parse_arch_list
 from ..common.errors import BuildError, SpecError
-from ..common.signature import parse_arg_names
+from ..common.signature import parse_arg_names, spec_constexpr
 from ..common.triton_check import release_range
 from .sources import KernelRequest, check_name, parse_source
 
-_TOP_KEYS = {"arch", "options", "ptx", "kernels", "$comment"}
+_TOP_KEYS = {"arch", "options", "ptx", "device", "kernels", "$comment"}
 _KERNEL_KEYS = {"source", "kernel", "name", "signature", "constexprs", "arg_names", "options", "arch", "metadata",
-                "triton", "types", "configs", "heuristics", "ptx", "$comment"}
+                "triton", "types", "configs", "heuristics", "ptx", "device", "$comment"}
 
 
 def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None]:
@@ -47,11 +48,13 @@ def load_spec(path: str) -> tuple[list[KernelRequest], tuple[Target, ...] | None
     defaults = _options(path, "the spec", doc.get("options", {}))
     archs = _archs(path, "the spec", doc["arch"]) if "arch" in doc else None
     ptx = _flag(path, "the spec", doc, "ptx", False)
-    requests = [_kernel(path, base, i, k, defaults, ptx) for i, k in enumerate(doc["kernels"])]
+    device = _device(path, "the spec", doc.get("device"))
+    requests = [_kernel(path, base, i, k, defaults, ptx, device) for i, k in enumerate(doc["kernels"])]
     return requests, archs
 
 
-def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any], ptx: bool = False) -> KernelRequest:
+def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any], ptx: bool = False,
+            device: str | None = None) -> KernelRequest:
     where = f"kernels[{i}]"
     if not isinstance(k, dict) or not isinstance(k.get("source"), str):
         raise SpecError(f'{path}: {where} must be an object with a "source" string')
@@ -75,10 +78,10 @@ def _kernel(path: str, base: str, i: int, k: Any, defaults: dict[str, Any], ptx:
     metadata = os.path.join(base, k["metadata"]) if "metadata" in k else None
     archs = _archs(path, where, k["arch"]) if "arch" in k else None
     return KernelRequest(**parsed._asdict(), name=k.get("name"), signature=signature,
-                         constexprs=dict(constexprs), arg_names=arg_names, options=options,
+                         constexprs={n: spec_constexpr(v) for n, v in constexprs.items()}, arg_names=arg_names, options=options,
                          default_options=frozenset(defaults) - frozenset(own), metadata_path=metadata,
                          archs=archs, triton=_triton_range(path, where, k.get("triton")), ptx=_flag(path, where, k, "ptx", ptx),
-                         **_variants(path, where, k))
+                         device=_device(path, where, k["device"]) if "device" in k else device, **_variants(path, where, k))
 
 
 def _variants(path: str, where: str, k: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +114,18 @@ def _triton_range(path: str, where: str, value: Any) -> str | None:
     except ValueError as e:
         raise SpecError(f'{path}: {where}: "triton": {e}') from None
     return value
+
+
+def _device(path: str, where: str, value: Any) -> str | None:
+    """A "device": the key of a known device profile (common/devices.py), or None where none is given."""
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise SpecError(f'"device" must be a GPU\'s name like "H100", not {value!r}')
+        return devices.profile(value).key
+    except BuildError as e:
+        raise SpecError(f"{path}: {where}: {e}") from None
 
 
 def _options(path: str, where: str, options: Any) -> dict[str, Any]:

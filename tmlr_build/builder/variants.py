@@ -3,7 +3,8 @@
 Factors: type variables (``"types": {"T": ["fp16", "bf16"]}``, ``*T:16`` in the signature), ``:16?``
 entries (divisible by 16 and not; inside tuples too: ``(*T:16?, *T:16?), i32:16?``), autotune configs, and heuristic values (bool-valued heuristics
 build True and False; others the values the spec lists). Constexprs that a config or a heuristic
-sets are filled per variant, so the user's signature leaves them out. Pure planning: no Triton.
+sets are filled per variant, so the user's signature leaves them out. A heuristic value that the variant's
+signature rules out (common/heuristics.py, ``decided``) is not planned (issue 31). Pure planning: no Triton.
 """
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import hashlib
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-from tmlr_runtime.abi import PARAM_TYPES, SCALAR_TYPES, format_signature, split_top_level
+from tmlr_runtime.abi import PARAM_TYPES, SCALAR_TYPES, TL_DTYPES, TL_NAMES, format_signature, split_top_level
 from tmlr_runtime.artifact.heuristics import names_used
 
+from ..common import heuristics as heur
 from ..common import signature as sig
 from ..common.errors import MaxVariantsError, OptionError, SignatureError, SpecError
 from ..common.kernel_facts import ConfigFact, HeuristicFact, KernelFacts
@@ -23,8 +25,9 @@ from .sources import KernelRequest
 
 DEFAULT_MAX_VARIANTS = 256
 MAYBE_16 = ":16?"
-_TUPLE_ENTRY = re.compile(r"^([A-Za-z_]\w*)?\(")  # a tuple or NamedTuple entry (signature.parse_tuple)
+_TUPLE_ENTRY = re.compile(r"^([A-Za-z_]\w*)?\((?!\)$)")  # a tuple or NamedTuple entry (signature.parse_tuple); () is a constexpr
 _TYPE_VAR = re.compile(r"^(\*?)([A-Za-z_]\w*)(:.*)?$")
+_DTYPE_VAR = re.compile(r"^(?:tl|triton\.language)\.([A-Za-z_]\w*)$")  # tl.T: the dtype constexpr of type variable T
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class FamilyPlan:
     variants: tuple[Variant, ...]
     count_line: str  # "matmul: 2 types x 1 pattern x 4 configs x 2 EVEN_K x 1 arch = 16 variants"
     warnings: tuple[str, ...]
+    failed: tuple[tuple[Variant, str], ...] = ()  # variants that failed to compile, each with its error's first line
 
     @property
     def has_tuples(self) -> bool:
@@ -75,8 +79,14 @@ def plan(req: KernelRequest, facts: KernelFacts, archs: int, max_variants: int) 
     filled, problems = _filled_names(facts, label)
     entries = split_top_level(req.signature) if req.signature and req.signature.strip() else []
     open_all = [p.name for p in facts.params if p.name not in req.constexprs]
-    fixed = set(filled) <= set(req.constexprs) | set(open_all[:len(entries)])
-    if fixed and not wants_family(req):
+    family_open = [n for n in open_all if n not in filled]
+    # more entries than the family takes: they are positional over every parameter, the filled ones included
+    by_signature = set(open_all[:len(entries)]) if len(entries) > len(family_open) else set()
+    fixed = set(filled) <= set(req.constexprs) | by_signature
+    # configs that set launch options only (num_warps, num_stages, maxnreg) are never fixed by a constexpr: they
+    # make a family of one variant per config, whatever the user fixed
+    launch_only = facts.autotune is not None and not any(c.kwargs for c in facts.autotune.configs)
+    if fixed and not launch_only and not wants_family(req):
         return None  # the user fixed every constexpr a config or heuristic sets: one kernel, as before
     configs: tuple[ConfigFact, ...] | None = None
     heuristics: list[HeuristicFact] = []
@@ -89,8 +99,9 @@ def plan(req: KernelRequest, facts: KernelFacts, archs: int, max_variants: int) 
                             "the constexprs and narrow the configs with \"configs\" (--configs), or fix every "
                             "config and heuristic constexpr to build one kernel")
         _check_entries(label, facts, set(req.constexprs) | set(filled), entries)
-        configs = _configs(req, facts, label) if facts.autotune is not None else None
         heuristics = [h for h in facts.heuristics if h.name not in req.constexprs]
+    if facts.autotune is not None and (not fixed or launch_only):
+        configs = _configs(req, facts, label)
     if req.configs is not None and configs is None:
         why = "has no @triton.autotune" if facts.autotune is None else "gets every config constexpr from you"
         raise SpecError(f"{label}: \"configs\" (--configs) given, but the kernel {why}; drop it")
@@ -98,7 +109,7 @@ def plan(req: KernelRequest, facts: KernelFacts, archs: int, max_variants: int) 
     if unknown:
         raise SpecError(f"{label}: \"heuristics\" names {', '.join(unknown)}, which is no @triton.heuristics value "
                         f"built per variant (those are: {', '.join(h.name for h in heuristics) or 'none'})")
-    named = open_all if fixed else [n for n in open_all if n not in filled]  # the parameters the entries give
+    named = open_all if fixed else family_open  # the parameters the entries give
     _check_tuples(label, facts, {n for n, e in zip(named, entries) if _TUPLE_ENTRY.match(e)}, configs is not None)
     return _expand(req, facts, configs, heuristics, entries, archs, max_variants)
 
@@ -145,11 +156,14 @@ def _check_entries(label: str, facts: KernelFacts, filled: set[str], entries: Se
     rest = open_names[len(entries):]
     if len(entries) <= len(open_names) and all(p.constexpr and p.has_default for p in rest):
         return
-    per_variant = ", ".join(n for n in (p.name for p in facts.params) if n in filled)
+    names = [p.name for p in open_names]
+    optional = sig.optional_tail(names, {p.name for p in open_names if p.constexpr and p.has_default}.__contains__)
+    per_variant = [n for n in (p.name for p in facts.params) if n in filled]
+    set_elsewhere = (f"; {', '.join(per_variant)} {'is' if len(per_variant) == 1 else 'are'} set per variant by the "
+                     "autotune configs, the heuristics or the constexprs - leave them out") if per_variant else ""
     raise SignatureError(
         f"{label}: the signature has {len(entries)} entries but the variants expect {len(open_names)}, one for each "
-        f"of {', '.join(p.name for p in open_names) or '(none)'} in this order; {per_variant} are set per variant "
-        "by the autotune configs, the heuristics or the constexprs - leave them out")
+        f"of {', '.join(names) or '(none)'} in this order{sig.may_leave_out(names, optional)}{set_elsewhere}")
 
 
 def _check_tuples(label: str, facts: KernelFacts, tuples: set[str], tuned: bool) -> None:
@@ -197,7 +211,10 @@ def config_from_dict(doc: dict[str, Any], where: str) -> ConfigFact:
 
 def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> list[dict[str, str]]:
     types = req.types or {}
-    used = {m.group(2) for m in (_TYPE_VAR.match(leaf) for e in entries for leaf in _leaves(e)) if m}
+    leaves = [leaf for e in entries for leaf in _leaves(e)]
+    used = {m.group(2) for m in map(_TYPE_VAR.match, leaves) if m}
+    dtypes = {m.group(1) for m in map(_DTYPE_VAR.match, leaves) if m and m.group(1) in types}
+    used |= dtypes
     undeclared = sorted(n for n in used - set(types) if n not in PARAM_TYPES and n not in ("True", "False", "None"))
     if undeclared:
         raise SpecError(f"{label}: {undeclared[0]} in the signature is no type; as a type variable, declare it: "
@@ -211,6 +228,9 @@ def _type_choices(req: KernelRequest, entries: Sequence[str], label: str) -> lis
         if bad or not values or len(set(values)) != len(values):
             raise SpecError(f"{label}: type variable {var}: {list(values)}: give distinct element types from "
                             f"{', '.join(SCALAR_TYPES)}")
+        if var in dtypes and any(v not in TL_NAMES for v in values):
+            raise SpecError(f"{label}: type variable {var} is a dtype constexpr (tl.{var}), but Triton has no dtype for "
+                            f"{', '.join(v for v in values if v not in TL_NAMES)}; drop it from {var}'s types")
     return [dict(zip(types, combo)) for combo in itertools.product(*types.values())]
 
 
@@ -233,21 +253,31 @@ def _leaf_text(text: str, types: dict[str, str], divisible: bool | None) -> str:
     m = _TYPE_VAR.match(text)
     if m and m.group(2) in types:
         text = f"{m.group(1)}{types[m.group(2)]}{m.group(3) or ''}"
+    d = _DTYPE_VAR.match(text)
+    if d and d.group(1) in types:  # tl.T: the dtype of T's type, as a constexpr value (tl.bfloat16 for bf16)
+        text = f"tl.{TL_DTYPES[TL_NAMES[types[d.group(1)]]][0]}"
     return text
 
 
-def _heuristic_values(req: KernelRequest, h: HeuristicFact, label: str) -> list[Any]:
+def _asked_values(req: KernelRequest, h: HeuristicFact, label: str) -> list[Any] | None:
+    """The values to build of heuristic ``h`` where the signature does not decide it; None: no list (the build
+    refuses such a heuristic unless the signature decides it, see :func:`_needs_values`)."""
     given = (req.heuristics or {}).get(h.name)
     if given is not None:
         if not isinstance(given, list) or not given or len({repr(v) for v in given}) != len(given) or not all(
                 isinstance(v, (int, float, bool, str)) for v in given):
             raise SpecError(f"{label}: \"heuristics\" {h.name}: give a list of distinct values, e.g. [256, 512]")
         return list(given)
-    if h.is_bool:
-        return [True, False]
+    return [True, False] if h.is_bool else None
+
+
+def _needs_values(h: HeuristicFact, label: str) -> SpecError:
     why = f"its function is not a plain expression ({h.why})" if h.expr is None else f"{h.expr!r} is not bool-valued"
-    raise SpecError(f"{label}: heuristic {h.name}: {why}; give the values to build: \"heuristics\": "
-                    f"{{\"{h.name}\": [...]}} in the spec, or --heuristic {h.name}=V1,V2")
+    return SpecError(f"{label}: heuristic {h.name}: {why}; give the values to build: \"heuristics\": "
+                     f"{{\"{h.name}\": [...]}} in the spec, or --heuristic {h.name}=V1,V2")
+
+
+_ENUMERATE_ALL = 1 << 16  # combinations counted one by one (beyond: stop once over --max-variants)
 
 
 def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None,
@@ -255,29 +285,91 @@ def _expand(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, .
     label = str(req.kernel)
     type_choices = _type_choices(req, entries, label)
     maybe = [(i, j) for i, e in enumerate(entries) for j, leaf in enumerate(_leaves(e)) if leaf.endswith(MAYBE_16)]
-    values = [_heuristic_values(req, h, label) for h in heuristics]
+    asked = [_asked_values(req, h, label) for h in heuristics]
     config_indices: list[int | None] = list(range(len(configs))) if configs is not None else [None]
     factors = [(len(type_choices), "type"), (2 ** len(maybe), "pattern"),
                *([(len(configs), "config")] if configs is not None else []),
-               *((len(v), h.name) for v, h in zip(values, heuristics)), (archs, "arch")]
+               *((len(a) if a else 1, h.name) for a, h in zip(asked, heuristics)), (archs, "arch")]
     total = 1
     for n, _ in factors:
         total *= n
     words = " x ".join(f"{n} {what}{'s' if n != 1 and what in ('type', 'pattern', 'config', 'arch') else ''}"
                        for n, what in factors)
-    line = f"{req.name or label}: {words} = {total} variants"
-    if total > max_variants:
-        raise MaxVariantsError(f"{line}, over --max-variants {max_variants}: narrow the configs (--configs), types "
-                               "or heuristic values, drop :16? entries, or raise --max-variants")
-    variants = []
-    for types, bits, config, chosen in itertools.product(type_choices, itertools.product((True, False),
-                                                                                         repeat=len(maybe)),
-                                                         config_indices, itertools.product(*values)):
+    choices: list[tuple[str, int | None, dict[str, Any]]] = []  # (signature text, config, heuristic values)
+    decided: set[str] = set()
+    bases = itertools.product(type_choices, itertools.product((True, False), repeat=len(maybe)), config_indices)
+    for types, bits, config in bases:
         divisible = dict(zip(maybe, bits))
         text = ", ".join(_entry_text(e, i, types, divisible) for i, e in enumerate(entries))
-        variants.append(_variant(req, facts, configs, config, text, dict(zip((h.name for h in heuristics), chosen))))
+        known = _known(req, facts, configs, config, text, {h.name for h in heuristics})
+        meta = configs[config].meta() if configs is not None and config is not None else {}
+        for values in _possible(heuristics, asked, known, meta, label, decided):
+            choices.append((text, config, values))
+            if total > _ENUMERATE_ALL and len(choices) * archs > max_variants:
+                raise MaxVariantsError(f"{req.name or label}: {words} = {total} combinations, more than {max_variants} "
+                                       f"of them possible, over --max-variants {max_variants}: {_NARROW}")
+    count = len(choices) * archs
+    line = f"{req.name or label}: {words} = {total} variants"
+    if count != total:
+        line = (f"{req.name or label}: {words} = {total} combinations; the signature decides "
+                f"{', '.join(h.name for h in heuristics if h.name in decided)} where it fixes what "
+                f"{'they read' if len(decided) > 1 else 'it reads'}, so {count} variants")
+    if count > max_variants:
+        raise MaxVariantsError(f"{line}, over --max-variants {max_variants}: {_NARROW}")
+    variants = [_variant(req, facts, configs, config, text, values) for text, config, values in choices]
     _check_distinct(label, variants)
     return FamilyPlan(req.name or label, facts, configs, tuple(variants), line, _warnings(facts, configs, label))
+
+
+_NARROW = "narrow the configs (--configs), types or heuristic values, drop :16? entries, or raise --max-variants"
+
+
+def _known(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, config: int | None,
+           text: str, expanded: set[str]) -> dict[str, Any]:
+    """What a variant's signature fixes of the arguments a heuristic reads: each constexpr's value, 1 for an ``:1``
+    integer, and for a runtime argument what its pattern promises (never None; divisible by 16 for ``i32:16``).
+    The configs' constexprs are left out: a heuristic inside @autotune sees its config's (``_possible``); so are
+    the ``expanded`` heuristics' (planned per variant, so not in the signature)."""
+    by_config = {k for c in configs or () for k in c.kwargs}
+    placeholders = dict.fromkeys(expanded)
+    chosen = configs[config] if configs is not None and config is not None else None
+    constexprs = {**req.constexprs, **_config_constexprs(facts, configs, chosen, str(req.kernel)), **placeholders}
+    params = sig.bind_python_signature(str(req.kernel), [p.name for p in facts.params], sig.parse_signature(text),
+                                       constexprs, {p.name: p.default for p in facts.params if p.has_default},
+                                       {p.name for p in facts.params if p.constexpr})
+    known: dict[str, Any] = {}
+    for p in params:
+        if p.name in by_config or p.name in placeholders:
+            continue
+        if p.kind == "runtime":
+            known[p.name] = heur.Unknown(runtime=True, divisor=1 if p.is_pointer else p.divisibility)
+        else:
+            known[p.name] = p.value  # a constexpr's value; 1 for an equal_to_1 integer
+    return known
+
+
+def _possible(heuristics: list[HeuristicFact], asked: list[list[Any] | None], known: dict[str, Any],
+              meta: dict[str, Any], label: str, decided: set[str], at: int = 0) -> Iterator[dict[str, Any]]:
+    """Each combination of heuristic values a call can meet, in application order: a value the signature decides is
+    the only one built (``decided`` gets the names it narrowed); any other takes each value asked for."""
+    if at == len(heuristics):
+        yield {}
+        return
+    h, values = heuristics[at], asked[at]
+    scope = {**known, **meta} if h.after_config else known  # as Triton: inside @autotune a heuristic sees the config
+    found, value = heur.decided(h.expr, scope) if h.expr is not None else (False, None)
+    if found:
+        if values is not None and not any(type(v) is type(value) and v == value for v in values):
+            raise SpecError(f"{label}: heuristic {h.name} = {h.expr} is {value!r} for every call this signature takes, "
+                            f"and the values to build are {values}: add {value!r}, or change the signature")
+        if values is None or len(values) > 1:
+            decided.add(h.name)
+        values = [value]
+    elif values is None:
+        raise _needs_values(h, label)
+    for v in values:
+        for rest in _possible(heuristics, asked, {**known, h.name: v}, meta, label, decided, at + 1):
+            yield {h.name: v, **rest}
 
 
 def _variant(req: KernelRequest, facts: KernelFacts, configs: tuple[ConfigFact, ...] | None, index: int | None,

@@ -200,7 +200,7 @@ def _death(label: str, exitcode: int | None, diag_path: str) -> BuildError:
 def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
               progress: Callable[[int, int, int, Any, float], None] | None = None,
               while_waiting: Callable[[], None] | None = None) -> list[Any]:
-    """Run each task in a fresh worker, ``max_workers`` at a time (default: CPU count).
+    """Run each task in a fresh worker, ``max_workers`` at a time (default: :func:`cpu_count`).
 
     Returns each task's result or BuildError, in task order. ``progress(done, total, index,
     outcome, seconds)`` follows each finished task; ``while_waiting`` is called once, when the first
@@ -216,7 +216,7 @@ def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
         raise CompileError(f"cannot start the compile processes ({e}); free memory or processes and run "
                            "tmlr-build again") from None
     outcomes: dict[int, Any] = {}
-    limit = max(1, min(max_workers or os.cpu_count() or 1, len(tasks)))
+    limit = max(1, min(max_workers or cpu_count(), len(tasks)))
     pending = list(range(len(tasks)))
     running: dict[int, _Worker] = {}
     try:
@@ -237,6 +237,14 @@ def run_tasks(tasks: Sequence[Task], max_workers: int | None = None,
         for worker in running.values():  # interrupted (Ctrl-C) or failed: leave no worker or work directory
             worker.close()
     return [outcomes[i] for i in range(len(tasks))]
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (a CI container's share, not the host's count): -j's default."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS has no sched_getaffinity
+        return os.cpu_count() or 1
 
 
 def run_task(task: Task) -> Any:

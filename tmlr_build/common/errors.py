@@ -39,8 +39,29 @@ class MaxVariantsError(UsageError):
     """A build would make more variants than --max-variants allows."""
 
 
+class DeviceProfileError(UsageError):
+    """--device (a spec's "device") names no known device profile, or a GPU that does not run a target built."""
+
+
 class OutputPathError(UsageError):
     """The output location cannot hold artifact directories."""
+
+
+class ShardError(UsageError):
+    """A ``--shard I/N`` build or a ``tmlr-build merge`` of shard folders cannot go on (exit status 2)."""
+
+
+class ShardMissingError(ShardError):
+    """A merge lacks a shard of 1..N (or a shard folder lacks a compile it should hold)."""
+
+
+class ShardMismatchError(ShardError):
+    """Shard folders of different builds (spec or sources, options, N, Triton, ptxas, tmlr-build), or inputs
+    changed since the shards were built; ``field`` names what differs."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class TritonVersionError(BuildError):
@@ -105,6 +126,15 @@ class UnsupportedKernelError(CompileError):
     """The kernel compiled, but needs a launch tmlr_runtime does not provide (instrumentation, im2col TMA)."""
 
 
+class VariantsFailedError(CompileError):
+    """Some variants of a family failed to compile: the family was written without them (its index lists each under
+    "failed"), and the build exits with status 1. ``written``: the family's folder; ``failed``: (variant id, error)."""
+
+    def __init__(self, message: str, written: str = "", failed: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.written, self.failed = written, list(failed)
+
+
 class ArtifactWriteError(BuildError):
     """The finished artifact did not validate or could not be written."""
 
@@ -124,7 +154,8 @@ class BuildFailedError(BuildError):
 ERROR_CLASSES: dict[str, type[BuildError]] = {
     cls.__name__: cls
     for cls in (
-        BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, OutputPathError,
+        BuildError, UsageError, UnsupportedArchError, OptionError, SpecError, DeviceProfileError, OutputPathError,
+        ShardError, ShardMissingError, ShardMismatchError,
         TritonVersionError, InputError, InputKindError, KernelNotFoundError, SignatureError, RecordMismatchError,
         MissingMetadataError,
         IRParseError, ArchMismatchError, TritonReleaseMismatchError, CompileError, PtxasError, CompilerCrashError, UnsupportedKernelError,

@@ -5,6 +5,8 @@ the way Triton would. It can only when the function is a simple expression over 
 :func:`extract` turns the lambda's (or def's) source into such an expression text and
 :func:`check_expression` (tmlr_runtime's, the one whitelist) checks it; anything
 else is recorded as no expression, and the caller must pass the value by keyword. Never a guess.
+:func:`decided` evaluates a recorded expression against what a variant's signature fixes, so that the
+build plans only the values a call can meet (builder/variants.py).
 
 Pure Python (no Triton), in common/ because the compile side (compile/capture.py, which may not import
 the parent side) uses it: it hands in the function's code object and its file's source, and checks
@@ -16,10 +18,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from types import CodeType
+from typing import Any
 
-from tmlr_runtime.artifact.heuristics import FUNCTIONS, check_expression  # the one whitelist, which the runtime evaluates
+from tmlr_runtime.artifact.heuristics import FUNCTIONS, Heuristic, check_expression  # the one whitelist, which the runtime evaluates
 
-__all__ = ["FUNCTIONS", "Extracted", "check_expression", "extract", "is_bool_expression"]
+__all__ = ["ANY", "FUNCTIONS", "Extracted", "Unknown", "check_expression", "decided", "extract", "is_bool_expression"]
 
 TRITON_FUNCTIONS = ("next_power_of_2", "cdiv")  # also written triton.next_power_of_2 / triton.cdiv
 _COMPARE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -130,3 +133,97 @@ def _normalized(body: ast.expr, param: str) -> tuple[ast.expr, tuple[str, ...]]:
 
     new = Rename().visit(ast.parse(ast.unparse(body), mode="eval")).body
     return new, tuple(sorted(used))
+
+
+# --- what the signature decides (issue 31): a heuristic's value at build time, where the fixed parameters give it ----
+@dataclass(frozen=True)
+class Unknown:
+    """A value the build does not know: ``runtime`` marks an argument a variant takes at run time (never None: a None
+    argument is a constexpr), ``divisor`` what its ``:16`` pattern promises of an integer (n % 16 == 0)."""
+
+    runtime: bool = False
+    divisor: int = 1
+
+
+ANY = Unknown()  # a name the build knows nothing of (not a parameter, or a config's value before the config)
+
+
+def decided(expr: str, known: dict[str, Any]) -> tuple[bool, Any]:
+    """``(True, value)`` when the whitelisted expression ``expr`` has one value for every call that ``known`` allows
+    (a name -> its value, or an :class:`Unknown`); ``(False, None)`` when the call's arguments decide it. Never a guess:
+    anything this walk does not know how to narrow stays undecided."""
+    value = _partial(ast.parse(expr.strip(), mode="eval").body, known)
+    return (False, None) if isinstance(value, Unknown) else (True, value)
+
+
+def _partial(node: ast.AST, known: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Subscript):
+        return known.get(node.slice.value, ANY)  # type: ignore[attr-defined]
+    if isinstance(node, ast.BoolOp):
+        for part in node.values:
+            value = _partial(part, known)
+            if isinstance(value, Unknown) or bool(value) != isinstance(node.op, ast.And):
+                return value  # `and` stops at a false value, `or` at a true one; an unknown one decides nothing
+        return value
+    if isinstance(node, ast.IfExp):
+        test = _partial(node.test, known)
+        if not isinstance(test, Unknown):
+            return _partial(node.body if test else node.orelse, known)
+        body, orelse = _partial(node.body, known), _partial(node.orelse, known)
+        same = not isinstance(body, Unknown) and type(body) is type(orelse) and body == orelse
+        return body if same else ANY
+    if isinstance(node, ast.Compare):
+        return _compare(node, known)
+    if isinstance(node, ast.BinOp):
+        left, right = _partial(node.left, known), _partial(node.right, known)
+        if isinstance(node.op, ast.Mod) and isinstance(left, Unknown) and type(right) is int and right > 0 \
+                and left.divisor % right == 0:
+            return 0  # n % 16 where n is i32:16
+        return _computed(ast.BinOp(_constant(left), node.op, _constant(right)), left, right)
+    if isinstance(node, ast.UnaryOp):
+        operand = _partial(node.operand, known)
+        return _computed(ast.UnaryOp(node.op, _constant(operand)), operand)
+    if isinstance(node, ast.Call):
+        args = [_partial(a, known) for a in node.args]
+        return _computed(ast.Call(node.func, [_constant(a) for a in args], []), *args)
+    return ANY
+
+
+def _compare(node: ast.Compare, known: dict[str, Any]) -> Any:
+    left, result = _partial(node.left, known), True
+    for op, right_node in zip(node.ops, node.comparators):
+        right = _partial(right_node, known)
+        if isinstance(left, Unknown) or isinstance(right, Unknown):
+            result = _against_none(op, left, right)
+        else:
+            result = _computed(ast.Compare(_constant(left), [op], [_constant(right)]))
+        if isinstance(result, Unknown) or not result:
+            return result
+        left = right
+    return result
+
+
+def _against_none(op: ast.cmpop, left: Any, right: Any) -> Any:
+    """``x is None``, ``x is not None``, ``x == None``, ``x != None`` where ``x`` is a runtime argument: never None."""
+    other = right if isinstance(left, Unknown) else left
+    arg = left if isinstance(left, Unknown) else right
+    if other is not None or not arg.runtime or not isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        return ANY
+    return isinstance(op, (ast.IsNot, ast.NotEq))
+
+
+def _constant(value: Any) -> ast.expr:
+    return ast.Constant(value)
+
+
+def _computed(tree: ast.expr, *parts: Any) -> Any:
+    """The runtime's value of ``tree`` (its parts known), or unknown where a part is or where it raises: a call
+    would raise there too, and the build keeps every value rather than guess."""
+    if any(isinstance(p, Unknown) for p in parts):
+        return ANY
+    try:
+        return Heuristic("decided", None, False, tree).evaluate({})
+    except Exception:
+        return ANY

@@ -12,6 +12,15 @@ IR_STAGES = ("ttir", "ttgir", "llir", "ptx")
 DIAGNOSTICS_FILE = "stderr.log"  # in a job's work directory: what Triton/LLVM printed on fd 2
 
 
+def source_name(source: str, module: str | None) -> str:
+    """An input's name as the build sees and records it: relative to the folder it is imported from
+    (``pkg/ops/norm.py`` for a package member ``module``, else the base name), never an absolute path."""
+    if not module:
+        return os.path.basename(source)
+    package_file = os.path.basename(source) == "__init__.py"
+    return module.replace(".", "/") + ("/__init__.py" if package_file else ".py")
+
+
 @dataclass(frozen=True)
 class Job:
     """Compile one kernel source for one target."""
@@ -37,6 +46,9 @@ class Job:
     dump_passes: str | None = None  # absolute path: MLIR_ENABLE_DUMP=1 MLIR_DUMP_PATH=<it> in the worker only
     variant: str | None = None  # the variant's id in a family build (names it in progress and errors)
     ptx: bool = False  # hand back the PTX ptxas assembled, for the artifact (--ptx; never for an arch-specific target)
+    from_call: bool = False  # for a @tmlr_build.jit call: errors speak of its arguments, not flags (common/wording.py)
+    # a Python kernel: the device profile its import answers as (common/devices.py; None: the target's own GPU)
+    device: str | None = None
 
     @property
     def capability(self) -> int:
@@ -44,12 +56,7 @@ class Job:
 
     @property
     def source_name(self) -> str:
-        """The input's name as the build sees and records it: relative to the folder it is imported from
-        (``pkg/ops/norm.py`` for a package member, else the base name), never an absolute path."""
-        if not self.module:
-            return os.path.basename(self.source)
-        package_file = os.path.basename(self.source) == "__init__.py"
-        return self.module.replace(".", "/") + ("/__init__.py" if package_file else ".py")
+        return source_name(self.source, self.module)
 
     @property
     def import_root(self) -> str:

@@ -4,6 +4,9 @@ IR files carry no constexprs and no unsigned types (MLIR integers are signless);
 types, ``tt.divisibility``, ``ttg.*`` module attributes, and from Triton 3.5 the parameter names (each
 argument's name location, ``loc("x_ptr"(#loc))``, which also names its SSA value ``%x_ptr``) - is read
 here with plain text scanning so the parent process can check inputs without loading Triton.
+
+A tuple parameter is one argument per element that is not a constexpr or None. Triton 3.5 and 3.6 name each
+such element after the tuple (``ptrs``, ``ptrs``, ``ptrs``); Triton 3.9 by its path (``ptrs.0``, ``t.shape.1``).
 """
 from __future__ import annotations
 
@@ -31,8 +34,12 @@ _LLIR_MARK = re.compile(r"^\s*(define\s|target\s+triple\s*=)", re.MULTILINE)
 @dataclass(frozen=True)
 class IRFunction:
     name: str
-    params: tuple[Parameter, ...]  # runtime parameters only, named as the IR records (else arg0, arg1, ...)
+    # runtime parameters only, named as the IR records (a tuple's elements by path, ptrs[0]), else arg0, arg1, ...
+    params: tuple[Parameter, ...]
     named: bool = False  # whether the IR records the parameters' names (Triton 3.5+)
+    # the tuples' nesting is a guess: Triton 3.5-3.6 name a tuple's elements after the tuple only, so they are
+    # taken as a flat tuple (ptrs[0], ptrs[1]); only the tuple's name is the kernel's
+    flat: bool = False
 
 
 def _split(text: str) -> list[str]:
@@ -89,8 +96,9 @@ def read_function(text: str, where: str) -> IRFunction:
     return _named(m.group(1), folded)
 
 
-# loc("x_ptr"(#loc)) inline, or loc(#loc14) with "#loc14 = loc("x_ptr"(#loc))" among the file's aliases
-_NAME_LOC = re.compile(r'^loc\("([^"]*)"\s*\(')
+# loc("x_ptr"(#loc)) inline, or loc(#loc14) with "#loc14 = loc("x_ptr"(#loc))" among the file's aliases; without
+# line info, loc("x_ptr")
+_NAME_LOC = re.compile(r'^loc\("([^"]*)"\s*(?:\(|\)$)')
 _LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(loc\(.*\))\s*$", re.MULTILINE)
 
 
@@ -105,13 +113,42 @@ def _recorded_name(ssa: str, loc: str, aliases: dict[str, str]) -> str | None:
 
 
 def _named(name: str, params: list[tuple[Parameter, str | None]]) -> IRFunction:
-    """Parameters named as the IR records, when it records a usable name for every one (an identifier, no
-    repeats: a tuple's elements, ``t.0``, are not); else arg0, arg1, ..."""
-    names = [n for _, n in params]
-    usable = all(n is not None and n.isidentifier() for n in names) and len(set(names)) == len(names)
-    out = tuple(Parameter(n if usable else f"arg{i}", p.kind, p.type, p.divisibility)
-                for i, (p, n) in enumerate(params))
-    return IRFunction(name, out, usable and bool(params))
+    """Parameters named as the IR records, when it records a usable name for every one; else arg0, arg1, ..."""
+    leaves, flat = _leaf_names([n for _, n in params])
+    if leaves is None or len(set(leaves)) != len(leaves):
+        leaves, flat = None, False
+    out = tuple(Parameter(leaves[i] if leaves else f"arg{i}", p.kind, p.type, p.divisibility)
+                for i, (p, _) in enumerate(params))
+    return IRFunction(name, out, bool(leaves), flat)
+
+
+def _leaf_names(recorded: list[str | None]) -> tuple[list[str] | None, bool]:
+    """tmlr's leaf names of the recorded ones, and whether the tuples are taken flat: a path (Triton 3.9) as
+    ``ptrs[0]``, ``t.shape[1]``; a run of one name (Triton 3.5-3.6) as ``ptrs[0]``, ``ptrs[1]``, ...; None for
+    names that are neither."""
+    names = [n for n in recorded if n is not None]
+    if len(names) != len(recorded):
+        return None, False
+    if any("." in n for n in names):
+        paths = [_path(n) for n in names]
+        return ([p for p in paths if p] if None not in paths else None), False
+    runs: list[tuple[str, int]] = []  # (name, how many times in a row)
+    for n in names:
+        if runs and runs[-1][0] == n:
+            runs[-1] = (n, runs[-1][1] + 1)
+        elif not n.isidentifier() or any(r == n for r, _ in runs):
+            return None, False
+        else:
+            runs.append((n, 1))
+    return [f"{n}[{i}]" if count > 1 else n for n, count in runs for i in range(count)], any(c > 1 for _, c in runs)
+
+
+def _path(name: str) -> str | None:
+    """``t.shape.1`` -> ``t.shape[1]``: a field stays a field, an index becomes [i]."""
+    root, *steps = name.split(".")
+    if not root.isidentifier() or not all(s.isidentifier() or re.fullmatch(r"0|[1-9][0-9]*", s) for s in steps):
+        return None
+    return root + "".join(f"[{s}]" if s[0].isdigit() else f".{s}" for s in steps)
 
 
 def _fold_descriptors(params: list[Parameter], names: list[str | None]) -> list[tuple[Parameter, str | None]]:

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import ast
 import collections
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 # Parameter and format_signature are the runtime's record and formatter; the build's modules name them
 # through this module (sig.Parameter, sig.format_signature)
-from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TMA_DESC, TYPES, Parameter, format_entry, format_signature,
-                               split_top_level)
+from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TL_DTYPES, TMA_DESC, TYPES, Parameter, format_entry,
+                               format_signature, split_top_level)
 
+from tmlr_runtime.objects import TritonObject, parse as parse_object
 from tmlr_runtime.tuples import TupleParam, call_params, split_path
 
 from .errors import SignatureError
 from .tensordesc import DescriptorType, parse_type as parse_descriptor_type
+from .wording import CLI, Words
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -49,7 +52,8 @@ class SigEntry:
 
 
 def parse_constexpr_value(text: str) -> Any:
-    """A constexpr value written on the command line: int, float, bool, None or a quoted string."""
+    """A constexpr value written on the command line: int, float, bool, None, a quoted string, or a Triton object
+    (tl.bfloat16, a @triton.jit function as module:qualname)."""
     word = text.strip()
     if word in ("True", "true"):
         return True
@@ -67,12 +71,31 @@ def parse_constexpr_value(text: str) -> Any:
         pass
     if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
         return ast.literal_eval(word)
+    return triton_object(word)
+
+
+def triton_object(word: str) -> TritonObject:
+    """The Triton object ``word`` names (tmlr_runtime/objects.py), or the SignatureError saying what a value may be."""
+    found = parse_object(word)
+    if found is not None:
+        return found
+    if word.startswith(("tl.", "triton.language.")):
+        raise SignatureError(f"{word!r} is no Triton dtype; write one as triton.language names it: "
+                             f"{', '.join(f'tl.{attr}' for attr, _ in TL_DTYPES.values())}")
     raise SignatureError(
         f"{word!r} is neither a known type nor a constexpr value; types are "
         f"{', '.join(SCALAR_TYPES)}, {TMA_DESC}, pointers like *fp16 (add :16 for divisibility, "
         f":1 for an int specialized to 1) and host tensor descriptors like tensordesc<fp16[64, 64]> (Triton 3.4+); "
-        "constexpr values are numbers, True/False or quoted strings"
+        "constexpr values are numbers, True/False, quoted strings, Triton dtypes like tl.bfloat16 and @triton.jit "
+        "functions as module:qualname (kernels:relu)"
     )
+
+
+def spec_constexpr(value: Any) -> Any:
+    """A spec file's constexpr value: JSON's, but a string that names a Triton object (``"tl.bfloat16"``,
+    ``"kernels:relu"``) is that object."""
+    found = parse_object(value) if isinstance(value, str) else None
+    return value if found is None else found
 
 
 _NAMED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)?\((.*)\)$", re.S)
@@ -88,8 +111,10 @@ def parse_tuple(word: str) -> SigEntry | None:
     parts = split_top_level(m.group(2), "([{<")
     if len(parts) > 1 and parts[-1] == "":
         parts.pop()  # (i32,): a tuple of one
+    if parts == [""] and not m.group(1):  # (): an empty tuple passes nothing; the runtime checks the call passes () there
+        return SigEntry("constexpr", value=())
     if parts == [""]:
-        raise SignatureError(f"signature entry {word!r}: an empty tuple passes nothing; leave the parameter out of the kernel")
+        raise SignatureError(f"signature entry {word!r}: a NamedTuple without fields passes nothing; write () for an empty tuple")
     named = [_FIELD.match(part) for part in parts]
     if any(named) and not all(named):
         raise SignatureError(f"signature entry {word!r}: name every element of a NamedTuple (field=type) or none")
@@ -107,7 +132,7 @@ def map_leaves(word: str, leaf: Callable[[str], str]) -> str:
     """``word`` (one signature entry) with each of its leaf entries replaced by ``leaf(text)``, in order: the entry
     itself, or a tuple's elements at any depth (``(*T:16?, i32)``), its field names and type name kept."""
     m = _NAMED.match(word.strip())
-    if m is None:
+    if m is None or word.strip() == "()":  # (): an empty tuple is a leaf (a constexpr)
         return leaf(word.strip())
     parts = split_top_level(m.group(2), "([{<")
     one = len(parts) > 1 and parts[-1] == ""  # (i32,): a tuple of one
@@ -121,6 +146,42 @@ def parse_entry(text: str) -> SigEntry:
     word = text.strip()
     if not word:
         raise SignatureError("empty signature entry (two commas in a row?); write one type or value per parameter")
+    named = _FIELD.match(word)
+    if named:  # BLOCK=1024: a NamedTuple's field=type is written inside its parentheses only
+        raise _named_entry(word, named.group(1), named.group(2).strip())
+    try:
+        return _parse_entry(word)
+    except SignatureError:
+        parts = word.split()  # "*fp32:16 i32": a comma left out
+        if len(parts) < 2 or not all(_parses(part) for part in parts):
+            raise
+        raise SignatureError(f"signature entry {word!r}: separate entries with commas: {', '.join(parts)!r}") from None
+
+
+def _parses(word: str) -> bool:
+    try:
+        parse_entry(word)
+    except SignatureError:
+        return False
+    return True
+
+
+def _named_entry(word: str, name: str, value: str) -> SignatureError:
+    """The error of a signature entry written NAME=VALUE: entries stand for parameters by their place."""
+    try:
+        entry = _parse_entry(value)
+    except SignatureError:
+        entry = None
+    if entry is not None and entry.kind == "constexpr":
+        return SignatureError(
+            f"signature entry {word!r}: write the constexpr's value alone: {value}, or leave it out of the signature "
+            f"and pass --constexpr {name}={value} (a spec entry: \"constexprs\": {json.dumps({name: entry.value}, default=repr)})")
+    what = value if entry is not None else "the parameter's type or constexpr value"
+    return SignatureError(f"signature entry {word!r}: entries are not named; write {what} alone (one entry per "
+                          "parameter, in the kernel's order)")
+
+
+def _parse_entry(word: str) -> SigEntry:
     entry = parse_tuple(word)
     if entry is not None:
         return entry
@@ -129,6 +190,9 @@ def parse_entry(text: str) -> SigEntry:
         return SigEntry("runtime", descriptor.text, 1)
     head, sep, hint = word.partition(":")
     head = head.strip()
+    found = parse_object(word) if head not in PARAM_TYPES else None
+    if found is not None:  # tl.bfloat16; kernels:relu (a @triton.jit function, by module:qualname)
+        return SigEntry("constexpr", value=found)
     if head not in PARAM_TYPES:
         if sep and head[:1] not in "'\"":
             raise SignatureError(f"unknown type {head!r} in signature entry {word!r}; known types are "
@@ -204,10 +268,11 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
     if len(entries) > len(open_names) or any(
             n not in defaults or n not in constexpr_params for n in open_names[len(entries):]):
         given = "" if not constexprs else f" besides the --constexpr ones ({', '.join(constexprs)})"
+        optional = optional_tail(open_names, lambda n: n in defaults and n in constexpr_params)
         raise SignatureError(
             f"{kernel}: the signature has {len(entries)} entries but the kernel has {len(open_names)} "
             f"parameters{given}: {', '.join(open_names)}; give one entry per parameter in this order "
-            "(a bare value for a tl.constexpr)")
+            f"(a bare value for a tl.constexpr){may_leave_out(open_names, optional)}")
     by_name = {n: e for n, e in zip(open_names, entries)}
     params = []
     for n in arg_names:
@@ -220,7 +285,7 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
                 continue
             if n in constexpr_params and e.kind != "constexpr":
                 raise SignatureError(f"{kernel}: parameter {n} is a tl.constexpr; give it a value, not the type {e.type}")
-            if e.kind == "constexpr" and n not in constexpr_params and not isinstance(e.value, (int, float, bool, type(None))):
+            if e.kind == "constexpr" and n not in constexpr_params and not isinstance(e.value, (int, float, bool, type(None), tuple)):
                 raise SignatureError(f"{kernel}: parameter {n} is not a tl.constexpr; give it a type, not {e.value!r}")
             params.append(e.named(n))
         else:
@@ -228,6 +293,26 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
     for p in params:
         check_json_value(kernel, p)
     return params
+
+
+def optional_tail(names: Sequence[str], has_default: Callable[[str], bool]) -> list[str]:
+    """The last ``names`` that a signature may leave out: constexprs with a default, after every other parameter."""
+    tail: list[str] = []
+    for name in reversed(names):
+        if not has_default(name):
+            break
+        tail.insert(0, name)
+    return tail
+
+
+def may_leave_out(names: Sequence[str], optional: Sequence[str]) -> str:
+    """What a count error adds when some of ``names`` may be left out: how few entries are enough."""
+    if not optional:
+        return ""
+    enough = len(names) - len(optional)
+    return (f"; {enough} {'entry is' if enough == 1 else 'entries are'} enough: the last {len(optional)} "
+            f"({', '.join(optional)}) {'is a constexpr' if len(optional) == 1 else 'are constexprs'} with "
+            f"{'a default and' if len(optional) == 1 else 'defaults and'} may be left out")
 
 
 def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> list[Parameter]:
@@ -239,24 +324,27 @@ def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> l
 
 def check_json_value(kernel: str, p: Parameter) -> None:
     """A constexpr's value must be one metadata.json can record."""
-    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None))):
+    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None), TritonObject)) and p.value != ():
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
-                             "only numbers, booleans, strings and None can")
+                             "only numbers, booleans, strings, None, (), Triton dtypes and @triton.jit functions can")
 
 
-def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter]) -> None:
-    """A signature given for an IR file must agree with the IR's own parameters."""
+def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter],
+                     words: Words = CLI) -> None:
+    """A signature given for an IR file (by tmlr-build, or derived from a jit call's arguments: ``words``) must
+    agree with the IR's own parameters."""
     runtime = [p for p in params if p.kind == "runtime"]
     if len(runtime) != len(ir_params):
+        given = ", ".join(f"{p.name}: {format_entry(p)}" for p in runtime)
         raise SignatureError(
-            f"{kernel}: the signature has {len(runtime)} runtime parameters but the IR function has "
-            f"{len(ir_params)} ({', '.join(p.type or '?' for p in ir_params)}); fix --signature")
+            f"{kernel}: {len(runtime)} runtime parameters in {words.signature} ({given}) but {len(ir_params)} in the "
+            f"IR function ({', '.join(p.type or '?' for p in ir_params)}); {words.fix_signature}")
     for p, q in zip(runtime, ir_params):
         same = p.type == q.type or (p.type and q.type and _signless(p.type) == _signless(q.type))
         if not same or p.divisibility != q.divisibility:
             raise SignatureError(
-                f"{kernel}: parameter {p.name} is {format_entry(p)} in the signature "
-                f"but {format_entry(q)} in the IR; fix --signature")
+                f"{kernel}: parameter {p.name} is {format_entry(p)} in {words.signature} "
+                f"but {format_entry(q)} in the IR; {words.fix_signature}")
 
 
 def _signless(ty: str) -> str:
@@ -282,6 +370,8 @@ def to_triton(params: Sequence[Parameter]) -> tuple[dict[str, Any], dict[tuple[i
             if p.divisibility == 16:
                 attrs[path] = [["tt.divisibility", 16]]
             return p.type or ""
+        if p.kind == "constexpr" and p.value == ():
+            return ()  # an empty tuple: Triton's JIT types it () and passes nothing
         # Triton specializes an int equal to 1 into a constexpr of value 1 (3.3-3.9)
         consts[path] = 1 if p.kind == "equal_to_1" else p.value
         return "constexpr"

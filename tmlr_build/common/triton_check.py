@@ -13,6 +13,12 @@ SUPPORTED = tuple(v.rsplit(".", 1)[0] for v in TESTED)
 DEFAULT = "3.3.1"  # the reference: the committed artifacts are built with it, the README's commands pin it
 
 
+def requirement() -> str:
+    """The pip requirement of every supported release, as the ``build`` extra writes it."""
+    last_minor = int(TESTED[-1].split(".")[1])
+    return f"triton>={TESTED[0]},<3.{last_minor + 1}"
+
+
 def installed_triton_version() -> str | None:
     loaded = sys.modules.get("triton")
     if loaded is not None and isinstance(getattr(loaded, "__version__", None), str):
@@ -34,9 +40,9 @@ def check_triton_version(version: str | None = None) -> str:
     """The installed Triton version; raises TritonVersionError unless its major.minor is supported."""
     have = version if version is not None else installed_triton_version()
     if have is None:
-        raise TritonVersionError(f"Triton is not installed; tmlr-build needs it: pip install 'triton=={DEFAULT}' (in a tmlr "
-                                 f"checkout: pip install -e '.[build]' 'triton=={DEFAULT}'), or another supported "
-                                 f"release: {', '.join(TESTED)}")
+        raise TritonVersionError(f"Triton is not installed; tmlr-build needs one of {', '.join(SUPPORTED)}: pip install "
+                                 f"'{requirement()}' (in a tmlr checkout: pip install -e '.[build]'); 'triton=={DEFAULT}' "
+                                 f"builds the committed artifacts' bytes (tested: {', '.join(TESTED)})")
     if release_of(have) not in SUPPORTED:
         raise TritonVersionError(
             f"Triton {have} is installed, but tmlr-build knows the kernel ABI of Triton {', '.join(SUPPORTED)} "

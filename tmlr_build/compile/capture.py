@@ -12,11 +12,14 @@ import json
 import os
 from typing import Any
 
+from tmlr_runtime.objects import of
+
 from ..common import heuristics as heur
 from ..common.errors import UnsupportedKernelError
 from ..common.jobs import Job
 from ..common.kernel_facts import AutotuneFact, ConfigFact, HeuristicFact, KernelFacts, ParamFact
 from . import options as opts, python_source, triton_api
+from .build_driver import standing_in
 
 
 def run(job: Job, workdir: str) -> KernelFacts:
@@ -24,6 +27,11 @@ def run(job: Job, workdir: str) -> KernelFacts:
     questions of the file)."""
     api = triton_api.current()
     opts.scrub_environment(True, os.path.join(workdir, "cache"))
+    with standing_in(job.capability, job.device):
+        return _facts(api, job)
+
+
+def _facts(api: triton_api.TritonAPI, job: Job) -> KernelFacts:
     module, fn = python_source.load_job_kernel(job)
     params = tuple(_param(p) for p in fn.params)
     autotune, found, inside = None, [], False
@@ -38,6 +46,8 @@ def run(job: Job, workdir: str) -> KernelFacts:
 def _param(p: Any) -> ParamFact:
     if not p.has_default:
         return ParamFact(p.name, bool(p.is_constexpr))
+    if of(p.default) is not None:  # a Triton object (tl.float32): its record
+        return ParamFact(p.name, bool(p.is_constexpr), True, of(p.default))
     try:
         json.dumps(p.default)
         return ParamFact(p.name, bool(p.is_constexpr), True, p.default)

@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from ..common.jobs import Job
+from ..common.wording import words
 
 
 class Diagnostics:
@@ -77,8 +78,7 @@ def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:
     notes = diag.text()
     if notes:
         where += "\n" + "\n".join(notes.splitlines()[-40:])
-    fix = "Fix the kernel or the options"
-    if ext.startswith("python"):  # the types the frontend checks against are the ones --signature gave
-        fix = ("Fix the kernel or its --signature (a type or constexpr value there that does not fit how the kernel uses "
-               "the parameter, such as a pointer type for a scalar, fails here) or the options")
-    return where + f"\n{fix}; --stop-after and --keep-ir write the IR up to the failing stage"
+    said = words(job.from_call)
+    # the types the frontend checks against are the ones the signature (or the call's arguments) gave
+    fix = said.fix_python if ext.startswith("python") else "Fix the kernel or the options"
+    return where + f"\n{fix}; {said.ir_flags} the IR up to the failing stage"

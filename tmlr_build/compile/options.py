@@ -10,6 +10,7 @@ from typing import Any
 
 from ..common.build_env import affects_build
 from ..common.errors import OptionError
+from ..common.wording import CLI, Words
 
 # Fields that parse_options derives from the target (or that hold a path); taking them from a
 # metadata file made for another arch, or another machine, would change or break the build.
@@ -79,8 +80,9 @@ def check_requests(requests: list[tuple[str, dict[str, Any]]], workdir: str) -> 
 
 
 def merge(explicit: dict[str, Any], recorded: list[dict[str, Any] | None], ttgir_attrs: dict[str, object],
-          where: str) -> dict[str, Any]:
-    """Merge option sources (see the module docstring) into the dict given to parse_options."""
+          where: str, words: Words = CLI) -> dict[str, Any]:
+    """Merge option sources (see the module docstring) into the dict given to parse_options; ``words``: how the
+    explicit options were given (flags, or a jit call's keywords)."""
     check_known(explicit, where)
     merged: dict[str, Any] = {}
     for rec in recorded:
@@ -89,9 +91,8 @@ def merge(explicit: dict[str, Any], recorded: list[dict[str, Any] | None], ttgir
         if attr in ttgir_attrs:
             have = ttgir_attrs[attr]
             if opt in explicit and explicit[opt] != have:
-                flag = opt.replace("_", "-")
-                raise OptionError(f"{where}: --{flag} {explicit[opt]} contradicts the .ttgir, which was made with "
-                                  f"{attr} = {have}; drop --{flag} or build again from the .ttir/.py")
+                raise OptionError(f"{where}: {words.option(opt, explicit[opt])} contradicts the .ttgir, which was made "
+                                  f"with {attr} = {have}; drop {words.option(opt)} or build again from the .ttir/.py")
             merged[opt] = have
     merged.update({k: _as_tuples(v) for k, v in explicit.items() if v is not None})
     return merged

@@ -10,10 +10,11 @@ Triton already and a stage file is compiled in its process (builder/in_process.p
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, ContextManager
 
 import triton
 from triton._C.libtriton import get_cache_invalidating_env_vars
@@ -25,9 +26,11 @@ from ..common.arch import check_supported
 from ..common.errors import CompileError
 from ..common.jobs import DIAGNOSTICS_FILE, STAGES, Job, JobResult
 from ..common.tensordesc import descriptor_json, is_descriptor
+from ..common.wording import words
 from ..common.errors import MissingMetadataError, UnsupportedKernelError
 from ..version import __version__ as tmlr_version
 from . import abi_check, options as opts, ptxas, triton_api
+from .build_driver import StandIn, standing_in
 from .diagnostics import Diagnostics, captured_stderr, stage_failure
 from .source_names import stable_text
 from .stage_inputs import STARTS, Start, cubin_function
@@ -37,17 +40,24 @@ def run(job: Job, workdir: str) -> JobResult:
     """Compile ``job`` in a worker process (this changes cwd and environment); raises BuildError
     subclasses with messages fit for the user. ``workdir``: a scratch directory the caller removes."""
     triton_api.current()  # refuses an unsupported Triton
-    check_supported(job.target)  # --arch was checked when parsed; an input's own target (ttg.target, ...) is here
+    # --arch was checked when parsed; an input's own target (ttg.target, ...) is here
+    check_supported(job.target, words(job.from_call))
     line_info = job.line_info and bool(((job.sidecar or {}).get("options") or {}).get("line_info", True))
     opts.scrub_environment(line_info, os.path.join(workdir, "cache"))
     if job.dump_passes:  # --dump-passes: Triton prints the IR before each MLIR pass to this file
         os.environ.update(MLIR_ENABLE_DUMP="1", MLIR_DUMP_PATH=job.dump_passes)
     os.chdir(os.path.dirname(job.source))
-    with captured_stderr(os.path.join(workdir, DIAGNOSTICS_FILE)) as diag:
-        return _run(job, line_info, diag)
+    with captured_stderr(os.path.join(workdir, DIAGNOSTICS_FILE)) as diag, stand_in(job) as device:
+        return _run(job, line_info, diag, device)
 
 
-def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
+def stand_in(job: Job) -> ContextManager[StandIn | None]:
+    """A Python kernel's import and compile answer device questions as the job's target and device profile
+    (build_driver.py); a stage file's compile asks none, and may run in the caller's process (in_process.py)."""
+    return standing_in(job.capability, job.device) if job.stage == "python" else contextlib.nullcontext()
+
+
+def _run(job: Job, line_info: bool, diag: Diagnostics, device: StandIn | None) -> JobResult:
     backend = make_backend(GPUTarget("cuda", job.capability, 32))
     base = os.path.basename(job.source)
     with open(base, "rb") as f:
@@ -80,7 +90,7 @@ def _run(job: Job, line_info: bool, diag: Diagnostics) -> JobResult:
     if cubin is not None:
         abi_check.check(cubin, result.entry or "", result.signature, result.scratch["hidden_params"], job.label,
                         triton.__version__)
-    result.provenance = _provenance(job, base, raw, options_record)
+    result.provenance = _provenance(job, base, raw, options_record, start.dependencies, device)
     result.ptx = ptx_bytes
     if job.keep_ir or job.stop_after is not None:
         result.ir_files = _ir_folder(name, texts, metadata, start.params, options_record, job.capability)
@@ -163,8 +173,7 @@ def _signature(job: Job, params: list[sig.Parameter], metadata: dict[str, Any]) 
     if "tensordesc_meta" not in metadata:
         raise MissingMetadataError(
             f"{job.label}: the Triton metadata JSON lacks tensordesc_meta, which says how the kernel's tensor "
-            "descriptors are passed (TMA or not); pass the metadata JSON Triton (or tmlr-build --keep-ir) wrote for "
-            "this exact compile with --metadata FILE")
+            f"descriptors are passed (TMA or not); {words(job.from_call).give_metadata}")
     meta = metadata["tensordesc_meta"] or []
     if meta and (len(meta) != len(descriptors) or not all(isinstance(m, dict) for m in meta)):
         raise UnsupportedKernelError(
@@ -176,8 +185,9 @@ def _signature(job: Job, params: list[sig.Parameter], metadata: dict[str, Any]) 
             for p in params]
 
 
-def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any]) -> dict[str, Any]:
-    return {
+def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any], dependencies: list[dict[str, str]],
+                device: StandIn | None) -> dict[str, Any]:
+    provenance = {
         "triton_version": triton.__version__,
         "ptxas_version": ptxas.ptxas_version(job.capability),
         "source_stage": job.stage,
@@ -186,6 +196,11 @@ def _provenance(job: Job, base: str, raw: bytes, options_record: dict[str, Any])
         "options": options_record,
         "tmlr_version": tmlr_version,
     }
+    if dependencies:  # only then: a kernel of one file builds the same metadata as before
+        provenance["dependencies"] = dependencies
+    if device is not None and device.answered:  # the file asked which GPU it runs on: the answer shaped the build
+        provenance["device"] = device.profile.key
+    return provenance
 
 
 def _ir_folder(name: str, texts: dict[str, str], metadata: dict[str, Any], params: list[sig.Parameter],

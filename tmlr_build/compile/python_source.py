@@ -7,6 +7,9 @@ wherever the source tree is checked out.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -17,9 +20,12 @@ import traceback
 import types
 from typing import Any
 
+from tmlr_runtime.abi import TL_DTYPES
+from tmlr_runtime.objects import DTYPE, JIT_FUNCTION, TritonObject, of
+
 from ..common.errors import InputError, KernelNotFoundError, SignatureError
 from ..common.jobs import Job
-from . import build_driver
+from .torch_cuda import DeviceQueryError
 
 
 class _RelativeSourceFinder(importlib.abc.MetaPathFinder):
@@ -49,11 +55,11 @@ class _RelativeSourceFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-def load_module(file_name: str, module_name: str | None, capability: int) -> types.ModuleType:
+def load_module(file_name: str, module_name: str | None) -> types.ModuleType:
     """Import the kernel file ``file_name`` (relative to the current directory, which is the package
-    root's parent for a package member ``module_name``, else the file's own directory)."""
+    root's parent for a package member ``module_name``, else the file's own directory), inside
+    build_driver.standing_in (which answers the file's device questions)."""
     sys.dont_write_bytecode = True  # never leave __pycache__ in the user's source tree
-    build_driver.install(capability)
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _RelativeSourceFinder)]
     roots: list[tuple[str, str | None]] = [("", None)]
     if module_name is not None:
@@ -91,12 +97,38 @@ def _import_failure(file_name: str, e: Exception) -> str:
     tb = traceback.extract_tb(e.__traceback__)
     where = next((f"{fr.filename}:{fr.lineno}" for fr in reversed(tb)
                   if not os.path.isabs(fr.filename) and not fr.filename.startswith("<")), file_name)
-    what = f"{where}: importing the kernel file failed: {type(e).__name__}: {e}"
+    failed = f"{where}: importing the kernel file failed"
     if isinstance(e, ImportError) and "no known parent package" in str(e):
-        return (f"{what}; {file_name} uses a relative import but its folder has no __init__.py, so it is not part of "
-                "a package: add the package's __init__.py files, or name the kernel as a module (pkg.mod:kernel) "
-                "from the folder that holds the package")
-    return f"{what}; the file must import cleanly with only triton installed"
+        return (f"{failed}: {type(e).__name__}: {e}; {file_name} uses a relative import but its folder has no "
+                "__init__.py, so it is not part of a package: add the package's __init__.py files, or name the kernel "
+                "as a module (pkg.mod:kernel) from the folder that holds the package")
+    if isinstance(e, ModuleNotFoundError) and e.name:
+        return f"{failed}: {_missing_module(e.name)}"
+    refused = next((c for c in _causes(e) if isinstance(c, DeviceQueryError)), None)
+    if refused is not None:
+        return f"{failed}: {refused}"
+    return (f"{failed}: {type(e).__name__}: {e}; the file (and what it imports) must import on this machine as it "
+            "is, without a GPU: tmlr-build answers only the device questions its device profile knows")
+
+
+def _missing_module(name: str) -> str:
+    """What to install for ``ModuleNotFoundError(name=name)``: the package, or another version of it."""
+    top = name.split(".")[0]
+    if top != name and importlib.util.find_spec(top) is not None:
+        return (f"No module named {name!r}: the installed {top} has no {name}; the kernel's library needs another "
+                f"version of {top} (see its requirements)")
+    return (f"No module named {name!r}: the kernel file or a module it imports needs the package {top}, which is not "
+            f"installed where tmlr-build runs; install it (pip install {top}, or the name its project gives) and build "
+            "again")
+
+
+def _causes(e: BaseException) -> list[BaseException]:
+    """``e`` and the exceptions it was raised from or while handling (a library may wrap a refused question)."""
+    chain: list[BaseException] = []
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    return chain
 
 
 def _unwrap(obj: Any) -> Any:
@@ -116,8 +148,36 @@ def load_job_kernel(job: Job) -> tuple[types.ModuleType, Any]:
     if not job.kernel:
         raise SignatureError(f"{name}: name the kernel as {name}:<kernel_name>")
     os.chdir(job.import_root)
-    module = load_module(name, job.module, job.capability)
+    module = load_module(name, job.module)
     return module, find_kernel(module, job.kernel, name)
+
+
+def with_triton_objects(params: list[Any], module: types.ModuleType, label: str) -> list[Any]:
+    """``params`` with each constexpr that is a recorded Triton object (tmlr_runtime/objects.py) made the real one, as
+    Triton takes it: the triton.language dtype, or the @triton.jit function imported by its module:qualname."""
+    return [dataclasses.replace(p, value=_real(p.name, p.value, module, label)) if type(p.value) is TritonObject else p
+            for p in params]
+
+
+def _real(name: str, value: TritonObject, module: types.ModuleType, label: str) -> Any:
+    if value.object == DTYPE:
+        import triton.language as tl
+
+        return getattr(tl, TL_DTYPES[value.text][0])
+    module_name, _, qualname = value.text.partition(":")
+    fix = (f"write a @triton.jit function as module:qualname, where it is defined (this kernel's module is "
+           f"{module.__name__}: {module.__name__}:<function>)")
+    try:
+        home = module if module_name == module.__name__ else importlib.import_module(module_name)
+        found = functools.reduce(getattr, qualname.split("."), home)
+    except Exception as e:  # ImportError, AttributeError, or the module's own failure
+        raise SignatureError(f"{label}: constexpr {name} = {value.text}: {type(e).__name__}: {e}; {fix}") from None
+    text = of(found)
+    if text is None or text.object != JIT_FUNCTION:
+        raise SignatureError(f"{label}: constexpr {name} = {value.text} is a {type(found).__name__}, not a @triton.jit function; {fix}")
+    if text != value:  # one imported from elsewhere: a call passes it as where it is defined
+        raise SignatureError(f"{label}: constexpr {name} = {value.text} is {text.text}, defined there; write {text.text}")
+    return found
 
 
 def find_kernel(module: types.ModuleType, name: str, source_name: str) -> Any:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import triton
 from tmlr_runtime.abi import TYPES
+from tmlr_runtime.objects import of
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 
@@ -21,7 +22,8 @@ from ..common.errors import (ArchMismatchError, CompileError, InputError, IRPars
                              OptionError, SignatureError, TritonReleaseMismatchError)
 from ..common.jobs import STAGES, Job
 from ..common.tensordesc import is_descriptor, parse_type as parse_descriptor_type, read_sidecar_entry
-from . import options as opts, python_source, triton_api
+from ..common.wording import words
+from . import dependencies, options as opts, python_source, triton_api
 from .diagnostics import Diagnostics, compiler_style, stage_failure
 
 
@@ -37,13 +39,15 @@ class Start:
     inherited: dict[str, Any]  # Triton metadata computed by stages that are not rerun
     input_ext: str | None  # stage whose text is the input file itself (for the ir/ folder)
     gluon: bool = False  # a @gluon.jit kernel: Triton's Gluon stages (no ttir; 3.9 adds glir before ttgir)
+    # a Python kernel: the other modules its code comes from (dependencies.py), for the provenance
+    dependencies: list[dict[str, str]] = field(default_factory=list)
 
 
 # --- starting points -----------------------------------------------------------------------------
 def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics) -> Start:
     name = job.source_name  # what Triton sees as the file name (co_filename): never an absolute path
-    _, fn = python_source.load_job_kernel(job)
-    defaults = {p.name: p.default for p in fn.params if p.has_default}
+    module, fn = python_source.load_job_kernel(job)
+    defaults = {p.name: of(p.default) or p.default for p in fn.params if p.has_default}  # tl.float32: its record
     constexpr_params = {p.name for p in fn.params if p.is_constexpr}
     if job.signature is None:
         _check_signature_needed(f"{name}:{job.kernel}", fn.arg_names, job.constexprs, defaults, constexpr_params)
@@ -51,11 +55,12 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     params = sig.bind_python_signature(f"{name}:{job.kernel}", fn.arg_names, entries, dict(job.constexprs),
                                        defaults, constexpr_params)
     _check_descriptors(job, params)
-    options = _parse_options(backend, opts.merge(job.options, [], {}, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, [], {}, job.label, words(job.from_call)), job)
     gluon = bool(getattr(fn, "is_gluon", lambda: False)())
     if not gluon:
         _check_no_layouts(job, params)
-    src = _gluon_source(job, fn, params) if gluon else ASTSource(fn, *sig.to_triton(params))
+    real = python_source.with_triton_objects(params, module, job.label)  # what Triton takes: tl.float32, not its record
+    src = _gluon_source(job, fn, real) if gluon else ASTSource(fn, *sig.to_triton(real))
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
@@ -65,7 +70,8 @@ def _from_python(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostic
     except Exception as e:
         message = stage_failure(job, "python -> ttir", e, diag)
         raise CompileError(f"{_python_location(fn, e, name)}: {message}") from None
-    return Start(job.kernel, params, options, mod, src.ext if gluon else "ttir", {}, None, gluon)
+    return Start(job.kernel, params, options, mod, src.ext if gluon else "ttir", {}, None, gluon,
+                 dependencies.other_sources(fn, job.source))
 
 
 def _check_no_layouts(job: Job, params: list[sig.Parameter]) -> None:
@@ -127,7 +133,7 @@ def _from_mlir(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics)
         _check_ttgir_target(job, base, attrs)
     params = _ir_params(job, base, fn.name, fn)
     recorded = [job.triton_metadata, (job.sidecar or {}).get("options")]
-    options = _parse_options(backend, opts.merge(job.options, recorded, attrs, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, recorded, attrs, job.label, words(job.from_call)), job)
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
@@ -149,7 +155,7 @@ def _from_text(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics)
     name = meta.get("name") or _symbol(job.stage, text, base)
     params = _ir_params(job, base, name, None)
     recorded = [meta, (job.sidecar or {}).get("options")]
-    options = _parse_options(backend, opts.merge(job.options, recorded, {}, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, recorded, {}, job.label, words(job.from_call)), job)
     inherited = _inherit(job, _lost_upto(job.stage), required=True, why="")
     first = "ptx" if job.stage == "llir" else "cubin"
     return Start(name, params, options, text, first, inherited, job.stage)
@@ -162,7 +168,7 @@ def _from_cubin(job: Job, backend: Any, base: str, raw: bytes, diag: Diagnostics
         raise MissingMetadataError(f"{job.triton_metadata_path}: has no 'name' (the cubin's kernel symbol); pass the "
                                    "metadata JSON Triton wrote beside this cubin")
     params = _ir_params(job, base, name, None)
-    options = _parse_options(backend, opts.merge(job.options, [meta], {}, job.label), job)
+    options = _parse_options(backend, opts.merge(job.options, [meta], {}, job.label, words(job.from_call)), job)
     inherited = _inherit(job, _lost_upto("cubin"), required=True, why="")
     return Start(name, params, options, raw, "done", inherited, None)
 
@@ -177,7 +183,7 @@ def _parse_options(backend: Any, merged: dict[str, Any], job: Job) -> Any:
     if isinstance(num_ctas, int) and num_ctas > 1 and job.capability < 90:
         # Triton 3.3 aborts the process on this, later releases word it their own way
         raise OptionError(f"{job.label}: num_ctas = {num_ctas} (thread-block clusters) needs capability 90 "
-                          "or newer; build this kernel with --arch 90 (a spec entry can say \"arch\": [90])")
+                          f"or newer; build this kernel with {words(job.from_call).arch(90, spec=True)}")
     try:
         return backend.parse_options(merged)
     except (AssertionError, TypeError, ValueError) as e:
@@ -190,7 +196,8 @@ def _check_ttgir_target(job: Job, base: str, attrs: dict[str, object]) -> None:
     if have is not None and made_for != job.target:
         raise ArchMismatchError(
             f"{base}: this .ttgir was made for {have} (ttg.target) but is being built for cuda:{job.capability}; a "
-            f".ttgir is architecture-specific: build it with --arch {made_for.capability if made_for else have}, or "
+            f".ttgir is architecture-specific: build it with "
+            f"{words(job.from_call).arch(made_for.capability if made_for else have)}, or "
             f"build for {job.capability} from the .ttir/.py")
     if attrs.get("ttg.threads-per-warp", 32) != 32:
         raise OptionError(f"{base}: ttg.threads-per-warp = {attrs['ttg.threads-per-warp']}; CUDA warps have 32 threads")
@@ -202,7 +209,7 @@ def _require_metadata(job: Job, base: str) -> dict[str, Any]:
         raise MissingMetadataError(
             f"{base}: a .{job.stage} input needs the Triton metadata JSON of the compile that produced it "
             f"(shared memory, scratch and launch sizes cannot be recovered from the {job.stage}): keep {stem}.json "
-            f"beside it (as Triton's cache and tmlr-build --keep-ir do) or pass --metadata FILE")
+            f"beside it (as Triton's cache and tmlr-build --keep-ir do){words(job.from_call).or_metadata}")
     made_by = job.triton_metadata.get("triton_version")
     if isinstance(made_by, str) and not triton_api.current().same_release(made_by):
         raise TritonReleaseMismatchError(
@@ -214,7 +221,8 @@ def _require_metadata(job: Job, base: str) -> dict[str, Any]:
     if have is not None and int(have) != job.capability:
         raise ArchMismatchError(
             f"{base}: was compiled for capability {have} (its metadata JSON says so) but is being built for "
-            f"{job.capability}; build it with --arch {have}, or build for {job.capability} from the .ttir/.py")
+            f"{job.capability}; build it with {words(job.from_call).arch(have)}, or build for {job.capability} from "
+            "the .ttir/.py")
     return job.triton_metadata
 
 
@@ -257,7 +265,7 @@ def _inherit(job: Job, keys: tuple[str, ...], required: bool, why: str) -> dict[
         source = job.triton_metadata_path or "the metadata JSON"
         raise MissingMetadataError(
             f"{os.path.basename(job.source)}: {source} lacks {', '.join(missing)} ({why or 'computed by earlier stages'}); "
-            "pass the metadata JSON Triton (or tmlr-build --keep-ir) wrote for this exact compile with --metadata FILE")
+            f"{words(job.from_call).give_metadata}")
     out = {k: meta[k] for k in keys if k in meta}
     if "cluster_dims" in out:
         out["cluster_dims"] = tuple(out["cluster_dims"])
@@ -279,15 +287,9 @@ def _ir_params(job: Job, base: str, name: str, ir: mlir_text.IRFunction | None) 
         ir = _sibling_function(job, base)
     if job.signature is not None:
         entries = sig.parse_signature(job.signature)
-        if any(e.kind == "tuple" for e in entries):  # a tuple's elements, named by --arg-names (or argN) and path
-            names = list(job.arg_names or [f"arg{i}" for i in range(len(entries))])
-            if len(names) != len(entries):
-                raise SignatureError(f"{base}: --arg-names has {len(names)} names but the signature {len(entries)} entries")
-            params = [p for n, e in zip(names, entries) for p in e.leaves(n)]
-        else:
-            params = ir_signature.from_signature(base, entries, job.arg_names, dict(job.constexprs), ir)
+        params = ir_signature.from_signature(base, entries, job.arg_names, dict(job.constexprs), ir)
         if ir is not None:
-            sig.check_against_ir(base, params, ir.params)
+            sig.check_against_ir(base, params, ir.params, words(job.from_call))
         return params
     if job.sidecar and job.sidecar.get("signature") is not None:
         where = f"{os.path.splitext(base)[0]}.tmlr.json"
@@ -299,7 +301,7 @@ def _ir_params(job: Job, base: str, name: str, ir: mlir_text.IRFunction | None) 
         raise SignatureError(
             f"{base}: the parameter types of {name} cannot be recovered from a .{job.stage}; pass --signature "
             f"'*fp16:16, i32, ...' (and --arg-names), or keep {stem}.tmlr.json or {stem}.ttir beside it")
-    return ir_signature.from_ir(base, ir.params, ir.named, job.arg_names, dict(job.constexprs))
+    return ir_signature.from_ir(base, ir, job.arg_names, dict(job.constexprs))
 
 
 def _sibling_function(job: Job, base: str) -> mlir_text.IRFunction:

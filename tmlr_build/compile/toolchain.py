@@ -22,3 +22,8 @@ def describe(workdir: str) -> list[str]:
     for path, caps in served.items():
         lines.append(f"ptxas {ptxas_version(caps[0])} ({path}; for --arch {','.join(map(str, caps))})")
     return lines
+
+
+def ptxas_versions(capabilities: list[int], workdir: str) -> dict[str, str]:
+    """The version of the ptxas that builds each capability (a --shard build records them in its header)."""
+    return {str(cap): ptxas_version(cap) for cap in capabilities}

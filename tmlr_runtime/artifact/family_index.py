@@ -1,4 +1,4 @@
-"""A family index: ``metadata.json`` of schema version 3 over ``v/<vid>/`` sub-artifacts (docs/variants.md,
+"""A family index: ``metadata.json`` of schema version 3 (6 with tuple parameters, 8 with variants that failed to compile) over ``v/<vid>/`` sub-artifacts (docs/variants.md,
 "Layout"), checked by the rules of ``rules`` as :data:`FAMILY_SCHEMA_PATH` says while it builds the records."""
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import short_repr
 from .heuristics import Heuristic
-from .files import FAMILY_TUPLE_VERSION, FAMILY_VERSION, FAMILY_VERSIONS
+from .files import FAMILY_FAILED_VERSION, FAMILY_TUPLE_VERSION, FAMILY_VERSION, FAMILY_VERSIONS
 from .rules import BOOL, IDENTIFIER, IS_ARCH, IS_SHA256, Invalid, array, at, check, integer, nullable, obj, one_of, string, test
 
 FAMILY_SCHEMA_PATH = Path(__file__).with_name("schema") / "family.schema.json"
@@ -63,6 +64,16 @@ class FamilyVariant:
 
 
 @dataclass(frozen=True)
+class FailedVariant:
+    """A variant the build planned but could not compile (schema v8): the family was written without it."""
+
+    vid: str  # what its folder would have been named: "c0-3fa2b19c0d11"
+    config: int | None
+    signature: str  # its full signature text, as a variant's
+    error: str  # the first line of its compile error
+
+
+@dataclass(frozen=True)
 class FamilyIndex:
     """A parsed, checked family index."""
 
@@ -73,15 +84,20 @@ class FamilyIndex:
     variants: tuple[FamilyVariant, ...]
     directory: str
     sha256: str  # of the index file's bytes: what tuning tables and caches are keyed by
-    schema_version: int = FAMILY_VERSION  # FAMILY_TUPLE_VERSION: the kernel has tuple parameters
+    schema_version: int = FAMILY_VERSION  # FAMILY_TUPLE_VERSION: the kernel has tuple parameters; FAMILY_FAILED_VERSION: see failed
+    failed: tuple[FailedVariant, ...] = ()  # the variants that failed to compile (schema v8 only)
     kind = "family"
 
     @classmethod
     def from_dict(cls, doc: Any, directory: str, sha256: str) -> "FamilyIndex":
         """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
+        said = (f"it says schema v{short_repr(doc['schema_version'])}" if type(doc) is dict and "schema_version" in doc
+                else "it names no schema_version")
         d = check(_document, doc, os.path.join(directory, "metadata.json"),
-                  "not a tmlr family index (schema v3 or v6) - rebuild it with tmlr-build")
-        return cls(d["name"], d["params"], d["autotune"], d["heuristics"], d["variants"], directory, sha256, d["schema_version"])
+                  f"not a valid tmlr family index ({said}; this tmlr_runtime reads family indexes of "
+                  f"{', '.join(f'v{n}' for n in FAMILY_VERSIONS)}) - rebuild it with tmlr-build")
+        return cls(d["name"], d["params"], d["autotune"], d["heuristics"], d["variants"], directory, sha256, d["schema_version"],
+                   d.get("failed", ()))
 
 
 # --- the document, in the order of schema/family.schema.json ---------------------------------------
@@ -115,19 +131,27 @@ _DIGESTS = test(lambda v: type(v) is dict and len(v) > 0 and all(type(k) is str 
                 'an object of arch -> sha256 (lowercase hex), e.g. {"sm_90a": "3fa2..."}')
 _VARIANT = obj({"dir": lambda v: _relative(string(meaning="a relative directory")(v)),
                 "config": nullable(integer(0)), "signature": string(meaning="a signature text")}, {"cubin_sha256": _DIGESTS})
+_FAILED = obj({"vid": string(meaning="a variant id"), "config": nullable(integer(0)), "signature": string(meaning="a signature text"),
+               "error": string(meaning="the first line of the compile error")})
 _PARAM = obj({"name": IDENTIFIER, "kind": one_of(_PARAM_KINDS, "runtime or constexpr")})
-_DOCUMENT_RULE = obj({"schema_version": one_of(FAMILY_VERSIONS, "3 or 6 (a family index)"), "kind": one_of(("family",), '"family"'), "name": IDENTIFIER,
-                      "params": array(lambda p: (lambda d: (d["name"], d["kind"]))(_PARAM(p))),
+_DOCUMENT_RULE = obj({"schema_version": one_of(FAMILY_VERSIONS, "3, 6 or 8 (a family index)"), "kind": one_of(("family",), '"family"'),
+                      "name": IDENTIFIER, "params": array(lambda p: (lambda d: (d["name"], d["kind"]))(_PARAM(p))),
                       "autotune": nullable(_AUTOTUNE), "heuristics": array(_heuristic),
-                      "variants": array(lambda v: FamilyVariant(**_VARIANT(v)), 1)})
+                      "variants": array(lambda v: FamilyVariant(**_VARIANT(v)), 1)},
+                     {"failed": array(lambda f: FailedVariant(**_FAILED(f)), 1)})
 
 
 def _document(doc: Any) -> dict[str, Any]:
     d = _DOCUMENT_RULE(doc)
+    if ("failed" in d) != (d["schema_version"] == FAMILY_FAILED_VERSION):
+        raise at(Invalid(f'a family index lists "failed" variants exactly when its schema_version is {FAMILY_FAILED_VERSION}'),
+                 "failed" if "failed" in d else "schema_version")
     n = len(d["autotune"].configs) if d["autotune"] else 0
-    for i, v in enumerate(d["variants"]):
-        if v.config is not None and v.config >= n:
-            raise at(at(at(Invalid(f"{v.config} is not an index into autotune.configs (0..{n - 1}) or null"), "config"), i), "variants")
-    if (d["autotune"] is None) != all(v.config is None for v in d["variants"]) or d["autotune"] and any(v.config is None for v in d["variants"]):
-        raise at(Invalid("every variant names its config when the kernel is autotuned, none when it is not"), "variants")
+    for field in ("variants", "failed"):
+        entries = d.get(field, ())
+        for i, v in enumerate(entries):
+            if v.config is not None and v.config >= n:
+                raise at(at(at(Invalid(f"{v.config} is not an index into autotune.configs (0..{n - 1}) or null"), "config"), i), field)
+        if any((v.config is None) != (d["autotune"] is None) for v in entries):
+            raise at(Invalid("every variant names its config when the kernel is autotuned, none when it is not"), field)
     return d

@@ -8,11 +8,15 @@ from typing import Any
 
 from ..errors import ArtifactError, SchemaError
 
-FAMILY_VERSION = 3  # a family index; kernel metadata is version 1, 2, 4 or 5 (metadata.SCHEMA_VERSIONS)
+FAMILY_VERSION = 3  # a family index; kernel metadata is version 1, 2, 4, 5 or 7 (metadata.SCHEMA_VERSIONS)
 # 6: the index of a family whose kernel has tuple parameters (its variants say 5). Numbered past the kernel
 # metadata's versions so that a runtime without tuple families names the version it cannot read
 FAMILY_TUPLE_VERSION = 6
-FAMILY_VERSIONS = (FAMILY_VERSION, FAMILY_TUPLE_VERSION)
+# 8: the index of a family written without the variants that failed to compile (its "failed" list names them; tuple
+# parameters or not, its variants say). A runtime that reads only 3 and 6 refuses it naming the version, rather than
+# dispatching a call to a variant that is not there
+FAMILY_FAILED_VERSION = 8
+FAMILY_VERSIONS = (FAMILY_VERSION, FAMILY_TUPLE_VERSION, FAMILY_FAILED_VERSION)
 _O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -52,7 +56,7 @@ def read_json(path: str, stats: dict[str, os.stat_result] | None = None) -> tupl
 
 
 def is_family(doc: Any) -> bool:
-    """Whether a parsed metadata.json is a family index (kind "family", schema version 3 or 6); any other
+    """Whether a parsed metadata.json is a family index (kind "family", schema version 3, 6 or 8); any other
     document stays the kernel metadata reader's (which names its version)."""
     return type(doc) is dict and doc.get("kind") == "family" and type(doc.get("schema_version")) is int \
         and doc["schema_version"] in FAMILY_VERSIONS

@@ -13,22 +13,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, Descriptor, Parameter, Target,
-                   TensorMapMeta)
+from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, TL_DTYPES, Descriptor, Parameter,
+                   Target, TensorMapMeta)
 from ..errors import ArtifactError, CubinMismatchError, IntegrityError, SchemaError, short_repr
+from ..objects import DTYPE, IS_JIT_TEXT, KINDS as OBJECT_KINDS, TritonObject
 from .elf import Cubin, parse, target_problem
-from .files import read_file, read_json
+from .files import FAMILY_VERSIONS, read_file, read_json
 from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
 from .targets import choose
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
-SCHEMA_VERSION = 5  # the newest this reader reads
+SCHEMA_VERSION = 7  # the newest this reader reads
 # 2 added tensordesc parameters (a document without one says 1); 3 is a family index (files.FAMILY_VERSION);
 # 4 added a variant's PTX (a document without any says 1 or 2, as before); 5 added tuple parameters (tuples.py: a
-# document without any says 1, 2 or 4, as before)
-SCHEMA_VERSIONS = (1, 2, 4, 5)
+# document without any says 1, 2 or 4, as before); 6 is a family index of tuple variants; 7 added constexprs that
+# are Triton objects (objects.py: a document without any says 1, 2, 4 or 5, as before); 8 is a family index with
+# variants that failed to compile (files.FAMILY_FAILED_VERSION)
+SCHEMA_VERSIONS = (1, 2, 4, 5, 7)
+_READS = ", ".join(f"v{n}" for n in SCHEMA_VERSIONS)  # what the kernel metadata reader reads, said when it refuses
 PTX_VERSION = 4
 TUPLE_VERSION = 5
+OBJECT_VERSION = 7
 METADATA_FILE = "metadata.json"
 
 
@@ -100,14 +105,13 @@ class ArtifactMetadata:
     @classmethod
     def from_dict(cls, doc: Any, path: str | None = None) -> "ArtifactMetadata":
         """Check ``doc`` as the schema says while building the records; raises :class:`SchemaError`."""
-        where = path or "metadata"
         version = doc.get("schema_version", SCHEMA_VERSION) if isinstance(doc, dict) else SCHEMA_VERSION
         if isinstance(version, bool) or version not in SCHEMA_VERSIONS:
-            raise SchemaError(f"{where}: schema_version {short_repr(version)} is not supported by this tmlr_runtime (it "
-                              f"reads versions {', '.join(map(str, SCHEMA_VERSIONS))}); rebuild the artifact with a matching tmlr-build or upgrade "
-                              "tmlr_runtime", path, "$.schema_version")
+            raise SchemaError(f"{path or 'metadata'}: {unreadable_version(doc)}", path, "$.schema_version")
+        said = f"it says schema v{version}" if isinstance(doc, dict) and "schema_version" in doc else "it names no schema_version"
         name, signature, variants, tuples = check(lambda d: _document(d, version), doc, path,
-                                                  f"not a tmlr metadata.json (schema v{SCHEMA_VERSION}) - rebuild it with tmlr-build")
+                                                  f"not a valid tmlr metadata.json ({said}; this tmlr_runtime reads {_READS}) - "
+                                                  "rebuild it with tmlr-build")
         return record(cls, {"name": name, "signature": signature, "variants": variants, "path": path, "schema_version": int(version),
                             "tuples": tuples})
 
@@ -131,7 +135,7 @@ class ArtifactMetadata:
         :class:`NoCompatibleVariantError` naming what the artifact has and what the device needs."""
         clusters = major < 9 and all(v.is_cluster_launch for v in self.variants)
         found = choose(self.name, [(v.target, v.ptx and v.ptx.target) for v in self.variants], major, minor,
-                       " and --num-ctas 1: thread-block clusters need sm_90 or newer" if clusters else "")
+                       "; with --num-ctas 1 in either case: thread-block clusters need sm_90 or newer" if clusters else "")
         return self.variants[found.index], found.ptx
 
     def select_variant(self, major: int, minor: int) -> Variant:
@@ -167,8 +171,10 @@ _PARAMETER = {
                         "type": string(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
     TENSORDESC: obj({"name": _NAME, "kind": ANY, "type": ANY, "descriptor": _descriptor,
                          "divisibility": one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
-    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: not isinstance(v, (list, dict)),
-                                                                         "a number, boolean, string or null")}),
+    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: v == [] if isinstance(v, list) else not isinstance(v, dict),
+                                                                         "a number, boolean, string, null or [] (an empty tuple)")},
+                     {"object": one_of(OBJECT_KINDS, f"one of {list(OBJECT_KINDS)} (a Triton object this tmlr_runtime "
+                                                     "does not know cannot be checked: upgrade tmlr_runtime)")}),
     "equal_to_1": obj({"name": _NAME, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
 }
 _VARIANT = obj({
@@ -184,7 +190,8 @@ _VARIANT = obj({
         one_of(("global_scratch", "profile_scratch"), "global_scratch or profile_scratch"), unique=True)}),
     "provenance": obj({"triton_version": _TEXT, "ptxas_version": _TEXT, "source_stage": one_of(
         ("python", "ttir", "ttgir", "llir", "ptx", "cubin"), "one of ['python', 'ttir', 'ttgir', 'llir', 'ptx', 'cubin']"),
-        "source_sha256": SHA256, "options": test(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT}),
+        "source_sha256": SHA256, "options": test(lambda v: type(v) is dict, "an object")}, {"source_name": _TEXT, "tmlr_version": _TEXT,
+        "dependencies": array(obj({"module": _TEXT, "sha256": SHA256}), 1), "device": _TEXT}),
 }, {"ptx": obj({"file": string(PTX_FILE, "a plain file name in the artifact directory, ending in .ptx"), "sha256": SHA256,
                 "size": integer(1), "arch": string(IS_PTX_ARCH, "a virtual arch like compute_80 (PTX of an arch-specific "
                                                               "target such as sm_90a runs on that GPU only: build no PTX for it)")}),
@@ -198,8 +205,33 @@ def _parameter(p: Any) -> Parameter:
             raise at(not_(p["kind"], f"one of {list(_KINDS)}"), "kind")
         obj({"kind": ANY})(p)
     d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
+    value = _object(d["object"], d["value"]) if "object" in d else 1 if kind == "equal_to_1" else \
+        () if d.get("value") == [] else d.get("value")  # []: an empty tuple
     return record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
-                               "value": 1 if kind == "equal_to_1" else d.get("value"), "descriptor": d.get("descriptor")})
+                               "value": value, "descriptor": d.get("descriptor")})
+
+
+def _object(kind: str, text: Any) -> TritonObject:
+    """A constexpr's Triton object (schema v7): a dtype by Triton's name for it, a @triton.jit function by module:qualname."""
+    if kind == DTYPE and (type(text) is not str or text not in TL_DTYPES):
+        raise at(not_(text, f"a Triton dtype name, one of {list(TL_DTYPES)}"), "value")
+    if kind != DTYPE and (type(text) is not str or not IS_JIT_TEXT(text)):
+        raise at(not_(text, "a @triton.jit function's module:qualname, e.g. 'kernels:relu'"), "value")
+    return TritonObject(kind, text)
+
+
+def unreadable_version(doc: dict[str, Any]) -> str:
+    """Why this reader refuses the ``schema_version`` of ``doc`` (a metadata.json), and what to do."""
+    version, family = doc["schema_version"], doc.get("kind") == "family"
+    reads = f"family indexes of {', '.join(f'v{n}' for n in FAMILY_VERSIONS)}" if family else f"kernel metadata of {_READS}"
+    if not family and version in FAMILY_VERSIONS:
+        why = f'{version} numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'
+    elif type(version) is int and version > max(FAMILY_VERSIONS if family else SCHEMA_VERSIONS):
+        why = ("a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
+               "tmlr-build of this tmlr_runtime")
+    else:
+        why = "no tmlr-build writes that version - rebuild the artifact with tmlr-build"
+    return f"schema_version {short_repr(version)} is not one this tmlr_runtime reads ({reads}); {why}"
 
 
 def read_parameter(doc: Any, path: str | None = None) -> Parameter:
@@ -213,6 +245,9 @@ def _variant(value: Any) -> Variant:
     t, c, launch, scratch, p = d["target"], d["cubin"], d["launch"], d["scratch"], d.get("ptx")
     ptx = None if p is None else record(Ptx, {"target": Target.of_ptx(p["arch"]), "file": p["file"], "sha256": p["sha256"],
                                               "size": p["size"]})
+    if t["arch"].removeprefix("sm_").removesuffix("a") != str(int(t["capability"])):
+        raise at(Invalid(f"capability {t['capability']} and arch {t['arch']!r} disagree: a variant's cubin is for one GPU "
+                         f"(sm_{t['capability']} or sm_{t['capability']}a for capability {t['capability']})"), "target")
     return record(Variant, {
         "target": record(Target, {"capability": t["capability"], "arch": t["arch"]}), "entry": d["entry"],
         "cubin_file": c["file"], "cubin_sha256": c["sha256"], "cubin_size": c["size"],
@@ -241,12 +276,22 @@ def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple
     names = [p.name for p in signature]
     if len(set(names)) != len(names):
         raise at(Invalid(f"parameter names repeat: {', '.join(sorted({n for n in names if names.count(n) > 1}))}"), "signature")
-    if len({v.arch for v in variants}) != len(variants):
-        raise at(Invalid(f"two variants for the same arch ({', '.join(v.arch for v in variants)})"), "variants")
+    archs = [v.arch for v in variants]
+    twice = next((i for i, arch in enumerate(archs) if arch in archs[:i]), None)
+    if twice is not None:
+        raise at(at(Invalid(f"a second variant for {archs[twice]} (variant {archs.index(archs[twice])} is one): an artifact "
+                            "holds one cubin per arch"), twice), "variants")
     if version == 1 and any(p.descriptor is not None for p in signature):
         raise at(Invalid("1, but the signature has a tensordesc parameter, which needs schema_version 2"), "schema_version")
+    empty = next((i for i, p in enumerate(signature) if p.value == () and p.kind == "constexpr"), None)
+    if version < TUPLE_VERSION and empty is not None:
+        raise at(at(at(Invalid(f"[] (an empty tuple), which needs schema_version {TUPLE_VERSION} (this is {version})"), "value"), empty),
+                 "signature")
     if version < PTX_VERSION and any(v.ptx is not None for v in variants):
         raise at(Invalid(f"{version}, but a variant has ptx, which needs schema_version {PTX_VERSION}"), "schema_version")
+    if version < OBJECT_VERSION and any(type(p.value) is TritonObject for p in signature):
+        raise at(Invalid(f"{version}, but a constexpr is a Triton object, which needs schema_version {OBJECT_VERSION}"),
+                 "schema_version")
     return name, signature, variants, _tuples(doc, names, version)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import ArtifactError
+from ..errors import ArtifactError, TmlrError
+from .files import is_family, read_json
 from .metadata import METADATA_FILE
 
 
@@ -18,6 +19,20 @@ def artifacts_in(directory: str) -> list[str]:
     except OSError:
         return []
     return [os.path.join(directory, name) for name in names if os.path.isfile(os.path.join(directory, name, METADATA_FILE))]
+
+
+def tunable_in(found: list[str]) -> list[str]:
+    """Those of the artifact folders ``found`` whose metadata.json is a family index with @triton.autotune configs:
+    what ``tmlr tune`` takes (a plain artifact, or a family without configs, has nothing to tune)."""
+    tunable = []
+    for directory in found:
+        try:
+            doc, _ = read_json(os.path.join(directory, METADATA_FILE))
+        except TmlrError:
+            continue  # a broken one is no suggestion; tmlr verify names its problem
+        if is_family(doc) and doc.get("autotune"):
+            tunable.append(directory)
+    return tunable
 
 
 def output_folder_error(directory: str, found: list[str], what: str) -> ArtifactError:

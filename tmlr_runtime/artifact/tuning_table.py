@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import SchemaError
+from ..errors import SchemaError, TuningFileError
 from .files import read_file
 from .rules import IDENTIFIER, SHA256, Invalid, array, at, check, integer, obj, one_of, string, test
 
@@ -47,14 +47,36 @@ def _table(configs: int) -> Any:
     return rule
 
 
-def read_entries(path: str, configs: int, stats: dict[str, os.stat_result | None] | None = None) -> list[dict[str, Any]]:
-    """The checked entries of a table or cache file; [] when it does not exist (``stats[path]``: its stat, or None)."""
+def table_kind(path: str) -> str:
+    """What a damaged shipped table ``DIR/tuning.json`` is and how it is made again (its error's last words)."""
+    return (f"not a tmlr tuning table - write it again with `tmlr tune {os.path.dirname(path) or '.'} --cases FILE.py:func`, "
+            "which keeps the damaged file aside")
+
+
+CACHE_KIND = "not a tmlr tuning cache"  # a damaged cache is kept aside and rewritten (family/tuning.py): no advice
+
+
+def read_entries(path: str, configs: int, stats: dict[str, os.stat_result | None] | None = None,
+                 kind: str | None = None) -> list[dict[str, Any]]:
+    """The checked entries of a table or cache file; [] when it does not exist (``stats[path]``: its stat, or None).
+    A damaged file raises :class:`SchemaError` ending in ``kind`` (default: a shipped table's :func:`table_kind`)."""
+    kind = kind or table_kind(path)
     try:
         doc = json.loads(read_file(path, stats))  # type: ignore[arg-type]
     except FileNotFoundError:
         if stats is not None:
             stats[path] = None
         return []
-    except (OSError, ValueError, RecursionError) as e:
-        raise SchemaError(f"{path}: cannot be read as JSON ({e}); delete it or write it again with `tmlr tune`", path) from None
-    return list(check(_table(configs), doc, path, "not a tmlr tuning table - write it again with `tmlr tune`"))
+    except OSError as e:  # no SchemaError: the bytes may be fine, the file system refused them
+        raise file_error(path, e, "read", "make it readable, or move it out of the way") from None
+    except (ValueError, RecursionError) as e:
+        raise SchemaError(f"{path}: cannot be read as JSON ({e}); {kind}", path) from None
+    return list(check(_table(configs), doc, path, kind))
+
+
+def file_error(path: str, e: OSError, doing: str, advice: str) -> TuningFileError:
+    """The typed error of an OS error met reading or writing the table or cache file ``path`` (its folder, lock
+    or temp file included: the OS's text names the file it refused)."""
+    # os.makedirs says "File exists" of a file where a folder must be
+    reason = f"{e.filename} is a file, not a folder" if isinstance(e, FileExistsError) else str(e)
+    return TuningFileError(f"{path}: cannot be {doing} ({reason}); {advice}", path, reason, e.errno)

@@ -20,6 +20,7 @@ from ..launch.plan import Layout, check_params
 CheckResult = tuple[str, "bool | None", str]
 DEVICE_CHECK = "this device can load and run it"
 SCHEMA_CHECK = "metadata.json follows the schema"
+NO_GPU = "not checked: no GPU here"
 _SWIZZLE = {0: "no swizzle", 1: "swizzle 32B", 2: "swizzle 64B", 3: "swizzle 128B"}
 
 
@@ -36,6 +37,8 @@ def describe_param(p: Parameter) -> str:
 
 def _param_json(p: Parameter) -> dict[str, Any]:
     doc = {k: v for k, v in vars(p).items() if k != "descriptor"}
+    if hasattr(p.value, "object"):  # a Triton object (objects.TritonObject): its text and what it is, as metadata.json has them
+        doc.update(value=p.value.text, object=p.value.object)
     return doc if p.descriptor is None else {**doc, "descriptor": p.descriptor.to_json()}
 
 
@@ -120,6 +123,12 @@ def would_load(meta: ArtifactMetadata, major: int, minor: int) -> dict[str, Any]
     return {**where, "loads": "cubin", "arch": v.arch, "file": v.cubin_file, "text": f"cubin {v.arch} ({v.cubin_file}, {how})"}
 
 
+def capability_check(meta: ArtifactMetadata, cc: tuple[int, int]) -> CheckResult:
+    """``tmlr verify --cc``: whether a GPU of compute capability ``cc`` loads something of ``meta``, and what."""
+    on = would_load(meta, *cc)
+    return f"a GPU of compute capability {on['cc']} loads it", on["loads"] is not None, on["text"]
+
+
 def inspect_kernel(directory: str, meta: ArtifactMetadata, with_device: bool = True,
                    cc: tuple[int, int] | None = None) -> dict[str, Any]:
     """Everything a person wants to know about a kernel artifact, as a JSON-able dict; ``problems`` lists
@@ -163,10 +172,12 @@ def print_inspect_kernel(info: dict[str, Any]) -> None:
         print("  occupancy: no GPU here")
 
 
-def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetadata | None = None) -> list[CheckResult]:
+def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetadata | None = None,
+                  cc: tuple[int, int] | None = None) -> list[CheckResult]:
     """``(check, passed, detail)`` for every check of a kernel artifact (``meta``: its metadata, read already),
     ``passed`` None for one that could not be made here (no GPU, no jsonschema); never raises for a bad
-    artifact. ``with_device=False`` leaves the device check out."""
+    artifact. ``with_device=False`` leaves the device check out; ``cc``: a compute capability that something
+    must load on (:func:`capability_check`)."""
     try:
         meta = meta or ArtifactMetadata.read(directory)
     except TmlrError as e:
@@ -176,13 +187,15 @@ def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetada
         results += _cubin_checks(directory, meta, v)
         if v.ptx is not None:
             results += _ptx_checks(directory, v)
+    if cc is not None:
+        results.append(capability_check(meta, cc))
     if with_device:
         try:
             kernel, jit = _load(directory)
             how = "" if jit is None else f" from its PTX, which the driver compiled in {jit.seconds * 1e3:.0f} ms"
             results.append((DEVICE_CHECK, True, f"{kernel.function.device.name}: {kernel.variant.arch}{how}"))
         except CudaUnavailableError as e:
-            results.append((DEVICE_CHECK, None, f"not checked: loading the cubin on a device needs an NVIDIA GPU and driver ({e})"))
+            results.append((DEVICE_CHECK, None, no_gpu(e)))
         except TmlrError as e:
             results.append((DEVICE_CHECK, False, str(e)))
     return results
@@ -208,6 +221,12 @@ def _cubin_checks(directory: str, meta: ArtifactMetadata, v: Variant) -> list[Ch
     except TmlrError as e:
         results.append((checks[len(results)], False, str(e)))
     return results
+
+
+def no_gpu(e: CudaUnavailableError) -> str:
+    """The detail of a device check skipped for want of a GPU: :data:`NO_GPU`, then why (``tmlr verify`` prints
+    the why once, in its summary)."""
+    return f"{NO_GPU}, so loading on a device was not checked ({e})"
 
 
 def _ptx_checks(directory: str, v: Variant) -> list[CheckResult]:

@@ -9,18 +9,17 @@ import sys
 from typing import Any, Iterable
 
 from ..artifact.family_index import FAMILY_SCHEMA_PATH, FamilyIndex, FamilyVariant
-from ..artifact.files import FAMILY_TUPLE_VERSION
 from ..artifact.metadata import ArtifactMetadata
-from ..artifact.output_folder import artifacts_in, output_folder_error
+from ..artifact.output_folder import artifacts_in, output_folder_error, tunable_in
 from ..artifact.read import read, read_index
 from ..artifact.tuning_table import TABLE_FILE, TUNING_SCHEMA_PATH, entry, read_entries
-from ..errors import ArgumentError, CudaUnavailableError, TmlrError
+from ..errors import ArgumentError, CudaUnavailableError, SchemaError, TmlrError
 from ..family.dispatch import KernelFamily
 from ..family.members import read_members
-from ..family.tuning import cache_path, write_entries
+from ..family.tuning import cache_path, check_writable, keep_damaged_aside, write_entries
 from ..launch.kernel import Kernel
 from ..tuples import format_nested
-from .artifact import CheckResult, cubin_problems, jsonschema_check, verify_kernel, would_load
+from .artifact import CheckResult, cubin_problems, jsonschema_check, no_gpu, verify_kernel, would_load
 
 
 def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -34,15 +33,19 @@ def inspect_family(index: FamilyIndex, cc: tuple[int, int] | None = None) -> dic
         info, damaged = _variant(index, v, cc)
         variants.append(info)
         problems += damaged
-    return {
+    out = {
         "kind": "family", "name": index.name, "directory": index.directory, "schema_version": index.schema_version, "index_sha256": index.sha256,
         "call": f"{index.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in index.params)})",
         "autotune": None if at is None else {
             "key": list(at.key), "configs": [c.describe() for c in at.configs], "reset_to_zero": list(at.reset_to_zero),
             "restore_value": list(at.restore_value), "has_pre_hook": at.has_pre_hook, "dtype_in_key": at.dtype_in_key},
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config} for h in index.heuristics],
-        "variants": variants, "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": problems,
+        "variants": variants, "failed": [{"vid": f.vid, "config": f.config, "signature": f.signature, "error": f.error} for f in index.failed],
+        "table": table, "cache_file": cache_path(index.sha256) if at else None, "problems": problems,
     }
+    if cc is not None:  # a GPU of it can take every call only when every variant loads there
+        out["on"] = {"cc": "%d.%d" % cc, "variants": len(variants), "loading": sum(v["on"]["loads"] is not None for v in variants)}
+    return out
 
 
 def _variant(index: FamilyIndex, v: FamilyVariant, cc: tuple[int, int] | None) -> tuple[dict[str, Any], list[str]]:
@@ -57,7 +60,7 @@ def _variant(index: FamilyIndex, v: FamilyVariant, cc: tuple[int, int] | None) -
         if cc is not None:
             info["on"] = {"cc": "%d.%d" % cc, "loads": None, "text": f"nothing: {e}"}
         return info, [str(e)]
-    if index.schema_version == FAMILY_TUPLE_VERSION:
+    if meta.tuples:
         info["signature"] = format_nested(meta.signature)
     if cc is not None:
         info["on"] = would_load(meta, *cc)
@@ -80,6 +83,15 @@ def print_inspect_family(info: dict[str, Any]) -> None:
         print(f"    {v['dir']:24s} config {'-' if v['config'] is None else v['config']}  {v['signature']}")
         if "on" in v:
             print(f"      on {v['on']['cc']}: {v['on']['text']}")
+    if info["failed"]:
+        print(f"  {len(info['failed'])} variants failed to compile (not in the family: a call that needs one is refused with its error)")
+        for f in info["failed"]:
+            print(f"    {f['vid']:24s} config {'-' if f['config'] is None else f['config']}  {f['signature']}\n      {f['error']}")
+    if "on" in info:
+        on = info["on"]
+        others = on["variants"] - on["loading"]
+        print(f"  on {on['cc']}: {on['loading']} of {on['variants']} variants load"
+              + (f": a call that takes one of the other {others} fails there" if others else ""))
     if at:
         print(f"  tuning table: {len(info['table'])} entries" + ("" if info["table"] else f" (no {TABLE_FILE})"))
         for e in info["table"]:
@@ -103,23 +115,29 @@ def _table_checks(directory: str, sha256: str, configs: int) -> list[CheckResult
              "family was rebuilt with other configs, variants or cubin bytes) and are ignored; run `tmlr tune` again")]
 
 
-def verify_family(directory: str, with_device: bool = True, index: FamilyIndex | None = None) -> list[CheckResult]:
+def verify_family(directory: str, with_device: bool = True, index: FamilyIndex | None = None,
+                  cc: tuple[int, int] | None = None) -> list[CheckResult]:
     """Every check of a family (``index``: its index, read already): the index, each sub-artifact (as `tmlr
-    verify` checks one), their signatures against the index, the shipped table; with a GPU, every variant loads."""
+    verify` checks one, ``cc`` included: a variant that loads nothing there fails), their signatures against the
+    index, the shipped table; with a GPU, every variant loads."""
     try:
         index = index or read_index(os.path.abspath(directory))
     except TmlrError as e:
         return [("family index follows the schema", False, str(e))]
-    results: list[CheckResult] = [("family index follows the schema", True, f"v3, {len(index.variants)} variants"),
+    results: list[CheckResult] = [("family index follows the schema", True, f"v{index.schema_version}, {len(index.variants)} variants"),
                                   jsonschema_check(os.path.join(index.directory, "metadata.json"), FAMILY_SCHEMA_PATH, "family index validates with jsonschema")]
     for v in index.variants:
-        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_kernel(os.path.join(index.directory, v.dir), False)]
+        results += [(f"{v.dir}: {check}", ok, detail) for check, ok, detail in verify_kernel(os.path.join(index.directory, v.dir), False, cc=cc)]
     check = "sub-artifacts match the index (signatures, cubin sha256)"
     try:
         read_members(index, True, Kernel)
         results.append((check, True, ""))
     except TmlrError as e:
         return results + [(check, False, str(e))]
+    if index.failed:
+        results.append(("every planned variant was built", None,
+                        f"{len(index.failed)} failed to compile and are not in the family (a call that needs one is refused "
+                        f"with its error): {', '.join(f.vid for f in index.failed)}; `tmlr inspect` shows each error"))
     unrecorded = sum(v.cubin_sha256 is None for v in index.variants)
     if unrecorded:
         results.append(("index records each variant's cubin sha256", None,
@@ -139,7 +157,7 @@ def _device_check(index: FamilyIndex) -> CheckResult:
         for m in family.members:
             m.kernel.variant  # noqa: B018 - loads the cubin in this context
     except CudaUnavailableError as e:
-        return check, None, f"not checked: needs an NVIDIA GPU and driver ({e})"
+        return check, None, no_gpu(e)
     except TmlrError as e:
         return check, False, str(e)
     return check, True, f"{len(family.members)} variants on {family.tuner.device if family.tuner else 'this device'}"
@@ -172,19 +190,38 @@ def _check_tunable(directory: str) -> None:
     """Refuse, before any driver call, a directory that is no family: there is nothing to tune."""
     found = artifacts_in(directory)
     if found:
-        raise output_folder_error(directory, found, f"tune a family among them, e.g. tmlr tune {found[0]} --cases ...")
+        tunable = tunable_in(found)
+        raise output_folder_error(directory, found, f"the families among them are {', '.join(tunable)}: tune each, e.g. "
+                                  f"tmlr tune {tunable[0]} --cases ..." if tunable else "none of them is a family with "
+                                  "@triton.autotune configs, which is what tmlr tune takes")
     if os.path.isfile(os.path.join(directory, "metadata.json")) and read(directory).kind != "family":
         raise ArgumentError(f"{directory}: not a family: nothing to tune (a plain artifact has one set of options); "
                             "tmlr tune takes the family tmlr-build writes for an @triton.autotune kernel", "directory")
+
+
+def _load_to_tune(directory: str, out: str) -> Any:
+    """The family, to benchmark. A damaged shipped table that this run writes again is kept aside first (its
+    error says to run `tmlr tune`, which could not load the family else); any other load error is raised."""
+    try:
+        return Kernel.load(directory, tuning="strict")
+    except SchemaError as e:
+        if not (e.path and os.path.isfile(out) and os.path.samefile(e.path, out)):
+            raise
+        _, aside = keep_damaged_aside(out, len(read_index(directory).autotune.configs))
+        if aside is not None:
+            print(f"{e}\n  kept aside as {aside}; this run writes {out} again", file=sys.stderr)
+    return Kernel.load(directory, tuning="strict")
 
 
 def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, Any]]:
     """Benchmark every config for each case's key and merge the choices into the table; the new entries."""
     _cases_file(cases)
     _check_tunable(directory)
-    family = Kernel.load(directory, tuning="strict")
+    out = out or os.path.join(directory, TABLE_FILE)
+    family = _load_to_tune(directory, out)
     if not isinstance(family, KernelFamily) or family.tuner is None:
         raise ArgumentError(f"{directory}: the kernel has no @triton.autotune configs; there is nothing to tune")
+    check_writable(out)  # a read-only folder refused before the benchmarks, not after
     new = []
     for n, case in enumerate(_cases(cases)):
         try:
@@ -196,7 +233,7 @@ def tune(directory: str, cases: str, out: str | None = None) -> list[dict[str, A
         new.append(entry(family.tuner.device, family.index.sha256, key, config, times))
         print(f"  key {list(key)} -> config {config} ({family.configs[config].describe()}); "
               f"{', '.join('-' if t == float('inf') else f'{t:.4f}' for t in times)} ms")
-    write_entries(out or os.path.join(family.directory, TABLE_FILE), family.name, new, len(family.configs))
+    write_entries(out, family.name, new, len(family.configs))
     return new
 
 

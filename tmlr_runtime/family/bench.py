@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable
 from .. import driver
-from ..errors import DriverError, NoCompatibleVariantError, TuningError
+from ..errors import DriverError, NoCompatibleVariantError, TuningError, VariantNotBuiltError
 from ..launch.execute import call_grid
 from ..launch.streams import default_stream, stream_handle
 
@@ -152,5 +152,7 @@ def benchmark(family: Any, key: tuple[Any, ...], grid: Any, args: tuple[Any, ...
         preserve.close()
     best = min(range(len(times)), key=times.__getitem__)
     if times[best] == float("inf"):
+        if isinstance(failure, VariantNotBuiltError):  # no config was built for this call: its compile error says why
+            raise failure
         raise TuningError(f"{family.name}: no config could be benchmarked for key {key} (last error: {failure})")
     return best, times

@@ -102,8 +102,10 @@ def accepts(p: Parameter, call: str) -> bool:
         return (name == pointee(p.type) or name == "?") and (p.divisibility != 16 or div == "16")
     ty, _, div = call.partition(":")
     if p.type in ("i32", "i64", "u64", "i16", "i8", "u8", "u16", "u32"):
-        fits = {"i32": ("i32", "i64"), "i64": ("i64",), "u64": ("u64",)}.get(ty, ())
-        return p.type in fits and (p.divisibility != 16 or div == "16")
+        # Triton's JIT types an int by its value (i32, i64, u64): an i32 or i64 variant takes the values of its range; a
+        # variant of another int type (an annotation: u32, u64, i8...) takes any int, and its kernel checks the range
+        fits = ty in ("i32", "i64", "u64") and (p.type not in ("i32", "i64") or p.type in {"i32": ("i32", "i64"), "i64": ("i64",)}.get(ty, ()))
+        return fits and (p.divisibility != 16 or div == "16")
     return True  # floats and bools: one pattern whatever the value
 
 

@@ -9,19 +9,27 @@ from typing import Any, Callable
 
 from .. import driver
 from ..launch import compiled
-from ..artifact.family_index import FAMILY_TUPLE_VERSION, FAMILY_VERSION, Config, FamilyIndex
+from ..artifact.family_index import FAMILY_FAILED_VERSION, FAMILY_TUPLE_VERSION, FAMILY_VERSION, Config, FamilyIndex
 from ..artifact.heuristics import HeuristicLimitError, names_used, short_text
-from ..errors import ArgumentCountError, ArgumentError, IntegrityError, NoCompatibleVariantError
-from ..launch.bind import MISSING, Binder
+from ..errors import ArgumentCountError, ArgumentError, IntegrityError, NoCompatibleVariantError, VariantNotBuiltError
+from ..launch.bind import MISSING, Binder, option_names
 from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
+from ..launch.options import members_with, recorded, same, shown
 from .bench import GRID_META, benchmark
 from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
-from .members import Member, leaf_params, read_members
+from .members import Member, failed_params, leaf_params, read_members
 from .tuning import Key, Tuner
 
 _FAST_ENTRIES = 4096
 _NOT_IN_FAST_MEMO = (KeyError, AttributeError, TypeError)  # not seen yet; a pointer given as an int, a CuPy array...
+
+
+def _config_options(configs: tuple[Config, ...]) -> frozenset[str]:
+    """The launch options autotune configs set (Triton passes Config.all_kwargs(): num_warps, num_stages and num_ctas
+    always, maxnreg where set), which a call may not pass as well."""
+    return frozenset({"num_warps", "num_stages", "num_ctas"} | ({"maxnreg"} if any(c.maxnreg is not None for c in configs) else set())
+                     if configs else ())
 
 
 def _device_name() -> str:
@@ -50,7 +58,9 @@ class KernelFamily:
         at = index.autotune
         self.configs: tuple[Config, ...] = at.configs if at else ()
         self._config_names = frozenset(k for c in self.configs for k in c.kwargs)
-        self._binder = Binder(self.name, self.names, [k for _, k in self.params], self.npos, self.usage, self._config_names)
+        self._binder = Binder(self.name, self.names, [k for _, k in self.params], self.npos, self.usage,
+                              self._config_names | _config_options(self.configs),
+                              options=option_names(v for m in self.members for v in m.meta.variants))
         self._key_pos = tuple(self._position[n] for n in at.key if n in self._position) if at else ()
         self._dtypes = at.dtype_in_key if at else False
         self.tuner = Tuner(self.name, self.directory, index.sha256, len(self.configs), _device_name(), tuning, fallback, stats) \
@@ -148,9 +158,10 @@ class KernelFamily:
         return f"{self.name}[grid]({', '.join(n if k == 'runtime' else n + '=...' for n, k in self.params)})"
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """(the positional values up to the last runtime parameter, the constexprs given by name)."""
-        values = self._binder.bind(args, kwargs)
-        given = {n: v for (n, k), v in zip(self.params, values) if k == "constexpr" and v is not MISSING}
+        """(the positional values up to the last runtime parameter, the constexprs and launch options given by name)."""
+        given: dict[str, Any] = {}  # the launch options (num_warps=...: as Triton, heuristics see them), then the constexprs
+        values = self._binder.bind(args, kwargs, given)
+        given.update((n, v) for (n, k), v in zip(self.params, values) if k == "constexpr" and v is not MISSING)
         for i in range(self.npos):
             if values[i] is MISSING:
                 values[i] = self._only_value(self.names[i])
@@ -225,6 +236,9 @@ class KernelFamily:
         want = self._wanted(config, heur, given)
         fits = [m for m in self.members if (config is None or m.config == config)
                 and all(same_constexpr(v, m.constexprs[n]) for n, v in want.items() if n in m.constexprs)]
+        options = {n: v for n, v in given.items() if n not in self._position}  # launch options the call names
+        if options:
+            fits = members_with(self.name, fits, options)
         for name in {n for m in fits for n in m.constexprs} - want.keys():
             if len({repr(m.constexprs[name]) for m in fits}) > 1:
                 raise ArgumentError(f"{self.name}: pass {name}=... - the family has variants for "
@@ -236,12 +250,28 @@ class KernelFamily:
                                     "variants for several dtypes; pass a tensor (or an object with __cuda_array_interface__)", self.names[i])
         fits = [m for m in fits if all(accepts(m.meta.signature[i], c) for i, c in calls.items())]
         if not fits:
+            self._refuse_not_built(config, want, args)
             raise NoCompatibleVariantError(self._no_variant(calls, want, config))
         best = max(fits, key=lambda m: (sum(exact(m.meta.signature[i], c) for i, c in calls.items()),
                                         sum(specialization(m.meta.signature[i]) for i in calls), -m.number))
         base = {"num_warps": best.meta.variants[0].num_warps, **best.constexprs,
                 **(self.configs[config].meta() if config is not None else {})}
         return best.kernel, base, best
+
+    def _refuse_not_built(self, config: int | None, want: dict[str, Any], args: tuple[Any, ...]) -> None:
+        """Raise :class:`VariantNotBuiltError` when a variant that failed to compile (the index's "failed") would serve
+        a call that no built variant serves: its constexprs are the call's, its patterns take the arguments."""
+        for f in self.index.failed:
+            params = failed_params(f, self.params) if config is None or f.config == config else None
+            if params is None:
+                continue
+            if all(same_constexpr(want[p.name], p.value) for p in params if p.kind == "constexpr" and p.name in want) and \
+                    all(accepts(p, (pointer_entry if p.is_pointer else int_entry)(args[i]))
+                        for i, p in enumerate(params[: self.npos]) if p.kind != "constexpr"):
+                raise VariantNotBuiltError(
+                    f"{self.name}: the variant for this call, {f.vid} [{f.signature}], failed to compile when the family was "
+                    f"built, and the family was written without it: {f.error}. Fix the kernel (or what the build gave it) and "
+                    "rebuild the family with tmlr-build, or call with arguments another variant serves", f.vid, f.error)
 
     def call_key(self, args: tuple[Any, ...]) -> dict[int, str]:
         """The call's specialization key: position -> Triton entry of each distinguishing parameter."""
@@ -251,6 +281,8 @@ class KernelFamily:
         def misses(m: Member) -> list[str]:
             out = [] if config is None or m.config == config else [f"config {m.config}"]
             out += [f"{n}={m.constexprs[n]!r}" for n, v in want.items() if n in m.constexprs and not same_constexpr(v, m.constexprs[n])]
+            out += [shown(m.meta.variants[0], n) for n, v in want.items()  # launch options
+                    if n not in self._position and not all(same(v, recorded(x, n)) for x in m.meta.variants)]
             return out + [f"{self.names[i]}: {m.meta.signature[i].type}" + (":16" if m.meta.signature[i].divisibility == 16 else "")
                           for i, c in calls.items() if not accepts(m.meta.signature[i], c)]
 
@@ -330,10 +362,11 @@ def open_family(index: FamilyIndex, kernel_type: Any, *, checks: bool = True, **
     """The family of ``index``; for a kernel with tuple parameters, one whose calls pass the tuples (flattened into
     their elements, then dispatched as any family's call: launch/tuple_call.py)."""
     members = read_members(index, checks, kernel_type)
-    if bool(members[0].meta.tuples) != (index.schema_version == FAMILY_TUPLE_VERSION):
+    if index.schema_version != FAMILY_FAILED_VERSION and bool(members[0].meta.tuples) != (index.schema_version == FAMILY_TUPLE_VERSION):
         raise IntegrityError(f"{index.directory}: the family index says schema_version {index.schema_version}, but its variants "
                              f"{'have' if members[0].meta.tuples else 'have no'} tuple parameters (an index of tuple variants says "
-                             f"{FAMILY_TUPLE_VERSION}, any other {FAMILY_VERSION}); rebuild the family with tmlr-build")
+                             f"{FAMILY_TUPLE_VERSION}, any other {FAMILY_VERSION}; {FAMILY_FAILED_VERSION} either, with variants that failed to "
+                             "compile); rebuild the family with tmlr-build")
     cls: type[KernelFamily] = KernelFamily
     if members[0].meta.tuples:
         from ..launch.tuple_call import tuple_family

@@ -1,12 +1,13 @@
 """A family's variants: each sub-artifact's metadata read once and checked against the index."""
 from __future__ import annotations
 
+import ast
 import os
-from typing import Any
+from typing import Any, Sequence
 
 from .. import driver
-from ..abi import format_signature, split_top_level
-from ..artifact.family_index import FamilyIndex
+from ..abi import Parameter, format_signature, split_top_level
+from ..artifact.family_index import FailedVariant, FamilyIndex
 from ..artifact.metadata import ArtifactMetadata
 from ..errors import IntegrityError
 from ..tuples import split_path
@@ -77,4 +78,23 @@ def read_members(index: FamilyIndex, checks: bool, kernel_type: Any) -> list[Mem
             raise IntegrityError(f"{directory}: its parameters ({_names(leaves)}) differ from the family's ({theirs}); "
                                  "rebuild the family with tmlr-build", directory)
         out.append(Member(i, v.dir.rstrip("/").rsplit("/", 1)[-1], v.config, meta, directory, checks, kernel_type, stats))
+    return out
+
+
+def failed_params(failed: FailedVariant, leaves: Sequence[tuple[str, str]]) -> list[Parameter] | None:
+    """The parameters of a variant that failed to compile, read back from its signature text (one entry per parameter
+    the variants' kernels take, ``leaves``, as the index writes a variant's); None where the text does not read so."""
+    entries = split_top_level(failed.signature, "([{<")
+    if len(entries) != len(leaves):
+        return None
+    out = []
+    for (name, kind), text in zip(leaves, entries):
+        if kind == "constexpr":
+            try:
+                out.append(Parameter(name, "constexpr", value=ast.literal_eval(text)))
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return None
+        else:
+            type_, _, hint = text.partition(":")
+            out.append(Parameter(name, "equal_to_1" if hint == "1" else "runtime", type_, 16 if hint == "16" else 1))
     return out

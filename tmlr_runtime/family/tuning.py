@@ -8,10 +8,12 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from typing import Any, Iterator
 
-from ..artifact.tuning_table import TABLE_FILE, Key, entry, read_entries, table_doc
-from ..errors import ArgumentError, SchemaError, UnseenKeyError, short_repr
+from .. import driver
+from ..artifact.tuning_table import CACHE_KIND, TABLE_FILE, Key, entry, file_error, read_entries, table_doc
+from ..errors import ArgumentError, SchemaError, TuningCacheWarning, TuningFileError, UnseenKeyError, short_repr
 
 MODES = ("tune", "table", "strict")
 FALLBACKS = ("nearest", "default", "error")
@@ -48,22 +50,28 @@ def choices(entries: list[dict[str, Any]], device: str, index_sha256: str) -> di
 
 @contextlib.contextmanager
 def _locked(path: str) -> Iterator[None]:
-    """An exclusive ``fcntl`` lock on ``path + ".lock"`` for the block (cooperating tmlr processes)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".lock", "a+b") as lock:
-        if fcntl is not None:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
+    """An exclusive ``fcntl`` lock on ``path + ".lock"`` for the block (cooperating tmlr processes). What the file
+    system refuses, here or in the block (folder, lock, temp file, replace), raises :class:`TuningFileError`."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".lock", "a+b") as lock:
             if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    except OSError as e:
+        raise file_error(path, e, "written", "nothing there was changed; write the table where you may "
+                         "(`tmlr tune --out PATH`) or make its folder writable") from None
 
 
 def write_entries(path: str, name: str, new: list[dict[str, Any]], configs: int) -> None:
     """Merge ``new`` into the file at ``path`` (an entry of the same device, index and key is replaced):
     under the lock, read, merge, write a temp file beside it and ``os.replace`` it, so readers see the
-    old or the new file whole and writers from several processes lose nothing."""
+    old or the new file whole and writers from several processes lose nothing (:class:`TuningFileError` when
+    the file system refuses)."""
     with _locked(path):
         try:
             old = read_entries(path, configs)
@@ -85,6 +93,13 @@ def write_entries(path: str, name: str, new: list[dict[str, Any]], configs: int)
             raise
 
 
+def check_writable(path: str) -> None:
+    """Raise :class:`TuningFileError` now when the folder or lock of ``path`` cannot be written (before
+    ``tmlr tune`` spends minutes benchmarking what it could not keep)."""
+    with _locked(path):
+        pass
+
+
 def keep_aside(path: str) -> str:
     """Move a table that cannot be read to ``<stem>.unreadable-<12 hex of its sha256>.json`` beside it
     (a table can only be remade on the GPU: never dropped); returns the new path."""
@@ -93,6 +108,17 @@ def keep_aside(path: str) -> str:
     aside = f"{os.path.splitext(path)[0]}.unreadable-{digest}.json"
     os.replace(path, aside)
     return aside
+
+
+def keep_damaged_aside(path: str, configs: int, kind: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """A file that :func:`read_entries` found damaged, read again under the lock: (its entries, None) when another
+    process rewrote it meanwhile, else ([], where :func:`keep_aside` moved it). :class:`TuningFileError` when the
+    file system refuses the lock or the move."""
+    with _locked(path):
+        try:
+            return read_entries(path, configs, kind=kind), None
+        except SchemaError:
+            return [], keep_aside(path)
 
 
 def _distance(a: Key, b: Key) -> float | None:
@@ -132,13 +158,49 @@ class Tuner:
         self.table = choices(read_entries(self.table_path, configs, stats), device, index_sha256)
         self._cache: dict[Key, int] | None = None
         self.memory: dict[Key, int] = {}
+        self.cache_usable = tuning != "strict"  # False too once the file system refused the cache file
 
     def cache(self) -> dict[Key, int]:
-        """The cache file's choices for this family and device ({} in strict mode), read once."""
+        """The cache file's choices for this family and device ({} in strict mode or when unreadable), read once."""
         if self._cache is None:
-            found = [] if self.mode == "strict" else read_entries(cache_path(self.sha256), self.configs)
+            found: list[dict[str, Any]] = []
+            if self.cache_usable:
+                try:
+                    found = read_entries(cache_path(self.sha256), self.configs, kind=CACHE_KIND)
+                except TuningFileError as e:
+                    self._unusable(e)
+                except SchemaError as e:
+                    found = self._damaged(e)
             self._cache = choices(found, self.device, self.sha256)
         return self._cache
+
+    def _damaged(self, e: SchemaError) -> list[dict[str, Any]]:
+        """A cache cut short by a crash or written by something else never stops a launch: it is kept aside
+        (:func:`keep_aside`, never deleted) and a new one is written in its place; the entries found instead."""
+        path = cache_path(self.sha256)
+        try:
+            found, aside = keep_damaged_aside(path, self.configs, CACHE_KIND)
+        except TuningFileError as refused:  # a read-only cache: the damaged file stays, unused
+            self._unusable(refused, f"is damaged ({e}) and cannot be moved aside")
+            return []
+        if aside is not None:
+            warnings.warn(TuningCacheWarning(
+                f"{self.name}: the tuning cache is damaged ({e}); it was kept aside as {aside}, and launches go on "
+                "without it (new choices go into a new cache file)", path), stacklevel=2)
+        return found
+
+    def _unusable(self, e: TuningFileError, what: str = "cannot be used") -> None:
+        """The cache file cannot be read or written here (read-only container, a file where its folder
+        should be...): choices stay in memory for the process, and launches go on. Warned once per cache folder."""
+        self.cache_usable = False
+        folder, said = cache_dir(), driver.PROCESS.unusable_caches
+        if folder not in said:
+            said.add(folder)
+            warnings.warn(TuningCacheWarning(
+                f"{self.name}: the tuning cache {e.path} {what} ({e.reason}); the configs this process "
+                "benchmarks are kept in memory only (each new process benchmarks again), and launches go on. Set "
+                "TMLR_CACHE_DIR to a writable folder, or ship a table (`tmlr tune`) and load with tuning=\"table\" "
+                "to never benchmark. Said once per cache folder", e.path), stacklevel=2)
 
     def known(self, key: Key) -> int | None:
         """The table's or the cache's config for ``key`` (remembered), else None."""
@@ -164,7 +226,11 @@ class Tuner:
         return config
 
     def record(self, key: Key, config: int, times_ms: list[float]) -> None:
-        """A benchmark's choice: into memory and merged into the cache file."""
+        """A benchmark's choice: into memory and merged into the cache file (when it can be written)."""
         self.memory[key] = config
         self.cache()[key] = config
-        write_entries(cache_path(self.sha256), self.name, [entry(self.device, self.sha256, key, config, times_ms)], self.configs)
+        if self.cache_usable:
+            try:
+                write_entries(cache_path(self.sha256), self.name, [entry(self.device, self.sha256, key, config, times_ms)], self.configs)
+            except TuningFileError as e:
+                self._unusable(e)

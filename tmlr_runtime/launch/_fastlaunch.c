@@ -475,9 +475,17 @@ static int pack_arg(Executor *self, Py_ssize_t i, PyObject *v, char *data, const
     case DIV16: {  /* an int (or an object with __index__, as the struct takes it) that is a multiple of 16 */
         PyObject *n = PyLong_CheckExact(v) ? Py_NewRef(v) : PyNumber_Index(v);
         if (!n) return -1;
-        int overflow;
-        long long x = PyLong_AsLongLongAndOverflow(n, &overflow);
-        int rc = overflow || (x == -1 && PyErr_Occurred()) || (x & (long long)st->mask) ? -1 : pack_slot(code, at, n);
+        int overflow = 0;
+        uint64_t low;  /* the value's low bits: a u64 reads as unsigned (up to 2**64 - 1), any other type as signed */
+        if (code == 'Q') {
+            low = PyLong_AsUnsignedLongLong(n);
+            overflow = low == (uint64_t)-1 && PyErr_Occurred();
+        } else {
+            long long x = PyLong_AsLongLongAndOverflow(n, &overflow);
+            overflow = overflow || (x == -1 && PyErr_Occurred());
+            low = (uint64_t)x;
+        }
+        int rc = overflow || (low & st->mask) ? -1 : pack_slot(code, at, n);
         Py_DECREF(n);
         return rc;
     }
@@ -532,7 +540,7 @@ static int grid_axis(PyObject *v, unsigned long long *out) {
     if (!PyLong_CheckExact(v)) return -1;
     int overflow;
     long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || x < 1) return -1;
+    if (overflow || x < 0) return -1;  /* 0: an empty grid, which launches nothing */
     *out = (unsigned long long)x;
     return 0;
 }
@@ -659,7 +667,7 @@ static int try_launch(Executor *self, PyObject *grid, PyObject *const *values, P
         self->busy &= ~(1u << slot);
         return declined() ? 0 : -1;
     }
-    rc = launch_packed(self, kp, data, g, s);
+    rc = g[0] && g[1] && g[2] ? launch_packed(self, kp, data, g, s) : 0;  /* an empty grid: checked, nothing launched */
     self->busy &= ~(1u << slot);
     return rc < 0 ? -1 : 1;
 }

@@ -23,18 +23,27 @@ def _equals(value: Any, expected: Any) -> bool:
 
 
 def same_constexpr(value: Any, expected: Any) -> bool:
-    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not."""
+    """Equal as constexpr values: 1 and 1.0 are, 1 and True are not; a Triton object (objects.TritonObject) takes
+    what stands for it (tl.float32, torch.float32, 'fp32')."""
+    accepts = getattr(expected, "accepts", None)
+    if accepts is not None:
+        return accepts(value)
     return _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool)
 
 
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not same_constexpr(value, p.value):
         # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
-        from ..tuples import split_path  # a rare path: `import tmlr_runtime` does not import tuples.py
+        from ..objects import of  # a rare path: `import tmlr_runtime` imports neither
+        from ..tuples import split_path
 
+        found = of(value)  # a Triton object: written as tmlr-build reads it (tl.float16 for torch.float16 too)
+        written = repr(found) if found is not None else short_repr(value)
         root = split_path(p.name)[0]
-        rebuild = f"--constexpr {p.name}={short_repr(value)}" if root == p.name else \
-            f"{short_repr(value)} in the place of {p.name} in {root}'s --signature entry"
+        rebuild = f"--constexpr {p.name}={written}" if root == p.name else \
+            f"{written} in the place of {p.name} in {root}'s --signature entry"
+        if p.value == ():  # an empty tuple parameter or element, typed () in --signature
+            rebuild = f"{p.name}'s --signature entry typed for {written} (() is the empty tuple)"
         raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
                                      f"(or omit it), or rebuild with {rebuild}", p.name)
 
@@ -63,14 +72,7 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
         raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) was specialized to 1 at build time (removed from the cubin), "
                                   f"got {short_repr(value)}; pass 1, or rebuild without ':1' for it in --signature", p.name)
     elif code == BOOL:
-        if value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1))):
-            return 1 if _equals(value, 1) else 0
-        try:
-            if not checks:
-                return 1 if value else 0
-        except Exception:  # no truth value (a numpy array)
-            pass
-        raise ScalarArgumentError(f"parameter {p.name!r} (i1) needs True/False or 0/1, got {short_repr(value)}; pass a bool", p.name)
+        return bool_byte(p, value, checks)
     elif code == DIV16:  # only the error path converts these (the executors check them inline)
         from .diagnose import diagnose_scalar
 
@@ -82,6 +84,29 @@ def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> A
                                       "was built assuming it is (':16' in --signature) and would compute wrong results; pad the size "
                                       "to a multiple of 16 or rebuild without ':16' for it", p.name)
     return value
+
+
+def bool_byte(p: Parameter, value: Any, checks: bool) -> int:
+    """The byte an i1 (or u1) parameter gets. Triton's launcher takes any int in int32's range for it and passes its
+    low byte, of which the kernel reads the lowest bit (3 is True, 2 False): so does tmlr; a bool is 1 or 0."""
+    if value is True or value is False or (not isinstance(value, float) and (_equals(value, 0) or _equals(value, 1))):
+        return 1 if _equals(value, 1) else 0  # numpy's bool_ has no __index__
+    v = None
+    if not isinstance(value, float):
+        try:
+            v = operator.index(value)
+        except Exception:  # no __index__, or one that fails (a numpy array)
+            pass
+    if v is not None and -(2**31) <= v < 2**31:
+        return v & 0xFF
+    try:
+        if not checks and v is None:
+            return 1 if value else 0
+    except Exception:  # no truth value (a numpy array)
+        pass
+    got = "an int beyond int32" if v is not None else f"{type(value).__name__}"
+    raise ScalarArgumentError(f"parameter {p.name!r} ({p.type}) needs a bool or an int in int32's range (as Triton's launcher, "
+                              f"whose kernel reads the lowest bit), got {got} {short_repr(value)}; pass a bool", p.name)
 
 
 def bf16_bits(x: float) -> int:

@@ -65,12 +65,17 @@ def launch(kernel: Any, grid: Any, *args: Any, stream: Any = None, **kwargs: Any
 
 def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """The positional values of a call with keywords, or another count of arguments; constexprs
-    left out take their compiled value, those given are checked against it."""
-    values = plan.binder.bind(args, kwargs)
+    left out take their compiled value, those given are checked against it, and so are launch options (num_warps=...)."""
+    options: dict[str, Any] = {}
+    values = plan.binder.bind(args, kwargs, options)
     if plan.checks:
         for i, p in enumerate(plan.signature):
             if p.kind == "constexpr" and (i < len(args) or p.name in kwargs):
                 check_constexpr(p, values[i])
+        if options:
+            from .options import check  # the first call that names a launch option
+
+            check(plan.name, plan.variant, options)
     return tuple(values[: plan.npos])
 
 
@@ -114,7 +119,8 @@ def call_grid(grid: Callable[[dict[str, Any]], Any], meta: dict[str, Any], recei
 
 def grid3(plan: LaunchPlan, grid: Any, args: tuple[Any, ...]) -> tuple[int, int, int]:
     """``grid`` (an int, 1 to 3 ints, or a callable given the arguments and constexprs by name) as
-    ``(x, y, z)`` programs; raises :class:`GridError` unless they fit the device, the cluster multiplied in."""
+    ``(x, y, z)`` programs; raises :class:`GridError` unless they fit the device, the cluster multiplied in
+    (a dimension of 0 fits: the launch does nothing)."""
     if callable(grid):
         grid = call_grid(grid, {**{p.name: p.value for p in plan.signature if p.kind == "constexpr"}, **dict(zip(plan.binder.names, args))},
                          "a dict of the kernel's arguments and constexprs by name")
@@ -125,8 +131,9 @@ def grid3(plan: LaunchPlan, grid: Any, args: tuple[Any, ...]) -> tuple[int, int,
     else:
         dims = [_axis(grid, 0), 1, 1]
     for i, (v, c, lim) in enumerate(zip(dims, plan.cluster, plan.max_grid)):
-        if v < 1:
-            raise GridError(f"grid[{i}] is {short_repr(v)}; every grid dimension must be >= 1 - skip the launch when there is no work")
+        if v < 0:
+            raise GridError(f"grid[{i}] is {short_repr(v)}; every grid dimension must be >= 0 (0: no programs, nothing launched) - "
+                            "compute it with triton.cdiv-style integer division of a size")
         if v * c > lim:
             extra = f" ({short_repr(v)} programs x cluster {c})" if c > 1 else ""
             raise GridError(f"grid[{i}] = {short_repr(v * c)}{extra} exceeds this device's limit of {lim}; split the work or fold it into another grid axis")
@@ -144,11 +151,14 @@ def _axis(v: Any, i: int) -> int:
 
 def launch_general(plan: LaunchPlan, grid: Any, args: tuple[Any, ...], buf: Any, kp: int, config: Any, stream: int) -> Any:
     """A launch on any grid but an int in range, with global scratch (allocated for the grid, freed
-    whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL)."""
+    whatever the launch does), or through ``cuLaunchKernelEx`` (clusters, cooperative, PDL); on an empty
+    grid (a dimension 0), as in Triton's launcher, nothing after the checks."""
     if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] * plan.cluster[0] <= plan.max_grid[0]:
         gx, gy, gz = grid[0], 1, 1  # (n,): the common form after an int
     else:
         gx, gy, gz = grid3(plan, grid, args)
+        if not gx * gy * gz:
+            return _NOTHING
     if plan.scratch is not None:
         per_program, align, offset = plan.scratch
         address, raw = scratch_alloc(gx * gy * gz * per_program, align, stream)
@@ -163,6 +173,9 @@ def launch_general(plan: LaunchPlan, grid: Any, args: tuple[Any, ...], buf: Any,
     finally:
         if plan.scratch is not None:
             scratch_free(raw, stream)
+
+
+_NOTHING = (0,)  # what a launch on an empty grid returns: CUDA_SUCCESS, as the driver's calls do
 
 
 # Global scratch (device-side TMA descriptors and the like) is allocated per launch with

@@ -265,11 +265,11 @@ class LaunchPlan:
     def binder(self) -> Any:
         """What binds a call with keywords or another count of arguments (``bind.Binder``, made on the first such call)."""
         if self._binder is None:
-            from .bind import Binder, usage
+            from .bind import Binder, option_names, usage
 
             sig = self.signature
             self._binder = Binder(self.name, [p.name for p in sig], [p.kind for p in sig], self.npos, functools.partial(usage, self.name, sig),
-                                  defaults={i: p.value for i, p in enumerate(sig) if p.kind == "constexpr"})
+                                  defaults={i: p.value for i, p in enumerate(sig) if p.kind == "constexpr"}, options=option_names([self.variant]))
         return self._binder
 
     def new_slot(self) -> tuple[memoryview, int, Any]:

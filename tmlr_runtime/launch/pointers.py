@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from .. import driver
-from ..abi import TYPES, Parameter, pointee
+from ..abi import DTYPE_NAMES, TYPES, Parameter, pointee
 from ..errors import PointerArgumentError, TmlrError, short_repr
 from .plan import torch_dtype
 
@@ -47,8 +47,10 @@ def any_pointer(param: Parameter, value: Any, device: int, checks: bool) -> int:
             return _cai_pointer(param, cai, device, checks)
         if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
             return _dlpack_pointer(param, value, device, checks)
-        if hasattr(value, "data_ptr") and hasattr(value, "device"):  # a torch-like tensor seen before torch was imported
+        if hasattr(value, "data_ptr") and hasattr(value, "get_device"):  # a torch-like tensor seen before torch was imported
             return tensor_pointer(param, value, device, checks)
+        if hasattr(value, "data_ptr"):  # as Triton's launcher takes any such object (its reinterpret's TensorWrapper)
+            return _data_ptr_pointer(param, value, device, checks)
     except TmlrError:
         raise
     except Exception as e:
@@ -89,15 +91,45 @@ def _cai_pointer(param: Parameter, cai: Any, device: int, checks: bool) -> int:
         want = pointee(param.type)
         if TYPES[want].typestrs and str(cai.get("typestr", ""))[1:] not in TYPES[want].typestrs:
             raise _fail(param, f"got an array of typestr {cai.get('typestr')!r}, the kernel was built for {want}", "convert the array or rebuild with a matching --signature")
-        owner = _host_or_device(address, device) if address else device
-        if owner is None:  # as Triton's launcher does: memory CUDA does not know is no device buffer
-            raise _fail(param, f"its __cuda_array_interface__ address 0x{address:x} is not memory the CUDA driver knows "
-                        "(pageable host memory such as a CPU tensor or numpy array, or freed memory)",
-                        f"move the array to cuda:{device}, or pass the address as an int if you know the device can read it")
-        if owner != device:
-            where = "host memory" if owner < 0 else f"cuda:{owner}"
-            raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
+        _check_owner(param, address, device, "its __cuda_array_interface__ address")
     return _aligned(param, address, checks)
+
+
+def _check_owner(param: Parameter, address: int, device: int, what: str) -> None:
+    """Raise unless the driver says ``address`` (``what``, for the message; 0 passes) is memory of ``device``."""
+    owner = _host_or_device(address, device) if address else device
+    if owner is None:  # as Triton's launcher does: memory CUDA does not know is no device buffer
+        raise _fail(param, f"{what} 0x{address:x} is not memory the CUDA driver knows "
+                    "(pageable host memory such as a CPU tensor or numpy array, or freed memory)",
+                    f"move the array to cuda:{device}, or pass the address as an int if you know the device can read it")
+    if owner != device:
+        where = "host memory" if owner < 0 else f"cuda:{owner}"
+        raise _fail(param, f"the array lives in {where}, but the launch runs on cuda:{device}", f"move it to cuda:{device}")
+
+
+def _data_ptr_pointer(param: Parameter, obj: Any, device: int, checks: bool) -> int:
+    """Address of an object with ``data_ptr()`` and perhaps ``dtype`` but no ``get_device()`` (Triton's
+    ``TensorWrapper``): its dtype read by name, as Triton's JIT reads it; its device asked of the driver."""
+    address = obj.data_ptr()
+    if not isinstance(address, int) or isinstance(address, bool) or not 0 <= address < 2**64:
+        raise _fail(param, f"its data_ptr() returned {short_repr(address)}, not a 64-bit unsigned int", _ACCEPTED)
+    if checks:
+        _check_dtype_name(param, obj)
+        _check_owner(param, address, device, "its data_ptr()")
+    return _aligned(param, address, checks)
+
+
+def _check_dtype_name(param: Parameter, obj: Any) -> None:
+    """Raise unless ``obj.dtype`` (torch's or Triton's, read by its name as Triton's JIT reads it; not checked where it
+    has none or the name is no Triton type's) is the pointee's, or shares its torch dtype (i1, u1: bool)."""
+    dtype = getattr(obj, "dtype", None)
+    word = str(dtype).split(".")[-1]
+    got, want = DTYPE_NAMES.get(word) or (word if word in TYPES else None), pointee(param.type)
+    if dtype is None or got is None or want is None or got == want or TYPES[got].torch is not None and TYPES[got].torch == TYPES[want].torch:
+        return
+    named = "" if str(dtype) == got else f" ({got})"
+    raise _fail(param, f"got a {type(obj).__name__} of dtype {dtype}{named}, the kernel was built for {want}",
+                f"pass {want} data (reinterpret the tensor as {want}), or rebuild with a matching --signature")
 
 
 def _host_or_device(address: int, device: int) -> int | None:

@@ -1,0 +1,70 @@
+"""Constexpr values that are Triton objects: a dtype (``tl.bfloat16``) or a ``@triton.jit`` function (an activation a
+kernel takes as a tl.constexpr). metadata.json records one by its text and what it is (schema v7): a dtype by
+Triton's own name for it (``tl.bfloat16.name``, "bf16"), a function by ``module:qualname`` (the name Python imports
+it by: its ``__module__`` and ``__qualname__``, as tmlr-build names a kernel, ``pkg.ops.norm:kernel``).
+
+A call's value is recognised by duck typing (neither Triton nor torch is imported): a ``triton.language`` dtype by its
+type's module and name and its ``.name``, a torch dtype (the dtype of the same Triton type) by its text, a
+``JITFunction`` by its ``.fn``'s module and qualname; or the text itself.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .abi import DTYPE_NAMES, TL_DTYPES, TL_NAMES
+
+DTYPE, JIT_FUNCTION = "dtype", "jit_function"
+KINDS = (DTYPE, JIT_FUNCTION)
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
+IS_JIT_TEXT = re.compile(f"{_DOTTED}:{_DOTTED}").fullmatch  # "module:qualname"
+_DTYPE_PREFIXES = ("tl.", "triton.language.")
+
+
+@dataclass(frozen=True)
+class TritonObject:
+    """A Triton object as a constexpr's recorded value: ``object`` says what it is, ``text`` names it."""
+
+    object: str  # DTYPE | JIT_FUNCTION
+    text: str  # "bf16" | "module:qualname"
+
+    def __repr__(self) -> str:  # as a signature entry is written: tl.bfloat16, kernels:relu
+        return f"tl.{TL_DTYPES[self.text][0]}" if self.object == DTYPE else self.text
+
+    def accepts(self, value: Any) -> bool:
+        """Whether a call's ``value`` stands for this object: the object, the torch dtype of a dtype, or its text."""
+        if type(value) is str:
+            return value == self.text or (self.object == DTYPE and parse(value) == self)
+        return of(value) == self
+
+
+def parse(text: str) -> TritonObject | None:
+    """The object written as ``tl.bfloat16`` / ``triton.language.bfloat16`` or ``module:qualname``; None for other text."""
+    word = text.strip()
+    for prefix in _DTYPE_PREFIXES:
+        attr = word[len(prefix):] if word.startswith(prefix) else None
+        name = next((n for n, (a, _) in TL_DTYPES.items() if a == attr), None)
+        if name is not None:
+            return TritonObject(DTYPE, name)
+    return TritonObject(JIT_FUNCTION, word) if IS_JIT_TEXT(word) else None
+
+
+def of(value: Any) -> TritonObject | None:
+    """The Triton object ``value`` is (a dtype of Triton or torch, a @triton.jit function, or a TritonObject); None
+    for anything else."""
+    cls = type(value)
+    if cls is TritonObject:
+        return value
+    module = getattr(cls, "__module__", "") or ""
+    if cls.__name__ == "dtype" and module.startswith("triton.language"):
+        name = getattr(value, "name", None)
+        return TritonObject(DTYPE, name) if name in TL_DTYPES else None
+    if cls.__name__ == "dtype" and module == "torch":
+        name = TL_NAMES.get(DTYPE_NAMES.get(str(value).rpartition(".")[2], ""))
+        return None if name is None else TritonObject(DTYPE, name)
+    if cls.__name__.endswith("JITFunction") and module.startswith("triton"):
+        fn = getattr(value, "fn", None)
+        text = f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', '')}"
+        return TritonObject(JIT_FUNCTION, text) if IS_JIT_TEXT(text) else None
+    return None
