@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
-    "CubinMismatchError", "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily",
+    "CubinMismatchError", "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError",
+    "IntegrityError", "Kernel", "KernelFamily",
     "LaunchOptionMismatchError", "METADATA_FILE", "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH",
     "SCHEMA_VERSION", "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningCacheWarning",
     "TuningError", "TuningFileError", "UnseenKeyError", "UnservedKernelError", "UnservedKernelWarning", "Variant",

@@ -118,20 +118,16 @@ def header_sm(header: bytes) -> tuple[int | None, bool | None]:
     if header[8] not in _ABI_SM:
         return None, None
     shift, bit, clear = _ABI_SM[header[8]]
-    flags = int.from_bytes(header[0x30:0x34], "little")
+    flags = header[0x30] | header[0x31] << 8  # the low half of e_flags, which holds both
     return flags >> shift & 0xFF, True if flags & bit else clear
 
 
 def target_problem(cubin: Cubin, target: Target) -> str | None:
-    """How the cubin's ELF header contradicts ``target`` (metadata.json's arch and capability), or None where it
-    agrees or does not say."""
-    sm = cubin.sm
-    if sm is None or (sm == target.capability and target.arch.rstrip("a") == f"sm_{sm}"
-                      and cubin.arch_specific in (None, target.arch_specific)):
+    """How the cubin's ELF header contradicts ``target`` (metadata.json's, whose arch and capability the reader
+    checked to agree), or None where it agrees or does not say."""
+    if cubin.sm is None or cubin.sm == target.capability and cubin.arch_specific in (None, target.arch_specific):
         return None
-    said = target.arch if target.arch.rstrip("a") == f"sm_{target.capability}" else \
-        f"{target.arch} (capability {target.capability})"
-    return f"an {cubin.arch} cubin, but metadata.json says {said}"
+    return f"an {cubin.arch} cubin, but metadata.json says {target.arch}"
 
 
 # --- what a whole cubin does not need: the reasons of a damaged one, and the symbols ------------------------------

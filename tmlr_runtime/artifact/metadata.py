@@ -331,7 +331,8 @@ def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[
 
 def open_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> Cubin:
     """The variant's cubin, read (:func:`read_cubin`) and held against the variant (:func:`check_cubin`)."""
-    return check_cubin(read_cubin(directory, variant, stats), variant, os.path.join(os.fspath(directory), variant.cubin_file))
+    path = os.path.join(os.fspath(directory), variant.cubin_file)
+    return check_cubin(read_cubin(directory, variant, stats), variant, path)
 
 
 def check_cubin(data: bytes, variant: Variant, path: str) -> Cubin:

@@ -11,11 +11,12 @@ from typing import Any
 from .. import driver
 from ..abi import PER_DIM_FIELDS, Descriptor, Parameter
 from ..artifact.elf import Cubin, functions
-from ..artifact.metadata import (METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSIONS, ArtifactMetadata, Variant, check_cubin, open_cubin,
-                                 read_cubin, read_ptx)
+from ..artifact.metadata import (METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSIONS, ArtifactMetadata, Variant, check_cubin,
+                                 open_cubin, read_cubin, read_ptx)
 from ..errors import CudaUnavailableError, NoCompatibleVariantError, PtxJitWarning, TmlrError
 from ..launch.kernel import Kernel
-from ..launch.plan import Layout, check_params
+from ..launch.modules import check_params
+from ..launch.plan import Layout
 
 CheckResult = tuple[str, "bool | None", str]
 DEVICE_CHECK = "this device can load and run it"
@@ -214,10 +215,11 @@ def _cubin_checks(directory: str, meta: ArtifactMetadata, v: Variant) -> list[Ch
         results.append((checks[1], True, "its ELF header names " + (cubin.arch or "no SM this reader knows")))
         funcs = functions(cubin)
         if v.entry not in funcs:
-            return results + [(checks[2], False, f"the cubin defines {sorted(funcs) or 'no functions'}; rebuild the artifact")]
+            defined = sorted(funcs) or "no functions"
+            return results + [(checks[2], False, f"the cubin defines {defined}; rebuild the artifact")]
         results.append((checks[2], True, ""))
         params = match_params(cubin, meta, v)
-        results.append((checks[3], True, f"{len(params[0])} parameters" if params is not None else "not recorded in the cubin"))
+        results.append((checks[3], True, "not recorded in the cubin" if params is None else f"{len(params[0])} parameters"))
     except TmlrError as e:
         results.append((checks[len(results)], False, str(e)))
     return results

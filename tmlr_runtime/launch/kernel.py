@@ -10,7 +10,7 @@ from .. import driver
 from ..errors import ArgumentError, ArtifactError, short_repr
 from . import compiled
 from .execute import launch
-from .plan import LaunchPlan, check_params
+from .plan import LaunchPlan
 
 if TYPE_CHECKING:
     from ..artifact.metadata import ArtifactMetadata, Variant
@@ -116,7 +116,8 @@ class Kernel:
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
                                               lambda: read_image(self.directory, variant, self._read_stats), ptx)
                 plan = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
-                check_params(plan.layout, loaded.params, os.path.join(self.directory, variant.cubin_file), variant.entry)
+                modules.check_params(plan.layout, loaded.params, os.path.join(self.directory, variant.cubin_file),
+                                     variant.entry)
                 self._contexts[handle] = plan
                 # kept apart from the plan: the executor refers to it (its helpers), so no cycle
                 self._executors[handle] = compiled.executor(plan, launch)

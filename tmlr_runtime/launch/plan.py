@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
-from ..errors import CubinMismatchError
 from .streams import stream_getter
 
 if TYPE_CHECKING:
@@ -88,25 +87,6 @@ class Layout(NamedTuple):
         sizes = tuple([t.size for t in types]) + (8,) * len(hidden_params)
         formats = tuple([t.code for t in types]) + ("Q",) * len(hidden_params)
         return cls(names, tuple(offsets), sizes, formats, max(offset + 8 * len(hidden_params), 1), _struct(fmt))
-
-
-def check_params(layout: Layout, params: tuple[tuple[int, ...], tuple[int, ...]] | None, path: str, entry: str) -> None:
-    """Refuse the cubin at ``path`` when its kernel ``entry`` takes other parameters than ``layout`` packs: ``params``
-    holds their offsets and sizes as ptxas laid them out (``elf.kernel_params``; None: not known, as for PTX).
-    The driver copies each parameter by the cubin's sizes, so a signature that lies would launch with garbage."""
-    if params is None or params == (layout.offsets, layout.sizes):
-        return
-    theirs, ours = list(zip(*params)), list(zip(layout.offsets, layout.sizes))
-    if len(theirs) != len(ours):
-        total = lambda slots: slots[-1][0] + slots[-1][1] if slots else 0  # noqa: E731
-        what = (f"takes {len(theirs)} parameters ({total(theirs)} bytes), but metadata.json's signature makes {len(ours)} "
-                f"({', '.join(layout.names) or 'none'}: {total(ours)} bytes)")
-    else:
-        i = next(i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b)
-        what = (f"takes {theirs[i][1]} bytes at offset {theirs[i][0]} as parameter {i}, but metadata.json's signature makes "
-                f"it {layout.names[i]}: {ours[i][1]} bytes at offset {ours[i][0]}")
-    raise CubinMismatchError(f"{path}: kernel {entry} {what}; metadata.json does not describe this cubin - rebuild the "
-                             "artifact with tmlr-build", path)
 
 
 def _padded(offsets: Any, sizes: Any, formats: Any, start: int) -> str:
