@@ -5,8 +5,9 @@ file, and reads what a load checks: the SM architecture the header names and, fo
 offset and size of each of its parameters as ptxas recorded them (``EIATTR_KPARAM_INFO`` in ``.nv.info.<entry>``).
 :func:`functions` reads the function symbols and their register counts (``EIATTR_REGCOUNT``) from the same parse.
 
-Each first ``Kernel.load`` parses one cubin, so the reading keeps to few Python calls: on that path a call into code
-not run since the files were read costs about as much as a dozen operations inside one (tools/runtime_ab.py).
+Each first ``Kernel.load`` parses one cubin, right after reading the artifact's files; there, calls into C code not
+run since (``re``, ``struct``, ``zip``, ``sorted``) cost more than the interpreter's own operations on the bytes, so
+what a load reads is read in one call, the records by indexing (measured with tools/runtime_ab.py's fake driver).
 """
 from __future__ import annotations
 
@@ -93,8 +94,8 @@ def parse(data: bytes, where: str = "cubin", entry: str | None = None) -> Cubin:
         if at >= 0:
             i = 5 * named.index(at - start)
             by_ordinal = {}  # ordinal -> offset, size
-            for attribute, off, n in _records(data, where, table[i: i + 5], names):
-                if attribute == _EIATTR_KPARAM_INFO and n >= 12:  # index:u32 ordinal:u16 offset:u16 flags:u32
+            for off, n in _records(data, where, table[i: i + 5], names, _EIATTR_KPARAM_INFO):
+                if n >= 12:  # index:u32 ordinal:u16 offset:u16 flags:u32
                     ordinal, offset = data[off + 4] | data[off + 5] << 8, data[off + 6] | data[off + 7] << 8
                     by_ordinal[ordinal] = offset, (data[off + 10] | data[off + 11] << 8) >> 2  # the size: flags' bits 18-31
             if by_ordinal and max(by_ordinal) >= len(by_ordinal):
@@ -173,15 +174,16 @@ def section(cubin: Cubin, name: str) -> tuple[int, ...] | None:
     return None
 
 
-def _records(data: bytes, where: str, s: tuple[int, ...], names: tuple[int, int]) -> list[tuple[int, int, int]]:
-    """``(attribute, offset, size)`` of the value of each EIFMT_SVAL record of the .nv.info section ``s`` (the other
-    formats hold their value in the record's 4 bytes)."""
+def _records(data: bytes, where: str, s: tuple[int, ...], names: tuple[int, int], attribute: int) -> list[tuple[int, int]]:
+    """``(offset, size)`` of the value of each EIFMT_SVAL record of ``attribute`` in the .nv.info section ``s`` (the
+    other formats hold their value in the record's 4 bytes)."""
     off, end = s[2], s[2] + s[3]
     found = []
     while off + 4 <= end:
         if data[off] == _EIFMT_SVAL:
             size = data[off + 2] | data[off + 3] << 8
-            found.append((data[off + 1], off + 4, size))
+            if data[off + 1] == attribute:
+                found.append((off + 4, size))
             off += 4 + size
         else:
             off += 4
@@ -197,8 +199,8 @@ def functions(data: bytes | Cubin, where: str = "cubin") -> dict[str, CubinFunct
     regcount: dict[int, int] = {}  # symbol index -> registers
     for s in sections:
         if _name(data, names, s[0]).startswith(".nv.info"):
-            for attribute, off, size in _records(data, cubin.where, s, names):
-                if attribute == _EIATTR_REGCOUNT and size >= 8:
+            for off, size in _records(data, cubin.where, s, names, _EIATTR_REGCOUNT):
+                if size >= 8:
                     sym, value = struct.unpack_from("<II", data, off)
                     regcount[sym] = value
     out: dict[str, CubinFunction] = {}
