@@ -40,6 +40,7 @@ import hashlib
 import json
 import os
 import re
+import struct
 import sys
 import tempfile
 from types import SimpleNamespace
@@ -47,7 +48,7 @@ from typing import Any, Callable, Iterator
 
 import tmlr_runtime as tr
 from tmlr_runtime import driver
-from tmlr_runtime.artifact.elf import functions
+from tmlr_runtime.artifact import elf
 from tmlr_runtime.errors import IntegrityError
 from tmlr_runtime.launch.plan import Layout
 
@@ -162,7 +163,7 @@ class FakeDriver:
             self.loaded.append("ptx:" + ",".join(sorted(n.decode() for n in names)))
             return _OK, _Module({n.decode(): SimpleNamespace(name=n.decode(), registers=0) for n in names})
         try:
-            symbols = functions(image)
+            symbols = elf.functions(image)
         except IntegrityError:
             return _INVALID_IMAGE, None
         self.loaded.append(",".join(sorted(symbols)))
@@ -398,6 +399,35 @@ def fake_cuda_tensor_type(device: int) -> type:
 FAKE_CUBIN = b"\x7fELF fake cubin for tests"
 
 
+def any_signature(cubin: bytes, entry: str) -> bytes:
+    """``cubin`` to stand for kernel ``entry`` of any signature in a test: its parameter records (section
+    .nv.info.<entry>) renamed away, so that the runtime has nothing to hold a made-up signature against."""
+    return cubin.replace(f".nv.info.{entry}\0".encode(), f".nv.info.{entry[:-1]}_\0".encode())
+
+
+def nop_cubin(arch: str = "sm_90a") -> bytes:
+    """The nop example's cubin for a kernel of any signature (:func:`any_signature`) and target ``arch``: the sm_90a
+    one, or the sm_80 one for a target without "a", its ELF header made to name ``arch`` (ELF ABI 7: the SM in e_flags'
+    bits 0-7 and 16-23, 0x800 for "a", 0x500 for 64-bit addresses and unified textures)."""
+    specific = arch.endswith("a")
+    with open(os.path.join(ROOT, "examples", "artifacts", "nop", f"nop.{'sm_90a' if specific else 'sm_80'}.cubin"), "rb") as f:
+        data = bytearray(any_signature(f.read(), "nop"))
+    sm = int(arch[3:].rstrip("a"))
+    data[0x30:0x34] = (sm | 0x500 | 0x800 * specific | sm << 16).to_bytes(4, "little")
+    return bytes(data)
+
+
+def section_past_the_end(cubin: bytes, name: str) -> bytes:
+    """``cubin`` with the size its section table records for section ``name`` grown to the file's size, so that
+    the section reaches past the end of the file."""
+    parsed = elf.parse(cubin)
+    index = parsed.sections.index(elf.section(parsed, name))
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    out = bytearray(cubin)
+    struct.pack_into("<Q", out, shoff + 64 * index + 32, len(cubin))  # its sh_size
+    return bytes(out)
+
+
 def param(name: str, type_: str, div: int = 1) -> dict[str, Any]:
     return {"name": name, "kind": "runtime", "type": type_, "divisibility": div}
 
@@ -432,13 +462,14 @@ def metadata_doc(signature: list[dict[str, Any]], name: str = "k", archs: tuple[
             "variants": [variant_doc(a, name=name, **dict(launch)) for a in archs]}
 
 
-def write_artifact(directory: str, doc: dict[str, Any], cubin: bytes = FAKE_CUBIN) -> str:
+def write_artifact(directory: str, doc: dict[str, Any], cubin: bytes | dict[str, bytes] = FAKE_CUBIN) -> str:
+    """``doc`` and its cubins (``cubin``: the bytes of each, or by file name) in ``directory``."""
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "metadata.json"), "w") as f:
         json.dump(doc, f)
     for v in doc["variants"]:
         with open(os.path.join(directory, v["cubin"]["file"]), "wb") as f:
-            f.write(cubin)
+            f.write(cubin[v["cubin"]["file"]] if isinstance(cubin, dict) else cubin)
     return directory
 
 
@@ -450,17 +481,16 @@ def fake_launcher(doc: dict[str, Any], checks: bool = True, device: int = 0,
     """``(launch, fake)``: ``launch(grid, args, kwargs, stream)`` calls a :class:`Kernel` of ``doc``
     loaded on a fake device of ordinal ``device`` (that of the first variant's capability), whose
     driver ``fake`` records each launch with its parameters' bytes. Every variant's cubin is the nop
-    example's (the fake driver needs a real ELF with the entry symbol), the rest of ``doc`` is kept."""
-    with open(os.path.join(ROOT, "examples", "artifacts", "nop", "nop.sm_90a.cubin"), "rb") as f:
-        cubin = f.read()
-    doc = json.loads(json.dumps(doc))
+    example's (the fake driver needs a real ELF with the entry symbol: :func:`nop_cubin`), the rest of ``doc`` is kept."""
+    doc, cubins = json.loads(json.dumps(doc)), {}
     for v in doc["variants"]:
+        cubin = cubins[v["cubin"]["file"]] = nop_cubin(v["target"]["arch"])
         v["entry"] = "nop"
         v["cubin"].update(sha256=hashlib.sha256(cubin).hexdigest(), size=len(cubin))
     major, minor = divmod(int(doc["variants"][0]["target"]["capability"]), 10)
     dev = dataclasses.replace(H200, ordinal=device, major=major, minor=minor, max_grid=max_grid)
     with tempfile.TemporaryDirectory() as d, installed(dev) as fake:
-        kernel = tr.Kernel.load(write_artifact(d, doc, cubin), checks=checks)
+        kernel = tr.Kernel.load(write_artifact(d, doc, cubins), checks=checks)
         fake.param_sizes = Layout.build(kernel.metadata.runtime_params, kernel.variant.hidden_params).sizes
 
     def launch(grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], stream: Any) -> None:

@@ -2,7 +2,7 @@
 
 Each variant is the sm_90a ``add`` artifact of examples/artifacts/add with its signature rewritten
 (pointee dtype, alignment, ``n``'s pattern, ``BLOCK``) and ``num_warps`` set: under the fake driver
-the cubin only has to hold the entry symbol. fp32 variants keep the ``add`` cubin, which the fake
+the cubin only has to hold the entry symbol (its parameter records are renamed away: fake_driver.any_signature). fp32 variants keep the ``add`` cubin, which the fake
 driver runs on host memory (``out = x + y``); other dtypes get the ``nop`` cubin, whose launches are
 only recorded.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from typing import Any
 
+from fake_driver import any_signature
 from tmlr_runtime.abi import format_signature
 from tmlr_runtime.artifact.metadata import read_parameter
 from tmlr_runtime.tuples import TupleParam, call_params
@@ -48,7 +48,11 @@ def write_variant(family: str, config: int | None, sig: list[dict[str, Any]], nu
     tuples = [p.to_json() for p in call_params(p["name"] for p in sig) if isinstance(p, TupleParam)]
     if tuples:  # a kernel with tuple parameters: its elements named by path (schema v5)
         doc.update(schema_version=5, tuples=tuples)
-    shutil.copy(os.path.join(source, variant["cubin"]["file"]), out)
+    with open(os.path.join(source, variant["cubin"]["file"]), "rb") as f:
+        cubin = any_signature(f.read(), variant["entry"])  # the signature is rewritten
+    variant["cubin"].update(sha256=hashlib.sha256(cubin).hexdigest(), size=len(cubin))
+    with open(os.path.join(out, variant["cubin"]["file"]), "wb") as f:
+        f.write(cubin)
     with open(os.path.join(out, "metadata.json"), "w") as f:
         json.dump(doc, f, indent=1)
     return {"dir": f"v/{vid}", "config": config, "signature": text}

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .abi import Parameter
-from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CudaUnavailableError,
-                     DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError, LaunchOptionMismatchError,
+from .errors import (ArgumentCountError, ArgumentError, ArtifactError, ConstexprMismatchError, CubinMismatchError,
+                     CudaUnavailableError, DescriptorArgumentError, DeviceLimitError, DriverError, GridError, IntegrityError,
+                     LaunchOptionMismatchError,
                      NoCompatibleVariantError, PointerArgumentError, PtxJitWarning, ScalarArgumentError, SchemaError, StreamError,
                      TmlrError, TuningCacheWarning, TuningError, TuningFileError, UnseenKeyError, UnservedKernelError,
                      UnservedKernelWarning, VariantNotBuiltError)
@@ -16,7 +17,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentCountError", "ArgumentError", "ArtifactError", "ArtifactMetadata", "ConstexprMismatchError",
-    "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError", "IntegrityError", "Kernel", "KernelFamily",
+    "CubinMismatchError", "CudaUnavailableError", "DescriptorArgumentError", "DeviceLimitError", "DriverError", "GridError",
+    "IntegrityError", "Kernel", "KernelFamily",
     "LaunchOptionMismatchError", "METADATA_FILE", "NoCompatibleVariantError", "Parameter", "PointerArgumentError", "PtxJitWarning", "SCHEMA_PATH",
     "SCHEMA_VERSION", "ScalarArgumentError", "SchemaError", "StreamError", "TensorDescriptor", "TensorMap", "TmlrError", "TuningCacheWarning",
     "TuningError", "TuningFileError", "UnseenKeyError", "UnservedKernelError", "UnservedKernelWarning", "Variant",

@@ -38,7 +38,12 @@ class SchemaError(ArtifactError):
 
 
 class IntegrityError(ArtifactError):
-    """A cubin does not match the size or sha256 recorded in metadata.json."""
+    """A cubin does not match the size or sha256 recorded in metadata.json, or is not a whole cubin."""
+
+
+class CubinMismatchError(IntegrityError):
+    """A whole cubin contradicts metadata.json: its ELF header names another SM architecture than the variant's
+    target, or its kernel takes other parameters than the signature makes."""
 
 
 # --- device fit ----------------------------------------------------------------------------------

@@ -204,6 +204,16 @@ def replace_cubin(make: Callable[[bytes, str], bytes], rehash: bool) -> Callable
     return breaker
 
 
+def other_arch_cubin(data: bytes, arch: str) -> bytes:
+    """add's cubin of the other arch (sm_80 for sm_90a, sm_90a for sm_80)."""
+    return (ARTIFACTS_DIR / "add" / f"add.{'sm_80' if arch == 'sm_90a' else 'sm_90a'}.cubin").read_bytes()
+
+
+def relabel(arch: str, to: str, capability: int) -> Callable[[Path, World], None]:
+    """A breaker that says the ``arch`` variant was built for ``to`` (``capability``)."""
+    return edit(lambda d: next(v for v in d["variants"] if v["target"]["arch"] == arch)["target"].update(arch=to, capability=capability))
+
+
 def flip_a_byte(data: bytes, arch: str) -> bytes:
     b = bytearray(data)
     b[len(b) // 2] ^= 0xFF
@@ -252,6 +262,8 @@ SCHEMA = "metadata.json follows the schema"
 HASH = "cubin size and sha256"
 PTX_HASH = "ptx compute_80 size and sha256"
 ENTRY = "entry symbol"
+WHOLE = "cubin is a whole ELF file built for"
+PARAMS = "kernel parameters match the signature"
 DEVICE = "this device can load and run it"
 
 
@@ -270,6 +282,7 @@ class Broken:
 
 NO_CLUSTERS = dataclasses.replace(H200, name="NVIDIA H200 without cluster launch (fake)", cluster_launch=False)
 NO_COOPERATIVE = dataclasses.replace(H200, name="NVIDIA H200 without cooperative launch (fake)", cooperative_launch=False)
+T4 = dataclasses.replace(A100, name="Tesla T4 (fake)", major=7, minor=5, max_shared_optin=65536)
 
 ARTIFACTS = [
     Broken("no-such-directory", "the directory does not exist", remove(""), tr.ArtifactError,
@@ -315,6 +328,22 @@ ARTIFACTS = [
     Broken("cubin-of-another-kernel", "nop's cubin in add's place (hashes updated): entry symbol missing",
            replace_cubin(lambda b, a: (ARTIFACTS_DIR / "nop" / f"nop.{a}.cubin").read_bytes(), True),
            tr.DriverError, "rebuild the artifact", ENTRY),
+    Broken("cubin-truncated-rehashed", "the cubin was cut short (hashes updated)", replace_cubin(lambda b, a: b[: len(b) // 2], True),
+           tr.IntegrityError, "rebuild it with tmlr-build", WHOLE),
+    Broken("cubin-section-past-the-end", "a section of the cubin reaches past its end (hashes updated)",
+           replace_cubin(lambda b, a: fake_driver.section_past_the_end(b, ".nv.info.add"), True), tr.IntegrityError,
+           "rebuild it with tmlr-build", WHOLE),
+    Broken("cubin-of-another-arch", "the other variant's cubin in this one's place (hashes updated)",
+           replace_cubin(other_arch_cubin, True), tr.CubinMismatchError, "rebuild the artifact with tmlr-build", WHOLE),
+    Broken("target-relabelled", "the sm_90a variant says sm_90", relabel("sm_90a", "sm_90", 90), tr.CubinMismatchError,
+           "rebuild the artifact with tmlr-build", WHOLE, gpu="sm90"),
+    Broken("target-relabelled-sm75", "the sm_80 variant says sm_75 (on a T4)", relabel("sm_80", "sm_75", 75),
+           tr.CubinMismatchError, "rebuild the artifact with tmlr-build", WHOLE, device=T4, gpu="fake"),
+    Broken("signature-parameter-removed", "the signature lost the parameter n", edit(lambda d: d["signature"].pop(3)),
+           tr.CubinMismatchError, "rebuild the artifact with tmlr-build", PARAMS),
+    Broken("signature-parameter-retyped", "the signature says n is an i64 (the kernel takes an i32)",
+           edit(lambda d: d["signature"][3].update(type="i64")), tr.CubinMismatchError, "rebuild the artifact with tmlr-build",
+           PARAMS),
     Broken("ptx-missing", "the PTX that an H200 loads (sm_80 cubin, compute_80 PTX) was not copied",
            ptx_artifact(lambda p: p.unlink()), tr.ArtifactError, "copy the whole artifact directory", PTX_HASH, gpu="sm90"),
     Broken("ptx-sha256-mismatch", "one byte of the PTX that an H200 loads changed",

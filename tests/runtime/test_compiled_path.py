@@ -21,7 +21,7 @@ import pytest
 
 import tmlr_runtime as tr
 from family_sample import make_family, signature
-from fake_driver import (H200, ROOT, constexpr, equal_to_1, fake_cuda_tensor_type, fake_launcher, installed, metadata_doc, param,
+from fake_driver import (H200, ROOT, constexpr, equal_to_1, fake_cuda_tensor_type, fake_launcher, installed, metadata_doc, nop_cubin, param,
                          write_artifact)
 from tmlr_runtime import driver as _driver
 from tmlr_runtime.family.choose import fast_key
@@ -180,8 +180,7 @@ def test_launch_attributes():
 
 
 def test_another_context_goes_through_python_and_plans_for_it(tmp_path):
-    with open(f"{ROOT}/examples/artifacts/nop/nop.sm_90a.cubin", "rb") as f:
-        cubin = f.read()
+    cubin = nop_cubin()
     doc = metadata_doc([param("x", "*fp32", 16)], name="nop")
     doc["variants"][0]["cubin"].update(sha256=hashlib.sha256(cubin).hexdigest(), size=len(cubin))
     with installed(dataclasses.replace(H200, ordinal=-1)) as fake:

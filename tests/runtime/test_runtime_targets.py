@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import tmlr_runtime as tr
-from fake_driver import A100, H200, installed, metadata_doc, param, write_artifact
+from fake_driver import A100, H200, installed, metadata_doc, nop_cubin, param, write_artifact
 from tmlr_runtime.abi import Target
 from tmlr_runtime.artifact.metadata import read_ptx
 from tmlr_runtime.artifact.targets import BUILD_CAPABILITIES, Pick, advice, choose
@@ -202,9 +202,7 @@ def test_a_nul_byte_is_not_ptx(tmp_path) -> None:
 
 # --- loading from PTX on the fake driver -----------------------------------------------------------
 def _ptx_artifact(tmp_path) -> str:
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                           "examples", "artifacts", "nop", "nop.sm_80.cubin"), "rb") as f:
-        cubin = f.read()
+    cubin = nop_cubin("sm_80")
     doc = ptx_doc(PTX_TEXT)
     doc["variants"][0]["entry"] = "nop"
     doc["variants"][0]["cubin"].update(sha256=hashlib.sha256(cubin).hexdigest(), size=len(cubin))

@@ -128,7 +128,7 @@ def test_reader_rules():
 
 def test_only_a_kernel_with_tuples_gets_the_tuple_call(tmp_path):
     """The class is decided at load: a kernel without tuples is a plain Kernel, whose call is today's."""
-    cubin = (pathlib.Path(fake_driver.ROOT) / "examples/artifacts/nop/nop.sm_90a.cubin").read_bytes()
+    cubin = fake_driver.nop_cubin()
 
     def load(name, doc):
         doc["variants"][0]["entry"] = "nop"

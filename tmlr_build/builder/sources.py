@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from tmlr_runtime.artifact.elf import EM_CUDA, header_sm
+
 from ..common import devices
 from ..common.arch import Target, triton_target
 from ..common.errors import InputError, InputKindError, MissingMetadataError, UsageError
@@ -197,17 +199,12 @@ def check_input_kind(req: KernelRequest) -> None:
                          f"rename it to {stem}.{found}{then}")
 
 
-_EM_CUDA = 190  # e_machine of a CUDA ELF
-
-
 def cubin_capability(data: bytes) -> int | None:
-    """The SM a cubin is compiled for (90 for sm_90a), from its ELF header; None if it is no CUDA ELF.
-    ELF ABI version 7 keeps the SM in e_flags' low byte, version 8 (newer ptxas) in the next byte."""
-    if len(data) < 0x34 or not data.startswith(b"\x7fELF") or int.from_bytes(data[18:20], "little") != _EM_CUDA:
+    """The SM a cubin is compiled for (90 for sm_90a), from its ELF header (the runtime's reading of it:
+    tmlr_runtime.artifact.elf.header_sm); None if it is no CUDA ELF or names no SM the runtime knows."""
+    if len(data) < 0x34 or not data.startswith(b"\x7fELF") or int.from_bytes(data[18:20], "little") != EM_CUDA:
         return None
-    flags = int.from_bytes(data[0x30:0x34], "little")  # e_flags of a 64-bit ELF
-    sm = (flags >> 8) & 0xFF if data[8] >= 8 else flags & 0xFF
-    return sm or None
+    return header_sm(data)[0] or None
 
 
 def default_archs(req: KernelRequest) -> tuple[Target, ...] | None:

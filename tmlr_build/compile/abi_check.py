@@ -9,70 +9,31 @@ to write such an artifact.
 """
 from __future__ import annotations
 
-import struct
 from typing import Any, Sequence
 
-from tmlr_runtime.abi import TENSORDESC, TYPES
+from tmlr_runtime.artifact import elf
+from tmlr_runtime.artifact.metadata import read_parameter
+from tmlr_runtime.errors import IntegrityError
+from tmlr_runtime.launch.plan import Layout
 
 from ..common.errors import CompileError
 
-_EIFMT_SVAL = 4
-_EIATTR_KPARAM_INFO = 0x17
-_FIELD_SIZES = {"tensormap": 128, "base": 8, "shape:i32": 4, "shape:i64": 8, "strides:i64": 8, "padding:i1": 1,
-                "round_f32_to_tf32:i1": 1}
-
-
-def _sections(data: bytes) -> dict[str, tuple[int, int]]:
-    """ELF section name -> (offset, size)."""
-    (shoff,) = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    names = headers[shstrndx][4]
-    return {data[names + h[0]:data.index(b"\0", names + h[0])].decode("utf-8", "replace"): (h[4], h[5])
-            for h in headers}
-
 
 def cubin_param_sizes(cubin: bytes, entry: str) -> list[int] | None:
-    """The byte size of each parameter of kernel ``entry``, in order; None when the cubin does not say."""
+    """The byte size of each parameter of kernel ``entry``, in order, as the runtime reads them
+    (``elf.kernel_params``); None when the cubin does not say."""
     try:
-        info = _sections(cubin).get(f".nv.info.{entry}")
-        if info is None:
-            return None
-        off, end = info[0], info[0] + info[1]
-        params: dict[int, int] = {}
-        while off + 4 <= end:
-            fmt, attr = cubin[off], cubin[off + 1]
-            if fmt != _EIFMT_SVAL:
-                off += 4
-                continue
-            (size,) = struct.unpack_from("<H", cubin, off + 2)
-            if attr == _EIATTR_KPARAM_INFO and size >= 12:
-                _index, ordinal, _offset, flags = struct.unpack_from("<IHHI", cubin, off + 4)
-                params[ordinal] = flags >> 18  # the parameter's size in bytes
-            off += 4 + size
-    except (struct.error, IndexError, ValueError):
+        params = elf.parse(cubin, entry=entry).params
+    except IntegrityError:
         return None
-    if not params or sorted(params) != list(range(len(params))):
-        return None
-    return [params[i] for i in range(len(params))]
+    return list(params[1]) if params and params[1] else None
 
 
 def expected_sizes(signature: Sequence[dict[str, Any]], hidden_params: Sequence[str]) -> list[int]:
-    """The parameter sizes metadata.json's ``signature`` and ``hidden_params`` describe."""
-    sizes = []
-    for p in signature:
-        if p["kind"] != "runtime":
-            continue
-        if p["type"] == TENSORDESC:
-            ndim = len(p["descriptor"]["block_shape"])
-            for field in p["descriptor"]["fields"]:
-                per_dim = field.startswith(("shape:", "strides:"))
-                sizes += [_FIELD_SIZES[field]] * (ndim if per_dim else 1)
-        elif p["type"].startswith("*"):
-            sizes.append(8)
-        else:
-            sizes.append(TYPES[p["type"]].size)
-    return sizes + [8] * len(hidden_params)
+    """The parameter sizes metadata.json's ``signature`` and ``hidden_params`` describe: those of the slots the
+    runtime's launch packs (``Layout``)."""
+    runtime = tuple(p for p in map(read_parameter, signature) if p.kind == "runtime")
+    return list(Layout.build(runtime, tuple(hidden_params)).sizes)
 
 
 def check(cubin: bytes, entry: str, signature: Sequence[dict[str, Any]], hidden_params: Sequence[str], label: str,

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..abi import (DESCRIPTOR_FIELDS, PARAM_TYPES, POINTEE_TYPES, SCALAR_TYPES, TENSORDESC, TL_DTYPES, Descriptor, Parameter,
                    Target, TensorMapMeta)
-from ..errors import ArtifactError, IntegrityError, SchemaError, short_repr
+from ..errors import ArtifactError, CubinMismatchError, IntegrityError, SchemaError, short_repr
 from ..objects import DTYPE, IS_JIT_TEXT, KINDS as OBJECT_KINDS, TritonObject
+from .elf import Cubin, parse, target_problem
 from .files import FAMILY_VERSIONS, read_file, read_json
 from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
 from .targets import choose
@@ -326,6 +327,23 @@ def read_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[
         raise IntegrityError(f"{path}: not a cubin (no ELF header), though its size and sha256 match metadata.json; "
                              "rebuild it with tmlr-build", path)
     return data
+
+
+def open_cubin(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> Cubin:
+    """The variant's cubin, read (:func:`read_cubin`) and held against the variant (:func:`check_cubin`)."""
+    path = os.path.join(os.fspath(directory), variant.cubin_file)
+    return check_cubin(read_cubin(directory, variant, stats), variant, path)
+
+
+def check_cubin(data: bytes, variant: Variant, path: str) -> Cubin:
+    """The cubin ``data`` (at ``path``) parsed with its entry's parameters (``elf.parse``), after checking that it is
+    whole (:class:`IntegrityError`) and that its ELF header names the variant's target (:class:`CubinMismatchError`)."""
+    cubin = parse(data, path, variant.entry)
+    problem = target_problem(cubin, variant.target)
+    if problem is not None:
+        raise CubinMismatchError(f"{path}: {problem}; the cubin was swapped or the target edited - rebuild the artifact "
+                                 "with tmlr-build", path)
+    return cubin
 
 
 def read_ptx(directory: str | os.PathLike[str], variant: Variant, stats: dict[str, os.stat_result] | None = None) -> bytes:

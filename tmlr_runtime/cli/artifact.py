@@ -10,10 +10,13 @@ from typing import Any
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, Descriptor, Parameter
-from ..artifact.elf import functions
-from ..artifact.metadata import METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSIONS, ArtifactMetadata, Variant, read_cubin, read_ptx
+from ..artifact.elf import Cubin, functions
+from ..artifact.metadata import (METADATA_FILE, SCHEMA_PATH, SCHEMA_VERSIONS, ArtifactMetadata, Variant, check_cubin,
+                                 open_cubin, read_cubin, read_ptx)
 from ..errors import CudaUnavailableError, NoCompatibleVariantError, PtxJitWarning, TmlrError
 from ..launch.kernel import Kernel
+from ..launch.modules import check_params
+from ..launch.plan import Layout
 
 CheckResult = tuple[str, "bool | None", str]
 DEVICE_CHECK = "this device can load and run it"
@@ -70,7 +73,7 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
     regs = v.resources.get("registers")
     if regs is None:  # not in the metadata: the cubin's own
         try:
-            fn = functions(read_cubin(directory, v)).get(v.entry)
+            fn = functions(open_cubin(directory, v)).get(v.entry)
             regs = fn.registers if fn else None
         except TmlrError:
             pass
@@ -87,15 +90,24 @@ def _describe_variant(directory: str, v: Variant) -> dict[str, Any]:
 
 
 def cubin_problems(directory: str, meta: ArtifactMetadata) -> list[str]:
-    """Why each cubin (or PTX) that does not match its recorded size and sha256 fails (the cheap part of verify)."""
+    """Why each cubin (or PTX) that does not match metadata.json fails: its recorded size and sha256, and a cubin's own
+    header, sections and kernel parameters (the cheap part of verify)."""
     problems = []
     for v in meta.variants:
-        for read in (read_cubin, read_ptx) if v.ptx else (read_cubin,):
-            try:
-                read(directory, v)
-            except TmlrError as e:
-                problems.append(str(e))
+        try:
+            match_params(open_cubin(directory, v), meta, v)
+            if v.ptx:
+                read_ptx(directory, v)
+        except TmlrError as e:
+            problems.append(str(e))
     return problems
+
+
+def match_params(cubin: Cubin, meta: ArtifactMetadata, v: Variant) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The parameters of the kernel of ``cubin`` (read by check_cubin: elf.kernel_params), after checking that they are
+    those the launch of ``v`` packs (CubinMismatchError)."""
+    check_params(Layout.build(meta.runtime_params, v.hidden_params), cubin.params, cubin.where, v.entry)
+    return cubin.params
 
 
 def would_load(meta: ArtifactMetadata, major: int, minor: int) -> dict[str, Any]:
@@ -173,14 +185,7 @@ def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetada
         return [(SCHEMA_CHECK, False, str(e))]
     results = [(SCHEMA_CHECK, True, f"v{meta.schema_version} (this reader: {', '.join(f'v{n}' for n in SCHEMA_VERSIONS)}), fields checked by the reader"), jsonschema_check(os.path.join(directory, METADATA_FILE), SCHEMA_PATH, "metadata.json validates with jsonschema")]
     for v in meta.variants:
-        try:
-            data = read_cubin(directory, v)
-            results.append((f"{v.arch}: cubin size and sha256", True, v.cubin_file))
-            funcs = functions(data, v.cubin_file)
-            results.append((f"{v.arch}: entry symbol {v.entry!r} in the cubin", v.entry in funcs,
-                            "" if v.entry in funcs else f"the cubin defines {sorted(funcs) or 'no functions'}; rebuild the artifact"))
-        except TmlrError as e:
-            results.append((f"{v.arch}: cubin size and sha256", False, str(e)))
+        results += _cubin_checks(directory, meta, v)
         if v.ptx is not None:
             results += _ptx_checks(directory, v)
     if cc is not None:
@@ -194,6 +199,29 @@ def verify_kernel(directory: str, with_device: bool = True, meta: ArtifactMetada
             results.append((DEVICE_CHECK, None, no_gpu(e)))
         except TmlrError as e:
             results.append((DEVICE_CHECK, False, str(e)))
+    return results
+
+
+def _cubin_checks(directory: str, meta: ArtifactMetadata, v: Variant) -> list[CheckResult]:
+    """The cubin of ``v``: its size and sha256 as recorded, a whole cubin for ``v``'s target, the entry it defines, and
+    that entry's parameters as the signature makes them; each check after the first that fails is left out."""
+    checks = [f"{v.arch}: cubin size and sha256", f"{v.arch}: cubin is a whole ELF file built for {v.arch}",
+              f"{v.arch}: entry symbol {v.entry!r} in the cubin", f"{v.arch}: kernel parameters match the signature"]
+    results: list[CheckResult] = []
+    try:
+        data = read_cubin(directory, v)
+        results.append((checks[0], True, v.cubin_file))
+        cubin = check_cubin(data, v, os.path.join(directory, v.cubin_file))
+        results.append((checks[1], True, "its ELF header names " + (cubin.arch or "no SM this reader knows")))
+        funcs = functions(cubin)
+        if v.entry not in funcs:
+            defined = sorted(funcs) or "no functions"
+            return results + [(checks[2], False, f"the cubin defines {defined}; rebuild the artifact")]
+        results.append((checks[2], True, ""))
+        params = match_params(cubin, meta, v)
+        results.append((checks[3], True, "not recorded in the cubin" if params is None else f"{len(params[0])} parameters"))
+    except TmlrError as e:
+        results.append((checks[len(results)], False, str(e)))
     return results
 
 

@@ -18,12 +18,12 @@ if TYPE_CHECKING:
 
 # The artifact reader and the module cache, imported by the first load that reads (:func:`_import_reader`), not by
 # `import tmlr_runtime`; bound here once, as a function-level import would cost every load a microsecond or more.
-read = read_cubin = read_ptx = modules = None
+read = open_cubin = read_ptx = modules = None
 
 
 def _import_reader() -> None:
-    global read, read_cubin, read_ptx, modules
-    from ..artifact.metadata import read_cubin, read_ptx
+    global read, open_cubin, read_ptx, modules
+    from ..artifact.metadata import open_cubin, read_ptx
     from ..artifact.read import read
     from . import modules
 
@@ -36,8 +36,10 @@ class Kernel:
        is), picks the variant for that device by CUDA's rules (an exact cubin, else a compatible
        one, else PTX, which the driver compiles: ``artifact/targets.py``) and refuses what the
        device cannot run.
-    3. It checks the cubin's (or PTX's) size and sha256 and loads it (once per context and sha256).
-    4. It plans the launch of that variant (a :class:`~.plan.LaunchPlan`).
+    3. It checks the cubin's (or PTX's) size and sha256, and that the cubin is whole and built for the variant's
+       target, and loads it (once per context and sha256).
+    4. It plans the launch of that variant (a :class:`~.plan.LaunchPlan`), whose parameters must be those the
+       cubin's kernel takes.
     5. ``kernel(grid, *args, stream=None)`` or ``kernel[grid](*args)`` checks and packs the
        arguments and calls ``cuLaunchKernel`` (``cuLaunchKernelEx`` for clusters, cooperative and
        PDL launches). A launch while another context is current repeats steps 2-4 once for it.
@@ -110,10 +112,13 @@ class Kernel:
                     _import_reader()
                 dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
                 variant, ptx = self.metadata.pick(dev.major, dev.minor)
-                read_image = read_ptx if ptx else read_cubin
+                read_image = read_ptx if ptx else open_cubin
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,
                                               lambda: read_image(self.directory, variant, self._read_stats), ptx)
-                plan = self._contexts[handle] = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
+                plan = LaunchPlan(self.name, self.signature, variant, loaded, self.checks)
+                modules.check_params(plan.layout, loaded.params, os.path.join(self.directory, variant.cubin_file),
+                                     variant.entry)
+                self._contexts[handle] = plan
                 # kept apart from the plan: the executor refers to it (its helpers), so no cycle
                 self._executors[handle] = compiled.executor(plan, launch)
         self._fast, self._compiled = plan.fast, self._executors[handle]

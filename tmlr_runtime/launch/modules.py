@@ -1,12 +1,14 @@
 """The module cache (``driver.PROCESS.modules``): one ``CUmodule`` per (CUDA context, cubin sha256), so loading
-an artifact already loaded in the current context does no driver work."""
+an artifact already loaded in the current context does no driver work; each loaded function keeps the parameters its
+cubin's kernel takes, which every plan of it is held against (:func:`check_params`)."""
 from __future__ import annotations
 
 import time
 import warnings
 from typing import Any, Callable, NamedTuple
 from .. import driver
-from ..errors import DeviceLimitError, DriverError, PtxJitWarning
+from ..errors import CubinMismatchError, DeviceLimitError, DriverError, PtxJitWarning
+from ..artifact.elf import Cubin
 from ..artifact.metadata import Variant
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -22,6 +24,7 @@ class LoadedFunction(NamedTuple):
     static_shared: int
     registers: int
     local_bytes: int
+    params: tuple[tuple[int, ...], tuple[int, ...]] | None  # offsets and sizes of the kernel's parameters; None: PTX
 
 
 def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
@@ -44,10 +47,10 @@ def check_fits(name: str, variant: Variant, dev: driver.DeviceInfo) -> None:
         raise DeviceLimitError(f"{name}: needs a cooperative launch, which {dev.name} does not support; rebuild without launch_cooperative_grid")
 
 
-def get_function(context: int, ordinal: int, name: str, variant: Variant, read_cubin: Callable[[], bytes],
+def get_function(context: int, ordinal: int, name: str, variant: Variant, read_image: Callable[[], Cubin | bytes],
                  ptx: bool = False) -> LoadedFunction:
-    """The loaded function of ``variant`` in ``context`` (current); ``read_cubin()`` only when its
-    module is not loaded there yet. ``ptx``: ``read_cubin()`` gives the variant's PTX, which the driver
+    """The loaded function of ``variant`` in ``context`` (current); ``read_image()`` (the checked cubin) only when its
+    module is not loaded there yet. ``ptx``: ``read_image()`` gives the variant's PTX text, which the driver
     compiles (a :class:`PtxJitWarning` says so, with its cost)."""
     digest = variant.ptx.sha256 if ptx and variant.ptx else variant.cubin_sha256
     key, process = (context, digest, variant.entry), driver.PROCESS
@@ -56,8 +59,12 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
         if hit is None:
             dev, drv = driver.device_info(ordinal), driver.api()
             check_fits(name, variant, dev)
-            module = (_compile_ptx(drv, name, variant, read_cubin(), dev) if ptx else
-                      driver.check(drv.cuModuleLoadData(read_cubin()), f"cuModuleLoadData({variant.cubin_file})"))
+            image, params = read_image(), None
+            if isinstance(image, Cubin):  # parsed with the entry's parameters (metadata.check_cubin)
+                params = image.params
+                module = driver.check(drv.cuModuleLoadData(image.data), f"cuModuleLoadData({variant.cubin_file})")
+            else:
+                module = _compile_ptx(drv, name, variant, image, dev)
             try:
                 function = driver.check(drv.cuModuleGetFunction(module, variant.entry.encode()), f"cuModuleGetFunction({variant.entry})")
                 A = drv.CUfunction_attribute
@@ -73,7 +80,7 @@ def get_function(context: int, ordinal: int, name: str, variant: Variant, read_c
             except BaseException:
                 drv.cuModuleUnload(module)
                 raise
-            hit = process.modules[key] = LoadedFunction(context, dev, module, function, static, registers, local)
+            hit = process.modules[key] = LoadedFunction(context, dev, module, function, static, registers, local, params)
     return hit
 
 
@@ -91,6 +98,26 @@ def _compile_ptx(drv: Any, name: str, variant: Variant, text: bytes, dev: driver
         "driver's JIT cache (CUDA_CACHE_PATH, ~/.nv/ComputeCache by default) keeps the result for later processes. "
         f"Build with --arch {dev.major}{dev.minor} for a cubin that loads without compiling", seconds, arch), stacklevel=2)
     return module
+
+
+def check_params(layout: Any, params: tuple[tuple[int, ...], tuple[int, ...]] | None, path: str, entry: str) -> None:
+    """Refuse the cubin at ``path`` when its kernel ``entry`` takes other parameters than ``layout`` (a plan.Layout)
+    packs: ``params`` holds their offsets and sizes as ptxas laid them out (``elf.kernel_params``; None: not known,
+    as for PTX).
+    The driver copies each parameter by the cubin's sizes, so a signature that lies would launch with garbage."""
+    if params is None or params == (layout.offsets, layout.sizes):
+        return
+    theirs, ours = list(zip(*params)), list(zip(layout.offsets, layout.sizes))
+    if len(theirs) != len(ours):
+        total = lambda slots: slots[-1][0] + slots[-1][1] if slots else 0  # noqa: E731
+        what = (f"takes {len(theirs)} parameters ({total(theirs)} bytes), but metadata.json's signature makes {len(ours)} "
+                f"({', '.join(layout.names) or 'none'}: {total(ours)} bytes)")
+    else:
+        i = next(i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b)
+        what = (f"takes {theirs[i][1]} bytes at offset {theirs[i][0]} as parameter {i}, but metadata.json's signature makes "
+                f"it {layout.names[i]}: {ours[i][1]} bytes at offset {ours[i][0]}")
+    raise CubinMismatchError(f"{path}: kernel {entry} {what}; metadata.json does not describe this cubin - rebuild the "
+                             "artifact with tmlr-build", path)
 
 
 def clear() -> None:
