@@ -175,7 +175,7 @@ def test_only_the_heuristic_values_a_call_can_meet_are_compiled(tmp_path: Path, 
 
 def test_a_family_is_written_without_the_variants_that_fail_and_refuses_calls_that_need_them(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import torch
+    torch = pytest.importorskip("torch")
 
     import tmlr_runtime as tr
     from fake_driver import fake_cuda_tensor_type, installed
@@ -208,7 +208,7 @@ def test_a_family_is_written_without_the_variants_that_fail_and_refuses_calls_th
 
 
 def test_configs_that_set_only_launch_options_build_a_family_the_runtime_tunes(tmp_path: Path) -> None:
-    import torch
+    torch = pytest.importorskip("torch")
 
     import tmlr_runtime as tr
     from fake_driver import fake_cuda_tensor_type, installed
