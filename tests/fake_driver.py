@@ -353,11 +353,13 @@ def _torch_stream_on_the_fake_device() -> contextlib.AbstractContextManager[None
     """torch's current stream is 0 while the fake device stands in: a CUDA build of torch on a machine whose driver
     cannot serve it (or has no GPU) raises from its current-stream function, which a launch given no stream calls;
     a CPU build has no such function and the runtime already takes 0."""
-    torch = sys.modules.get("torch")
-    torch_c = getattr(torch, "_C", None)
-    if torch_c is None or not hasattr(torch_c, "_cuda_getCurrentRawStream") or torch.cuda.is_available():
-        return contextlib.nullcontext()
-    return _patched(torch_c, _cuda_getCurrentRawStream=(0).__mul__)
+    torch_c = getattr(sys.modules.get("torch"), "_C", None)
+    current = getattr(torch_c, "_cuda_getCurrentRawStream", None)
+    try:  # asked, not torch.cuda.is_available(), which a build's device profile may be answering for
+        current is None or current(0)
+    except RuntimeError:
+        return _patched(torch_c, _cuda_getCurrentRawStream=(0).__mul__)
+    return contextlib.nullcontext()
 
 
 @contextlib.contextmanager

@@ -436,7 +436,7 @@ def test_a_recorded_dtype_constexpr_builds_and_is_served_from_the_module_it_ran_
         ("cast", "nsk.kern", "cast", "kern.py")]
     t = fake_cuda_tensor_type(0)
     x, y = torch.zeros(1024).as_subclass(t), torch.zeros(1024).as_subclass(t)
-    with tr.serve(out), installed() as fake:
+    with installed() as fake, tr.serve(out):  # the fake device first: it stands in for a CUDA torch too
         kern.cast[(1,)](x, y, 1024, DT=tl.float16, BLOCK=256)
         kern.cast[(1,)](x, y, 1024, tl.bfloat16, 256)
         with pytest.raises(tr.UnservedKernelError):
