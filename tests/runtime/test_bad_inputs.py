@@ -913,11 +913,12 @@ _MESSAGES: dict[str, tuple[str, str]] = {}  # case id -> (exception class, norma
 
 
 def normalize(message: str, scratch: Path) -> str:
-    text = message.replace(str(scratch), "DIR").replace(str(ROOT), "REPO")
+    # ptxas first: its path (in a venv) may begin with the checkout's own path as text (/tmp/x-tmp/... beside /tmp/x)
+    text = re.sub(r"/\S*/bin/ptxas", "…/ptxas", message)
+    text = text.replace(str(scratch), "DIR").replace(str(ROOT), "REPO")
     text = re.sub(r"[0-9a-f]{64}", "<sha256>", text)
     text = re.sub(r"(not valid JSON|cannot be read as JSON) \(.*?\);", r"\1 (…);", text)  # the parser's words vary by Python
     text = re.sub(r"0x[0-9a-f]{5,}", "0x…", text)
-    text = re.sub(r"/\S*/bin/ptxas", "…/ptxas", text)
     return text
 
 
