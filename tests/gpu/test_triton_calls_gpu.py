@@ -40,7 +40,8 @@ def test_num_warps_equal_to_the_build_is_taken_and_another_refused(vectors) -> N
     assert not out.any()
 
 
-@pytest.mark.parametrize("grid", [0, (0,), (GRID, 0), lambda meta: ((meta["n"] * 0 + 1023) // meta["BLOCK"],)], ids=repr)
+@pytest.mark.parametrize("grid", [0, (0,), (GRID, 0), lambda meta: ((meta["n"] * 0 + 1023) // meta["BLOCK"],)],
+                         ids=["0", "(0,)", "(GRID, 0)", "callable"])
 def test_an_empty_grid_launches_nothing(vectors, grid) -> None:
     """As triton.cdiv(0, BLOCK) in a Triton call: the arguments are checked, nothing runs, nothing fails later."""
     x, y, out = vectors
