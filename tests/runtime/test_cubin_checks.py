@@ -24,7 +24,8 @@ from tmlr_runtime.cli import main
 from tmlr_runtime.cli.artifact import cubin_problems, match_params
 
 ROOT = Path(__file__).resolve().parents[2]
-ADD = ROOT / "examples" / "artifacts" / "add"
+ARTIFACTS = ROOT / "examples" / "artifacts"
+ADD = ARTIFACTS / "add"
 FAMILIES = sorted(p.parent for p in [*ROOT.glob("examples/**/metadata.json"), *ROOT.glob("tests/gpu/artifacts/**/metadata.json")]
                   if json.loads(p.read_text()).get("kind") == "family")
 KERNELS = sorted(p.parent for p in [*ROOT.glob("examples/**/metadata.json"), *ROOT.glob("tests/gpu/artifacts/**/metadata.json")]
@@ -250,6 +251,39 @@ def test_a_parameter_section_cut_anywhere_is_an_integrity_error_or_read() -> Non
             assert str(e).startswith("k.cubin: not a whole cubin: ") and "rebuild it with tmlr-build" in str(e)
             outcomes.add("cut record" if "does not end with its section" in str(e) else "missing parameters")
     assert outcomes == {0, 5, "cut record", "missing parameters"}
+
+
+def _kparam_block(data: bytes, entry: str) -> tuple[int, list[bytes]]:
+    """Where kernel ``entry``'s EIATTR_KPARAM_INFO records start in ``data`` and each record's 16 bytes."""
+    cubin = elf.parse(data)
+    s = elf.section(cubin, f".nv.info.{entry}")
+    first = data.find(elf._KPARAM, s[2], s[2] + s[3])
+    count = data.count(elf._KPARAM, s[2], s[2] + s[3])
+    return first, [data[first + 16 * i: first + 16 * i + 16] for i in range(count)]
+
+
+@pytest.mark.parametrize("order", ["ascending", "shuffled"])
+def test_parameter_records_in_any_order_read_alike(order: str) -> None:
+    """ptxas writes the records last parameter first, which parse reads in one block; in any other order they are
+    read one by one, to the same layout."""
+    data = (ARTIFACTS / "nop_args" / "nop_args.sm_90a.cubin").read_bytes()
+    first, records = _kparam_block(data, "nop_args")
+    assert [struct.unpack_from("<H", r, 8)[0] for r in records] == list(range(len(records) - 1, -1, -1))
+    reordered = records[::-1] if order == "ascending" else records[1::2] + records[0::2]
+    other = data[:first] + b"".join(reordered) + data[first + 16 * len(records):]
+    expected = elf.parse(data, "k.cubin", "nop_args").params
+    assert len(expected[0]) == 15 and expected[1][:6] == (8, 8, 8, 8, 8, 4)
+    assert elf.parse(other, "k.cubin", "nop_args").params == expected
+
+
+def test_parameter_records_numbered_twice_are_an_integrity_error() -> None:
+    data = (ARTIFACTS / "nop_args" / "nop_args.sm_90a.cubin").read_bytes()
+    first, records = _kparam_block(data, "nop_args")
+    twice = bytearray(records[1])
+    twice[8:10] = records[0][8:10]  # the second record takes the first one's ordinal
+    other = data[:first] + records[0] + bytes(twice) + data[first + 32:]
+    with pytest.raises(tr.IntegrityError, match=r"k.cubin: not a whole cubin: the parameters of nop_args are numbered"):
+        elf.parse(other, "k.cubin", "nop_args")
 
 
 # --- the SM architecture in e_flags -----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ offset and size of each of its parameters as ptxas recorded them (``EIATTR_KPARA
 
 Each first ``Kernel.load`` parses one cubin, right after reading the artifact's files; there, calls into C code not
 run since (``re``, ``struct``, ``zip``, ``sorted``) cost more than the interpreter's own operations on the bytes, so
-what a load reads is read in one call, the records by indexing (measured with tools/runtime_ab.py's fake driver).
+what a load reads is read in one call, the parameter records as one block (measured with tools/elf_check_cost.py).
 """
 from __future__ import annotations
 
@@ -93,17 +93,41 @@ def parse(data: bytes, where: str = "cubin", entry: str | None = None) -> Cubin:
             at = data.find(key, at + 1, start + names[1])
         if at >= 0:
             i = 5 * named.index(at - start)
-            by_ordinal = {}  # ordinal -> offset, size
-            for off, n in _records(data, where, table[i: i + 5], names, _EIATTR_KPARAM_INFO):
-                if n >= 12:  # index:u32 ordinal:u16 offset:u16 flags:u32
-                    ordinal, offset = data[off + 4] | data[off + 5] << 8, data[off + 6] | data[off + 7] << 8
-                    by_ordinal[ordinal] = offset, (data[off + 10] | data[off + 11] << 8) >> 2  # the size: flags' bits 18-31
-            if by_ordinal and max(by_ordinal) >= len(by_ordinal):
-                raise _damaged(where, f"the parameters of {entry} are numbered {sorted(by_ordinal)}")
-            ordered = [by_ordinal[k] for k in range(len(by_ordinal))]
-            base = ordered[0][0] if ordered else 0
-            params = tuple([offset - base for offset, _ in ordered]), tuple([n for _, n in ordered])
+            params = _kparams(data, where, table[i: i + 5], names, entry)
     return Cubin(data, where, *header_sm(data), table, names, params)
+
+
+_KPARAM = bytes((_EIFMT_SVAL, _EIATTR_KPARAM_INFO, 12, 0))  # the header of an EIATTR_KPARAM_INFO record of 12 bytes
+
+
+def _kparams(data: bytes, where: str, s: tuple[int, ...], names: tuple[int, int],
+             entry: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The offsets (from the first one's) and sizes of kernel ``entry``'s parameters, by ordinal, from its .nv.info
+    section ``s``. ptxas writes the records one after the other, the last parameter first: such a block is read in
+    one unpack (its headers 16 bytes apart, its ordinals n-1..0); anything else is read record by record."""
+    begin, end = s[2], s[2] + s[3]
+    count, first = data.count(_KPARAM, begin, end), data.find(_KPARAM, begin, end)
+    fields = _many("4s4xHHI", count).unpack_from(data, first) if count and (first - begin) % 4 == 0 and \
+        first + 16 * count <= end else ()  # per record: header, ordinal, offset, flags
+    if fields and fields[0::4].count(_KPARAM) == count and fields[1::4] == _descending(count):
+        offsets, flags = fields[-2::-4], fields[-1::-4]
+    else:
+        by_ordinal = {}
+        for off, n in _records(data, where, s, names, _EIATTR_KPARAM_INFO):
+            if n >= 12:  # index:u32 ordinal:u16 offset:u16 flags:u32
+                by_ordinal[data[off + 4] | data[off + 5] << 8] = struct.unpack_from("<HI", data, off + 6)
+        if by_ordinal and max(by_ordinal) >= len(by_ordinal):
+            raise _damaged(where, f"the parameters of {entry} are numbered {sorted(by_ordinal)}")
+        offsets = tuple([by_ordinal[k][0] for k in range(len(by_ordinal))])
+        flags = tuple([by_ordinal[k][1] for k in range(len(by_ordinal))])
+    if offsets and offsets[0]:
+        offsets = tuple([offset - offsets[0] for offset in offsets])
+    return offsets, tuple([f >> 18 for f in flags])  # the size: flags' bits 18-31
+
+
+@functools.lru_cache(maxsize=64)
+def _descending(count: int) -> tuple[int, ...]:
+    return tuple(range(count - 1, -1, -1))
 
 
 def kernel_params(cubin: Cubin, entry: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:

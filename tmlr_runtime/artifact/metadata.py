@@ -177,6 +177,7 @@ _PARAMETER = {
                                                      "does not know cannot be checked: upgrade tmlr_runtime)")}),
     "equal_to_1": obj({"name": _NAME, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
 }
+_RUNTIME = _PARAMETER["runtime"]
 _VARIANT = obj({
     "target": obj({"backend": one_of(("cuda",), "'cuda'"), "capability": integer(50),
                        "arch": string(IS_ARCH, "an arch like sm_90a"),
@@ -200,11 +201,15 @@ _VARIANT = obj({
 
 def _parameter(p: Any) -> Parameter:
     kind = p.get("kind") if type(p) is dict else None
+    if kind == "runtime" and p.get("type") != TENSORDESC:  # most of a signature, read with the fewest steps
+        d = _RUNTIME(p)
+        return record(Parameter, {"name": d["name"], "kind": kind, "type": d["type"], "divisibility": int(d["divisibility"]),
+                                   "value": None, "descriptor": None})
     if type(kind) is not str or kind not in _KINDS:
         if isinstance(p, dict) and "kind" in p:
             raise at(not_(p["kind"], f"one of {list(_KINDS)}"), "kind")
         obj({"kind": ANY})(p)
-    d = _PARAMETER[TENSORDESC if kind == "runtime" and p.get("type") == TENSORDESC else kind](p)
+    d = _PARAMETER[TENSORDESC if kind == "runtime" else kind](p)
     value = _object(d["object"], d["value"]) if "object" in d else 1 if kind == "equal_to_1" else \
         () if d.get("value") == [] else d.get("value")  # []: an empty tuple
     return record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
