@@ -154,6 +154,7 @@ class Bench:
         self.out = a.out
         self.doc_path: str | None = None
         self.machine: dict[str, Any] | None = None
+        self.failed = 0
 
     # -- plumbing ---------------------------------------------------------------------------------------------------
     def path(self, *names: str) -> str:
@@ -171,7 +172,9 @@ class Bench:
     def run(self, cmd: list[str], env: dict[str, str], timeout: float) -> Proc:
         p = self.runner(cmd, env, self.work, self.timeout(timeout))
         if p.rc != 0:
-            raise RuntimeError(f"exit {p.rc}: {tail(p.err or p.out)}")
+            self.failed += 1  # the whole console kept: the results file holds its last lines only
+            self.keep(f"failed-{self.failed}.log", " ".join(cmd) + f"\nexit {p.rc}\n--- stdout\n{p.out}\n--- stderr\n{p.err}")
+            raise RuntimeError(f"exit {p.rc} (failed-{self.failed}.log): {tail(p.err or p.out)}")
         return p
 
     def workload(self, args: list[str], env: dict[str, str], timeout: float = 150) -> tuple[dict[str, Any], Proc]:
@@ -241,16 +244,20 @@ class Bench:
             build_env="the GPU host's CPU: CUDA_VISIBLE_DEVICES='' (no device visible); tmlr-build's device profile "
                       "answers the device queries")
 
+    def compare_args(self) -> list[str]:
+        return ["--compare", self.path("triton_out.pt")] if os.path.exists(self.path("triton_out.pt")) else []
+
     def served_args(self, artifacts: str, *extra: str) -> list[str]:
-        ref = ["--compare", self.path("triton_out.pt")] if os.path.exists(self.path("triton_out.pt")) else []
-        return ["--block-triton", "--serve", artifacts, *ref, *extra]
+        return ["--block-triton", "--serve", artifacts, *self.compare_args(), *extra]
 
     def proof(self, key: str, artifacts: str, *extra: str) -> None:
         if not os.path.exists(os.path.join(artifacts, "serve.json")):
-            raise Skipped(f"{harness.project_path(artifacts)} has no serve.json")
+            raise Skipped(f"no serve.json in {os.path.basename(artifacts)} (its build failed or was skipped)")
         if not os.path.exists(self.path("triton_out.pt")):
             raise Skipped("no reference outputs (the record stage failed)")
-        doc, _ = self.workload(self.served_args(artifacts, *extra), self.env())
+        doc, p = self.workload(self.served_args(artifacts, *extra), self.env())
+        self.keep(f"{key}.json", json.dumps(doc, indent=1))
+        self.keep(f"{key}.log", p.err)
         self.questions["serve_proof"]["facts"][key] = summarize_proof(doc)
 
     def startup(self) -> None:
@@ -262,6 +269,9 @@ class Bench:
         if not os.path.isdir(self.path("triton-cache")):  # the record stage failed: warm the cache, unmeasured
             self.workload(["--save", self.path("triton_out.pt")], self.env(TRITON_CACHE_DIR=self.path("triton-cache")))
         for r in range(self.a.rounds):
+            if r >= harness.MIN_SAMPLES and self.clock() - self.t0 > self.a.budget_s:
+                errors["startup"] = f"stopped after {r} rounds: --budget-s {self.a.budget_s:g} spent"
+                break
             for mode in harness.order(list(live), r):
                 try:
                     self.samples[mode].append(self.sample(mode))
@@ -274,14 +284,16 @@ class Bench:
             self.save()
 
     def sample(self, mode: str) -> dict[str, Any]:
+        """One start-up; every mode compares its outputs with the reference after its first results (the same work
+        in each process, so that process times stay comparable)."""
         if mode == "triton_cold":
             cache = tempfile.mkdtemp(prefix="cold-", dir=self.work)
             try:
-                doc, p = self.workload([], self.env(TRITON_CACHE_DIR=cache))
+                doc, p = self.workload(self.compare_args(), self.env(TRITON_CACHE_DIR=cache))
             finally:
                 shutil.rmtree(cache, ignore_errors=True)
         elif mode == "triton_warm":
-            doc, p = self.workload([], self.env(TRITON_CACHE_DIR=self.path("triton-cache")))
+            doc, p = self.workload(self.compare_args(), self.env(TRITON_CACHE_DIR=self.path("triton-cache")))
         else:  # Triton blocked; a cache folder of its own, to show that nothing is written to one
             doc, p = self.workload(self.served_args(self.path("artifacts")), self.env(TRITON_CACHE_DIR=self.path("serve-no-cache")))
         doc["process_wall_s"] = p.wall
@@ -293,11 +305,11 @@ class Bench:
         q["facts"]["per_round"] = {m: [short_sample(s) for s in v] for m, v in self.samples.items()}
         q["facts"]["kernels"] = next((s["kernels"] for v in self.samples.values() for s in v if s), None)
         q["facts"]["serve_wrote_triton_cache"] = os.path.exists(self.path("serve-no-cache"))
-        served = [s for s in self.samples["tmlr_serve"] if s and "compare" in s]
-        if served:
-            p = self.questions["serve_proof"]
-            p["m"]["served_rounds/ops_equal_to_triton"] = harness.stats(
-                [float(summarize_proof(s)["equal"]) for s in served], "ops")
+        for mode, v in self.samples.items():  # the reference is the recording run's (Triton's) outputs
+            compared = [s for s in v if s and "compare" in s]
+            if compared:
+                self.questions["serve_proof"]["m"][f"{mode}/ops_equal_to_reference"] = harness.stats(
+                    [float(summarize_proof(s)["equal"]) for s in compared], "ops")
 
     def steady(self) -> None:
         if not os.path.exists(self.path("artifacts", "serve.json")):
@@ -361,6 +373,7 @@ def summarize_proof(doc: dict[str, Any]) -> dict[str, Any]:
             "allclose": sum(c.get("allclose", False) for c in cmp.values()),
             "not_equal": {k: c.get("max_abs_diff") for k, c in cmp.items() if not c.get("equal")},
             "errors": {k: r["error"] for k, r in doc.get("ops", {}).items() if "error" in r},
+            "import_errors": doc.get("import_errors", {}),
             "triton_blocked": doc.get("triton_blocked"), "triton_in_sys_modules": doc.get("triton_in_sys_modules"),
             "torch_has_triton": doc.get("torch_has_triton"), "launch_path": doc.get("launch_path")}
 
@@ -368,7 +381,8 @@ def summarize_proof(doc: dict[str, Any]) -> dict[str, Any]:
 def short_sample(s: dict[str, Any] | None) -> dict[str, Any] | None:
     if s is None:
         return None
-    return {"ok": s.get("ok"), "kernels": s.get("kernels"), "phases_s": {k: round(v, 4) for k, v in s["phases_s"].items()},
+    return {"ok": s.get("ok"), "kernels": s.get("kernels"), "import_errors": s.get("import_errors") or None,
+            "phases_s": {k: round(v, 4) for k, v in s["phases_s"].items()},
             "slowest_ops_s": dict(sorted(((k, round(r["s"], 4)) for k, r in s["ops"].items()), key=lambda kv: -kv[1])[:3])}
 
 

@@ -36,10 +36,12 @@ class FakeProcesses:
     def __init__(self, fail: str = "", steady_ratio: float = 1.02) -> None:
         self.fail, self.steady_ratio = fail, steady_ratio
         self.calls: list[tuple[str, dict[str, str]]] = []
+        self.commands: list[list[str]] = []
 
     def __call__(self, cmd: list[str], env: dict[str, str], cwd: str, timeout: float) -> ss.Proc:
         step = self.step(cmd, env)
         self.calls.append((step, env))
+        self.commands.append(cmd)
         if step == self.fail:
             return ss.Proc(1, "", f"{step} broke\nTraceback: the reason", 0.5)
         if step == "record":
@@ -121,7 +123,9 @@ def test_a_full_run_writes_a_valid_results_file_with_ratios_and_targets(tmp_path
     facts = doc["questions"]["serve_proof"]["facts"]
     assert facts["proof"]["equal"] == 22 and facts["proof"]["allclose"] == 23 and facts["proof"]["triton_blocked"] is True
     assert facts["proof_cpu_built"]["equal"] == 7 and facts["built_artifacts"] == 23
-    assert doc["questions"]["serve_proof"]["measurements"]["served_rounds/ops_equal_to_triton"]["samples"] == [22.0] * 3
+    equal = doc["questions"]["serve_proof"]["measurements"]
+    assert {m: equal[f"{m}/ops_equal_to_reference"]["samples"] for m in ss.MODES} == {m: [22.0] * 3 for m in ss.MODES}
+    assert all("--compare" in cmd for cmd in fake.commands if "serve_workload.py" in cmd[1])
     build_env = dict(next(env for s, env in fake.calls if s == "build"))
     assert build_env["CUDA_VISIBLE_DEVICES"] == ""
     targets = {t["measurement"]: t["met"] for t in doc["questions"]["serve_startup"]["facts"]["targets"]}
@@ -211,7 +215,7 @@ def test_the_generated_kernels_are_distinct_and_compile(tmp_path: Any) -> None:
     srcs = [f"serve_gen.py:k{i:02d}_{name}" for i, (name, _) in enumerate(ss.GEN_EXPRS)]
     assert len({e for _, e in ss.GEN_EXPRS}) == n >= 20
     p = subprocess.run([sys.executable, "-m", "tmlr_build", *srcs, "--signature", "*fp32:16, *fp32:16, *fp32:16, i32:16, 1024",
-                        "--stop-after", "ttir", "-o", "out", "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                        "--stop-after", "ttir", "--arch", "90", "-o", "out", "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path / "out")) == sorted(s.split(":")[1] for s in srcs)
@@ -243,3 +247,17 @@ def test_dry_run_names_every_stage(capsys: pytest.CaptureFixture[str]) -> None:
     assert ss.main(["--dry-run"]) == 0
     stages = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert stages == ["setup", "record", "build", "proof", "proof_cpu_built", "startup", "steady", "footprint"]
+
+
+def test_the_workload_reports_an_op_that_fails_and_runs_the_others() -> None:
+    from types import SimpleNamespace
+
+    synced: list[int] = []
+    torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: synced.append(1)))
+
+    def broken() -> None:
+        raise ValueError("no artifact serves this launch\nmore")
+
+    report, outputs = serve_workload.first_calls([("a", lambda: 1), ("b", broken), ("c", lambda: 3)], torch)
+    assert outputs == {"a": 1, "c": 3} and report["b"]["error"] == "ValueError: no artifact serves this launch"
+    assert set(report) == {"a", "b", "c"} and len(synced) == 2
