@@ -18,11 +18,11 @@ build            ``tmlr-build --spec`` of the recording in a process that sees n
 proof            the unchanged workload served with Triton blocked: every op's output against the Triton run's
 proof_cpu_built  liger's ops served from .serve-bench/liger-cpu-built, built by ``--prebuild`` on a machine without a
                  GPU (benchmarks/serve_startup_liger.json, written by hand), against the same reference
+steady           served ``kernel[grid](...)`` against ``Kernel.load(dir)(grid, ...)`` of the same artifact, one process
 startup          ``--rounds`` interleaved rounds of fresh processes: triton_cold (an empty cache each time),
                  triton_warm, tmlr_serve (Triton blocked). Inside each: ``first_launches`` (the first call of every
                  kernel, synchronized), ``kernels_share`` (that plus the serve call and the model's imports, from
                  torch ready), ``spawn_to_first`` (from the parent's spawn); the parent's ``process_wall``; RSS
-steady           served ``kernel[grid](...)`` against ``Kernel.load(dir)(grid, ...)`` of the same artifact, one process
 footprint        bytes and files on disk: the artifacts, Triton's warm cache, the CPU-built liger artifacts
 
 Writes OUT/<gpu>-<date>-serve-startup.json (benchmarks/harness.py's schema; rewritten after every stage) and
@@ -475,8 +475,8 @@ def plan(a: argparse.Namespace) -> list[tuple[str, str]]:
             ("proof", f"{py} benchmarks/serve_workload.py --block-triton --serve {w}/artifacts --compare {w}/triton_out.pt"),
             ("proof_cpu_built", f"{py} benchmarks/serve_workload.py --block-triton --serve .serve-bench/liger-cpu-built "
                                 f"--only liger --compare {w}/triton_out.pt"),
-            ("startup", f"{a.rounds} rounds of {', '.join(MODES)}, each a fresh workload process"),
             ("steady", f"{py} benchmarks/serve_workload.py --block-triton --serve {w}/artifacts --steady {a.steady_rounds}"),
+            ("startup", f"{a.rounds} rounds of {', '.join(MODES)}, each a fresh workload process"),
             ("footprint", "bytes and files of the artifacts, Triton's warm cache and the CPU-built liger artifacts")]
 
 
@@ -488,8 +488,8 @@ def run_all(a: argparse.Namespace, work: str, runner: Runner = run_process,
     b.stage("serve_proof", "build", b.build, need_s=40)
     b.stage("serve_proof", "proof", lambda: b.proof("proof", b.path("artifacts")), need_s=15)
     b.stage("serve_proof", "proof_cpu_built", lambda: b.proof("proof_cpu_built", PREBUILT, "--only", "liger"), need_s=15)
+    b.stage("serve_steady", "steady", b.steady, need_s=15)  # before the long stage: it must not be squeezed out
     b.stage("serve_startup", "startup", b.startup, need_s=30 * a.rounds)
-    b.stage("serve_steady", "steady", b.steady, need_s=15)
     b.stage("serve_startup", "footprint", b.footprint)
     doc = b.document()
     if b.doc_path:

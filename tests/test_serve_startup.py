@@ -246,7 +246,7 @@ def test_the_hand_written_liger_spec_is_a_spec_for_sm_90() -> None:
 def test_dry_run_names_every_stage(capsys: pytest.CaptureFixture[str]) -> None:
     assert ss.main(["--dry-run"]) == 0
     stages = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-    assert stages == ["setup", "record", "build", "proof", "proof_cpu_built", "startup", "steady", "footprint"]
+    assert stages == ["setup", "record", "build", "proof", "proof_cpu_built", "steady", "startup", "footprint"]
 
 
 def test_the_workload_reports_an_op_that_fails_and_runs_the_others() -> None:
