@@ -13,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -32,6 +32,7 @@ from scale_add import scale_add  # noqa: E402
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 from tmlr_runtime import driver  # noqa: E402
+from tmlr_runtime.objects import DTYPE, TritonObject  # noqa: E402
 
 SCALE_ADD_SIGNATURE = dict(x_ptr="*fp32", y_ptr="*fp32", out_ptr="*fp32", n_elements="i32", alpha="fp32",
                            BLOCK="constexpr", USE_ALPHA="constexpr")
@@ -129,6 +130,124 @@ def test_a_tuple_kernel_is_built_from_the_signature_of_the_call(tmp_path: Path, 
     artifact = serve.build_artifact(inputs, str(tmp_path / "out"))
     doc = json.loads((Path(artifact) / "metadata.json").read_text())
     assert [p["name"] for p in doc["signature"]][:3] == ["ptrs[0]", "ptrs[1]", "ptrs[2]"]
+
+
+# -- the losses of the small selection on an H100 (issue 29, results-small.json), as the CPU sees them -------------------
+
+class Buffer:
+    """A device buffer as Triton's JIT and launcher see one: ``dtype`` and ``data_ptr()`` (no ``get_device()``: tmlr asks
+    the driver, which the fake answers: device memory)."""
+
+    def __init__(self, address: int, dtype: Any = "torch.float32") -> None:
+        self.address, self.dtype = address, dtype
+        self.data, self.device, self.shape = self, "cuda", (128,)  # what Triton's reinterpret wrapper reads
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+def served(fn: Any, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], work: Path) -> tuple[Any, str]:
+    """``fn[(1,)](*args, **kwargs)`` served by tmlr on the fake driver, Triton having compiled ``kernel``: the fake
+    driver (its launches) and the artifact tmlr built."""
+    _needs_cuda_python()
+    server = serve.Server(str(work))
+    with installed(H200) as fake:
+        server.serve(lambda fn, *a, grid, warmup, **kw: kernel, fn, args, (1,), kwargs)
+    assert server.served == 1 and not server.failures
+    return fake, next(iter(server._built.values()))
+
+
+@triton.jit
+def cast_kernel(X, Z, TO_TYPE: tl.constexpr, BITCAST: tl.constexpr, SIZE: tl.constexpr):
+    offs = tl.arange(0, SIZE)
+    tl.store(Z + offs, tl.cast(tl.load(X + offs), TO_TYPE, bitcast=BITCAST))
+
+
+def test_a_dtype_constexpr_is_built_and_taken_as_the_test_passes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_cast[1-int8-int8-False-1024] passes TO_TYPE=tl.int8: recorded as the dtype, not refused at build."""
+    kernel = compiled(cast_kernel, dict(X="*i8", Z="*i8", TO_TYPE="constexpr", BITCAST="constexpr", SIZE="constexpr"),
+                      {(2,): tl.int8, (3,): False, (4,): 128}, [(0,), (1,)], tmp_path / "cache", monkeypatch)
+    args, kwargs = (Buffer(0x1000, "torch.int8"), Buffer(0x2000, "torch.int8")), dict(TO_TYPE=tl.int8, BITCAST=False, SIZE=128)
+    fake, artifact = served(cast_kernel, kernel, args, kwargs, tmp_path / "work")
+    assert tr.ArtifactMetadata.read(artifact).constexprs["TO_TYPE"] == TritonObject(DTYPE, "int8") and len(fake.launches) == 1
+    with installed(H200), pytest.raises(tr.ConstexprMismatchError, match=r"compiled as tl\.int8, got triton\.language\.int16"):
+        tr.Kernel.load(artifact)[(1,)](*args, **{**kwargs, "TO_TYPE": tl.int16})
+
+
+@triton.jit
+def masked_copy(in_ptr, out_ptr, in_size: tl.constexpr, out_size: tl.constexpr):
+    offs = tl.arange(0, out_size)
+    tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=offs < in_size, other=0))
+
+
+MASKED_COPY = dict(in_ptr="*u8", out_ptr="*u8", in_size="constexpr", out_size="constexpr")
+
+
+def test_pointers_to_unsigned_ints_are_built_as_triton_compiled_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_masked_load[1-uint8-128-0-0]: the IR has no unsigned types, the plugin's --signature (from the call) gives
+    *u8 back; a pointer of the other signedness or another width is still refused."""
+    torch = pytest.importorskip("torch")
+    from fake_driver import fake_cuda_tensor_type
+
+    kernel = compiled(masked_copy, MASKED_COPY, {(2,): 128, (3,): 128}, [(0,), (1,)], tmp_path / "cache", monkeypatch)
+    cuda = fake_cuda_tensor_type(0)
+    x, out = (torch.zeros(128, dtype=torch.uint8).as_subclass(cuda) for _ in range(2))
+    fake, artifact = served(masked_copy, kernel, (x, out, 128, 128), {}, tmp_path / "work")
+    assert serve.build_inputs(masked_copy, kernel, (x, out, 128, 128), {}).signature == "*u8:16, *u8:16, 128, 128"
+    assert [p.type for p in tr.ArtifactMetadata.read(artifact).signature[:2]] == ["*u8", "*u8"] and len(fake.launches) == 1
+    for dtype in (torch.int8, torch.int16):
+        with installed(H200), pytest.raises(tr.PointerArgumentError, match=f"got a {dtype} tensor, the kernel was built for torch.uint8"):
+            tr.Kernel.load(artifact)[(1,)](torch.zeros(128, dtype=dtype).as_subclass(cuda), out, 128, 128)
+
+
+def test_tritons_reinterpret_wrapper_of_an_unsigned_type_is_built_and_taken(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_reduce1d[1-max-with-indices-uint32-32] passes reinterpret(tensor, tl.uint32): *u32, not the IR's *i32."""
+    from triton.runtime.jit import reinterpret
+
+    sig = {name: ty.replace("u8", "u32") for name, ty in MASKED_COPY.items()}
+    kernel = compiled(masked_copy, sig, {(2,): 32, (3,): 32}, [(0,), (1,)], tmp_path / "cache", monkeypatch)
+    x, out = reinterpret(Buffer(0x1000, "torch.int32"), tl.uint32), reinterpret(Buffer(0x2000, "torch.int32"), tl.uint32)
+    fake, artifact = served(masked_copy, kernel, (x, out, 32, 32), {}, tmp_path / "work")
+    assert [p.type for p in tr.ArtifactMetadata.read(artifact).signature[:2]] == ["*u32", "*u32"] and len(fake.launches) == 1
+    with installed(H200), pytest.raises(tr.PointerArgumentError, match=r"dtype int32 \(i32\), the kernel was built for u32"):
+        tr.Kernel.load(artifact)[(1,)](reinterpret(Buffer(0x1000, "torch.int32"), tl.int32), out, 32, 32)
+
+
+class Function(NamedTuple):
+    fn: Any
+    captured: tuple
+
+
+def _scaler() -> Any:
+    @triton.jit
+    def mul(x, a):
+        return x * tl.load(a)
+    return mul
+
+
+@triton.jit
+def apply_closure(closure, X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(Y + offs, closure.fn(tl.load(X + offs), *closure.captured))
+
+
+def test_a_namedtuple_with_a_jit_function_is_built_and_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_namedtuple passes Function(mul, (a,)), mul defined in the test: a constexpr element, recorded by its
+    qualname and Triton's cache_key; another closure of that qualname is refused (it is another function)."""
+    mul = _scaler()
+    sig = dict(closure=Function("constexpr", ("*fp32",)), X="*fp32", Y="*fp32", BLOCK="constexpr")
+    kernel = compiled(apply_closure, sig, {(0, 0): mul, (3,): 64}, [(0, 1, 0), (1,), (2,)], tmp_path / "cache", monkeypatch)
+    closure, x, y = Function(mul, (Buffer(0x1000),)), Buffer(0x2000), Buffer(0x3000)
+    fake, artifact = served(apply_closure, kernel, (closure, x, y, 64), {}, tmp_path / "work")
+    recorded = tr.ArtifactMetadata.read(artifact).constexprs["closure.fn"]
+    assert recorded.text == f"{__name__}:_scaler.<locals>.mul@{mul.cache_key}" and len(fake.launches) == 1
+    # a factory's other closure: the same qualname, another function (Triton tells them apart by what they call:
+    # another cache_key), as tmlr_runtime sees it
+    other = type("JITFunction", (), {"__module__": "triton.runtime.jit", "fn": mul.fn, "cache_key": "f" * 64})()
+    with installed(H200) as fake, pytest.raises(tr.ConstexprMismatchError, match="constexpr 'closure.fn' was compiled as"):
+        tr.Kernel.load(artifact)[(1,)](Function(other, closure.captured), x, y, 64)
+    assert fake.launches == []
 
 
 @pytest.mark.parametrize("stage", ["build", "load", "launch"])
