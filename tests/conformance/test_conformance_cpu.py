@@ -214,6 +214,22 @@ def test_tritons_reinterpret_wrapper_of_an_unsigned_type_is_built_and_taken(tmp_
         tr.Kernel.load(artifact)[(1,)](reinterpret(Buffer(0x1000, "torch.int32"), tl.int32), out, 32, 32)
 
 
+def _store_at(X, v):
+    tl.store(X + v, v)
+
+
+@pytest.mark.parametrize("width", [8, 64])
+def test_an_int_annotated_unsigned_is_built_as_triton_compiled_it(width: int, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_annotations.py::test_int_annotation[False-8]: ``v: tl.uint8`` given 3 compiles as u8 (the call's signature
+    must say u8, not the i32 an unannotated 3 gets)."""
+    _store_at.__annotations__ = {"X": "*fp32", "v": f"tl.uint{width}"}
+    kernel_fn = triton.jit(_store_at)
+    kernel = compiled(kernel_fn, dict(X="*fp32", v=f"u{width}"), {}, [(0,)], tmp_path / "cache", monkeypatch)
+    fake, artifact = served(kernel_fn, kernel, (Buffer(0x1000), 3), {}, tmp_path / "work")
+    assert [p.type for p in tr.ArtifactMetadata.read(artifact).signature] == ["*fp32", f"u{width}"] and len(fake.launches) == 1
+
+
 class Function(NamedTuple):
     fn: Any
     captured: tuple

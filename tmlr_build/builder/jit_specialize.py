@@ -87,6 +87,18 @@ def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: boo
     return Parameter(name, "runtime", ty, 16 if specialize and align and arg.data_ptr() % 16 == 0 else 1)
 
 
+def _annotated(p: Any, param: Parameter) -> Parameter:
+    """``param`` of a parameter annotated with a Triton type (``v: tl.uint8``, ``x: "*fp16"``; Triton's
+    ``KernelParam.annotation_type``): compiled as that type whatever the value, its divisibility kept (a value of 1 is
+    no constexpr then); not specialized at all for a bool, a float or a do_not_specialize parameter (Triton 3.4+)."""
+    ty = getattr(p, "annotation_type", "")
+    if not ty or not isinstance(ty, str):
+        return param
+    if p.do_not_specialize or ty == "u1" or ty[:2] in ("fp", "bf"):
+        return Parameter(param.name, "runtime", ty)
+    return Parameter(param.name, "runtime", ty, param.divisibility if param.kind == "runtime" else 1)
+
+
 def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
     """The specialization Triton's ``fn[grid](*args, **kwargs)`` compiles, as tmlr signature entries."""
     sig = inspect.signature(fn.fn)
@@ -109,6 +121,7 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
             param = _constexpr(name, value, fn)
         else:
             param = _parameter(name, value, not p.do_not_specialize, not p.do_not_specialize_on_alignment, p.is_const)
+            param = _annotated(p, param)
         values.append(param.value if type(param.value) is TritonObject else value)  # the record: what the build imports
         entries.append(format_entry(param))
     return Specialization(names, tuple(entries), tuple(values), options)
