@@ -57,8 +57,8 @@ def parse(text: str) -> TritonObject | None:
 
 
 def of(value: Any) -> TritonObject | None:
-    """The Triton object ``value`` is (a dtype of Triton or torch, a @triton.jit function, or a TritonObject); None
-    for anything else."""
+    """The Triton object ``value`` is (a dtype of Triton or torch, a @triton.jit function or a builtin function of
+    Triton's, or a TritonObject); None for anything else."""
     cls = type(value)
     if cls is TritonObject:
         return value
@@ -75,4 +75,8 @@ def of(value: Any) -> TritonObject | None:
         if "<locals>" in text:  # no name to import it by: Triton's identity of it too (the module docstring)
             text += f"@{getattr(value, 'cache_key', '')}"
         return TritonObject(JIT_FUNCTION, text) if IS_JIT_TEXT(text) else None
+    if cls.__name__ == "function" and getattr(value, "__triton_builtin__", False):
+        # a triton.language builtin (tl.extra.cuda.globaltimer, an @extern): a function a kernel calls, as a jit one
+        text = f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+        return TritonObject(JIT_FUNCTION, text) if text.startswith("triton.") and IS_JIT_TEXT(text) else None
     return None

@@ -214,6 +214,21 @@ def test_tritons_reinterpret_wrapper_of_an_unsigned_type_is_built_and_taken(tmp_
         tr.Kernel.load(artifact)[(1,)](reinterpret(Buffer(0x1000, "torch.int32"), tl.int32), out, 32, 32)
 
 
+@triton.jit
+def timer_kernel(Out, func: tl.constexpr):
+    tl.store(Out, func())
+
+
+def test_a_triton_builtin_function_constexpr_is_built_and_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_globaltimer passes func=tl.extra.cuda.globaltimer, a builtin of Triton's (no JITFunction)."""
+    from triton.language.extra.cuda import globaltimer
+
+    kernel = compiled(timer_kernel, dict(Out="*i64", func="constexpr"), {(1,): globaltimer}, [(0,)], tmp_path / "cache",
+                      monkeypatch)
+    fake, artifact = served(timer_kernel, kernel, (Buffer(0x1000, "torch.int64"), globaltimer), {}, tmp_path / "work")
+    assert tr.ArtifactMetadata.read(artifact).constexprs["func"].text.endswith(":globaltimer") and len(fake.launches) == 1
+
+
 def _store_at(X, v):
     tl.store(X + v, v)
 

@@ -209,6 +209,26 @@ def test_a_function_defined_inside_another_is_recorded_with_its_cache_key() -> N
     assert not recorded.accepts(JITFunction("test_tuple", "test_namedtuple.<locals>.mul", KEY_B))  # another closure
 
 
+def test_a_triton_builtin_function_is_recorded_by_its_name() -> None:
+    """test_globaltimer passes func=tl.extra.cuda.globaltimer (an @extern builtin, no JITFunction) as a constexpr."""
+    def globaltimer():
+        pass
+
+    globaltimer.__module__, globaltimer.__qualname__ = "triton.language.extra.cuda.utils", "globaltimer"
+    assert of(globaltimer) is None  # a plain function: not Triton's
+    globaltimer.__triton_builtin__ = True
+    recorded = TritonObject(JIT_FUNCTION, "triton.language.extra.cuda.utils:globaltimer")
+    assert of(globaltimer) == recorded and recorded.accepts(globaltimer)
+    globaltimer.__module__ = "mine"
+    assert of(globaltimer) is None  # a builtin outside Triton: not one tmlr names
+
+
+def test_the_real_builtin_function_is_recognised() -> None:
+    cuda = pytest.importorskip("triton.language.extra.cuda")
+    found = of(cuda.globaltimer)
+    assert found is not None and found.text.endswith(":globaltimer") and found.text.startswith("triton.language.extra.cuda")
+
+
 @pytest.mark.parametrize("text, valid", [(f"test_tuple:test_namedtuple.<locals>.mul@{KEY_A}", True),
                                          ("test_tuple:test_namedtuple.<locals>.mul", False),
                                          (f"test_tuple:mul@{KEY_A}", False)])
