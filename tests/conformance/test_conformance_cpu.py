@@ -13,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -31,6 +31,8 @@ from scale_add import scale_add  # noqa: E402
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
+from triton_calls_kernels import (Function, annotated_store_at, apply_closure, cast_kernel, make_mul,  # noqa: E402
+                                  masked_copy, timer_kernel)
 from tmlr_runtime import driver  # noqa: E402
 from tmlr_runtime.objects import DTYPE, TritonObject  # noqa: E402
 
@@ -157,12 +159,6 @@ def served(fn: Any, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], 
     return fake, next(iter(server._built.values()))
 
 
-@triton.jit
-def cast_kernel(X, Z, TO_TYPE: tl.constexpr, BITCAST: tl.constexpr, SIZE: tl.constexpr):
-    offs = tl.arange(0, SIZE)
-    tl.store(Z + offs, tl.cast(tl.load(X + offs), TO_TYPE, bitcast=BITCAST))
-
-
 def test_a_dtype_constexpr_is_built_and_taken_as_the_test_passes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """test_cast[1-int8-int8-False-1024] passes TO_TYPE=tl.int8: recorded as the dtype, not refused at build."""
     kernel = compiled(cast_kernel, dict(X="*i8", Z="*i8", TO_TYPE="constexpr", BITCAST="constexpr", SIZE="constexpr"),
@@ -172,12 +168,6 @@ def test_a_dtype_constexpr_is_built_and_taken_as_the_test_passes_it(tmp_path: Pa
     assert tr.ArtifactMetadata.read(artifact).constexprs["TO_TYPE"] == TritonObject(DTYPE, "int8") and len(fake.launches) == 1
     with installed(H200), pytest.raises(tr.ConstexprMismatchError, match=r"compiled as tl\.int8, got triton\.language\.int16"):
         tr.Kernel.load(artifact)[(1,)](*args, **{**kwargs, "TO_TYPE": tl.int16})
-
-
-@triton.jit
-def masked_copy(in_ptr, out_ptr, in_size: tl.constexpr, out_size: tl.constexpr):
-    offs = tl.arange(0, out_size)
-    tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=offs < in_size, other=0))
 
 
 MASKED_COPY = dict(in_ptr="*u8", out_ptr="*u8", in_size="constexpr", out_size="constexpr")
@@ -214,11 +204,6 @@ def test_tritons_reinterpret_wrapper_of_an_unsigned_type_is_built_and_taken(tmp_
         tr.Kernel.load(artifact)[(1,)](reinterpret(Buffer(0x1000, "torch.int32"), tl.int32), out, 32, 32)
 
 
-@triton.jit
-def timer_kernel(Out, func: tl.constexpr):
-    tl.store(Out, func())
-
-
 def test_a_triton_builtin_function_constexpr_is_built_and_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """test_globaltimer passes func=tl.extra.cuda.globaltimer, a builtin of Triton's (no JITFunction)."""
     from triton.language.extra.cuda import globaltimer
@@ -229,50 +214,27 @@ def test_a_triton_builtin_function_constexpr_is_built_and_taken(tmp_path: Path, 
     assert tr.ArtifactMetadata.read(artifact).constexprs["func"].text.endswith(":globaltimer") and len(fake.launches) == 1
 
 
-def _store_at(X, v):
-    tl.store(X + v, v)
-
-
 @pytest.mark.parametrize("width", [8, 64])
 def test_an_int_annotated_unsigned_is_built_as_triton_compiled_it(width: int, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """test_annotations.py::test_int_annotation[False-8]: ``v: tl.uint8`` given 3 compiles as u8 (the call's signature
     must say u8, not the i32 an unannotated 3 gets)."""
-    _store_at.__annotations__ = {"X": "*fp32", "v": f"tl.uint{width}"}
-    kernel_fn = triton.jit(_store_at)
+    kernel_fn = annotated_store_at(f"tl.uint{width}")
     kernel = compiled(kernel_fn, dict(X="*fp32", v=f"u{width}"), {}, [(0,)], tmp_path / "cache", monkeypatch)
     fake, artifact = served(kernel_fn, kernel, (Buffer(0x1000), 3), {}, tmp_path / "work")
     assert [p.type for p in tr.ArtifactMetadata.read(artifact).signature] == ["*fp32", f"u{width}"] and len(fake.launches) == 1
 
 
-class Function(NamedTuple):
-    fn: Any
-    captured: tuple
-
-
-def _scaler() -> Any:
-    @triton.jit
-    def mul(x, a):
-        return x * tl.load(a)
-    return mul
-
-
-@triton.jit
-def apply_closure(closure, X, Y, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    tl.store(Y + offs, closure.fn(tl.load(X + offs), *closure.captured))
-
-
 def test_a_namedtuple_with_a_jit_function_is_built_and_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """test_namedtuple passes Function(mul, (a,)), mul defined in the test: a constexpr element, recorded by its
     qualname and Triton's cache_key; another closure of that qualname is refused (it is another function)."""
-    mul = _scaler()
+    mul = make_mul()
     sig = dict(closure=Function("constexpr", ("*fp32",)), X="*fp32", Y="*fp32", BLOCK="constexpr")
     kernel = compiled(apply_closure, sig, {(0, 0): mul, (3,): 64}, [(0, 1, 0), (1,), (2,)], tmp_path / "cache", monkeypatch)
     closure, x, y = Function(mul, (Buffer(0x1000),)), Buffer(0x2000), Buffer(0x3000)
     fake, artifact = served(apply_closure, kernel, (closure, x, y, 64), {}, tmp_path / "work")
     recorded = tr.ArtifactMetadata.read(artifact).constexprs["closure.fn"]
-    assert recorded.text == f"{__name__}:_scaler.<locals>.mul@{mul.cache_key}" and len(fake.launches) == 1
+    assert recorded.text == f"triton_calls_kernels:make_mul.<locals>.mul@{mul.cache_key}" and len(fake.launches) == 1
     # a factory's other closure: the same qualname, another function (Triton tells them apart by what they call:
     # another cache_key), as tmlr_runtime sees it
     other = type("JITFunction", (), {"__module__": "triton.runtime.jit", "fn": mul.fn, "cache_key": "f" * 64})()
