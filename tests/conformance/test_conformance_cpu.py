@@ -32,7 +32,7 @@ from scale_add import scale_add  # noqa: E402
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 from triton_calls_kernels import (Function, annotated_store_at, apply_closure, cast_kernel, make_mul,  # noqa: E402
-                                  masked_copy, timer_kernel)
+                                  m_to_the_n, masked_copy, timer_kernel)
 from tmlr_runtime import driver  # noqa: E402
 from tmlr_runtime.objects import DTYPE, TritonObject  # noqa: E402
 
@@ -240,6 +240,23 @@ def test_a_namedtuple_with_a_jit_function_is_built_and_taken(tmp_path: Path, mon
     other = type("JITFunction", (), {"__module__": "triton.runtime.jit", "fn": mul.fn, "cache_key": "f" * 64})()
     with installed(H200) as fake, pytest.raises(tr.ConstexprMismatchError, match="constexpr 'closure.fn' was compiled as"):
         tr.Kernel.load(artifact)[(1,)](Function(other, closure.captured), x, y, 64)
+    assert fake.launches == []
+
+
+def test_a_constexpr_parameter_given_a_tuple_is_a_tuple_of_constexprs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_passing_tuple_with_constexpr: ``shape: tl.constexpr`` given x.shape; the cache entry's artifact records it
+    as the tuple of its values and takes the call's torch.Size."""
+    sig = dict(X="*i64", shape="constexpr", strides=("i32", "constexpr"), m_n=("i32", "i32"))
+    try:
+        kernel = compiled(m_to_the_n, sig, {(1,): (8, 8), (2, 1): 1}, [(0,)], tmp_path / "cache", monkeypatch)
+    except triton.compiler.errors.CompilationError as e:  # Triton 3.3: "'constexpr' object is not subscriptable"
+        pytest.skip(f"Triton {triton.__version__} does not subscript a tuple constexpr ({str(e).splitlines()[-1]})")
+    args = (Buffer(0x1000, "torch.int64"), (8, 8), (8, 1), (2, 3))
+    assert serve.build_inputs(m_to_the_n, kernel, args, {}).signature == "*i64:16, (8, 8), (i32, i32:1), (i32, i32)"
+    fake, artifact = served(m_to_the_n, kernel, args, {}, tmp_path / "work")
+    assert tr.ArtifactMetadata.read(artifact).constexprs == {"shape[0]": 8, "shape[1]": 8}
+    with installed(H200) as fake, pytest.raises(tr.ConstexprMismatchError, match=r"constexpr 'shape\[1\]' was compiled as 8"):
+        tr.Kernel.load(artifact)[(1,)](args[0], (8, 4), (8, 1), (2, 3))
     assert fake.launches == []
 
 

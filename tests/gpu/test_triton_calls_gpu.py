@@ -6,7 +6,7 @@ nothing (an object with only ``data_ptr()`` and ``dtype``: tests/gpu/test_runtim
 (tests/gpu/triton_calls_kernels.py), tmlr-build builds the cache entry, tmlr_runtime launches the call, and the
 result is checked: a dtype constexpr, pointers to unsigned ints (a torch.uint8 tensor, Triton's reinterpret wrapper
 of uint32), a NamedTuple holding a @triton.jit function defined in a function, a builtin function of Triton's, an int
-annotated tl.uint8. ``python -m pytest -m gpu tests/gpu/test_triton_calls_gpu.py`` (Triton installed)."""
+annotated tl.uint8, a tl.constexpr parameter given a tuple. ``python -m pytest -m gpu tests/gpu/test_triton_calls_gpu.py`` (Triton installed)."""
 from __future__ import annotations
 
 import os
@@ -121,3 +121,8 @@ def test_conformance_losses_are_served_and_compute_what_triton_does(served) -> N
     ints = torch.zeros(16, device="cuda")  # test_int_annotation[False-8]: v: tl.uint8 given 3
     served(k.annotated_store_at("tl.uint8"), (1,), ints, 3)
     assert ints[3].item() == 3 and ints.sum().item() == 3
+
+    m = torch.arange(0, 64, device="cuda").reshape(8, 8)  # test_passing_tuple_with_constexpr: shape: tl.constexpr
+    expected = 8 * m
+    served(k.m_to_the_n, (1,), m, m.shape, m.stride(), (2, 3))
+    assert torch.equal(m, expected)

@@ -113,8 +113,8 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
     entries, values = [], []
     for p, name in zip(fn.params, names):
         value = bound.arguments[name]
-        if isinstance(value, tuple) and not p.is_constexpr:
-            entries.append(_tuple_entry(name, value, fn))
+        if isinstance(value, tuple):  # a tl.constexpr one: every element a value (a tuple of constexprs)
+            entries.append(_tuple_entry(name, value, fn, p.is_constexpr))
             values.append(_unwrapped(value))
             continue
         if p.is_constexpr or value is None:
@@ -127,10 +127,10 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
     return Specialization(names, tuple(entries), tuple(values), options)
 
 
-def _tuple_entry(name: str, value: tuple[Any, ...], kernel: Any) -> str:
+def _tuple_entry(name: str, value: tuple[Any, ...], kernel: Any, constexpr_param: bool = False) -> str:
     """A tuple argument's entry, as Triton specializes one: each element by the rules of a parameter (specialized,
-    on alignment too), None, tl.constexpr and @triton.jit function elements as values; a NamedTuple's elements named
-    by field."""
+    on alignment too), None, tl.constexpr and @triton.jit function elements as values, and every element of a
+    tl.constexpr parameter's tuple; a NamedTuple's elements named by field."""
     from triton.language import constexpr  # the JIT runs beside Triton (jit.py imports it)
 
     fields = getattr(value, "_fields", None)
@@ -138,8 +138,8 @@ def _tuple_entry(name: str, value: tuple[Any, ...], kernel: Any) -> str:
     for i, x in enumerate(value):
         path = f"{name}.{fields[i]}" if fields else f"{name}[{i}]"
         if isinstance(x, tuple):
-            parts.append(_tuple_entry(path, x, kernel))
-        elif x is None or isinstance(x, constexpr) or of(x) is not None:  # Triton: a JITFunction is a constexpr
+            parts.append(_tuple_entry(path, x, kernel, constexpr_param))
+        elif constexpr_param or x is None or isinstance(x, constexpr) or of(x) is not None:  # a JITFunction: constexpr
             parts.append(format_entry(_constexpr(path, x, kernel)))
         else:
             parts.append(format_entry(_parameter(path, x, True, True, False)))
