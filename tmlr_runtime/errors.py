@@ -77,8 +77,9 @@ class ArgumentCountError(ArgumentError):
     """Too few or too many positional arguments, or an unknown keyword."""
 
 
-class PointerArgumentError(ArgumentError):
-    """A pointer argument is not a device buffer usable here (CPU, other device, dtype, alignment)."""
+class PointerArgumentError(ArgumentError, ValueError):
+    """A pointer argument is not a device buffer usable here (CPU, other device, dtype, alignment). Also a ValueError:
+    Triton's launcher raises one for a pointer it cannot access (a CPU tensor), and callers catch that."""
 
 
 class ScalarArgumentError(ArgumentError):

@@ -1,7 +1,10 @@
 """Constexpr values that are Triton objects: a dtype (``tl.bfloat16``) or a ``@triton.jit`` function (an activation a
 kernel takes as a tl.constexpr). metadata.json records one by its text and what it is (schema v7): a dtype by
 Triton's own name for it (``tl.bfloat16.name``, "bf16"), a function by ``module:qualname`` (the name Python imports
-it by: its ``__module__`` and ``__qualname__``, as tmlr-build names a kernel, ``pkg.ops.norm:kernel``).
+it by: its ``__module__`` and ``__qualname__``, as tmlr-build names a kernel, ``pkg.ops.norm:kernel``). A function
+defined inside another (``test_namedtuple.<locals>.mul``) has no name Python imports it by, and one qualname may be
+several functions (a factory's closures over different functions): its text adds Triton's own identity of it, the
+``cache_key`` its JIT specializes on (a hash of its source and dependencies, in hex digits), ``mod:f.<locals>.mul@<key>``.
 
 A call's value is recognised by duck typing (neither Triton nor torch is imported): a ``triton.language`` dtype by its
 type's module and name and its ``.name``, a torch dtype (the dtype of the same Triton type) by its text, a
@@ -17,8 +20,11 @@ from .abi import DTYPE_NAMES, TL_DTYPES, TL_NAMES
 
 DTYPE, JIT_FUNCTION = "dtype", "jit_function"
 KINDS = (DTYPE, JIT_FUNCTION)
-_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
-IS_JIT_TEXT = re.compile(f"{_DOTTED}:{_DOTTED}").fullmatch  # "module:qualname"
+_ID = r"[A-Za-z_][A-Za-z0-9_]*"
+_DOTTED = rf"{_ID}(\.{_ID})*"
+_NESTED = rf"{_DOTTED}(\.<locals>(\.{_ID})+)+"  # a qualname with <locals>: a function defined inside another
+# "module:qualname", or "module:outer.<locals>.inner@<cache_key>" (the schema's pattern says the same)
+IS_JIT_TEXT = re.compile(rf"{_DOTTED}:({_DOTTED}|{_NESTED}@[0-9a-f]+)").fullmatch
 _DTYPE_PREFIXES = ("tl.", "triton.language.")
 
 
@@ -51,8 +57,8 @@ def parse(text: str) -> TritonObject | None:
 
 
 def of(value: Any) -> TritonObject | None:
-    """The Triton object ``value`` is (a dtype of Triton or torch, a @triton.jit function, or a TritonObject); None
-    for anything else."""
+    """The Triton object ``value`` is (a dtype of Triton or torch, a @triton.jit function or a builtin function of
+    Triton's, or a TritonObject); None for anything else."""
     cls = type(value)
     if cls is TritonObject:
         return value
@@ -66,5 +72,11 @@ def of(value: Any) -> TritonObject | None:
     if cls.__name__.endswith("JITFunction") and module.startswith("triton"):
         fn = getattr(value, "fn", None)
         text = f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', '')}"
+        if "<locals>" in text:  # no name to import it by: Triton's identity of it too (the module docstring)
+            text += f"@{getattr(value, 'cache_key', '')}"
         return TritonObject(JIT_FUNCTION, text) if IS_JIT_TEXT(text) else None
+    if cls.__name__ == "function" and getattr(value, "__triton_builtin__", False):
+        # a triton.language builtin (tl.extra.cuda.globaltimer, an @extern): a function a kernel calls, as a jit one
+        text = f"{getattr(value, '__module__', '')}:{getattr(value, '__qualname__', '')}"
+        return TritonObject(JIT_FUNCTION, text) if text.startswith("triton.") and IS_JIT_TEXT(text) else None
     return None

@@ -76,6 +76,32 @@ def test_defaults_and_bool_and_float() -> None:
     assert bool_type == ("i1" if current().release == "3.3" else "u1")
 
 
+def _binder_entries(fn: Any, args: tuple[Any, ...]) -> list[str]:
+    """The entries of Triton's own binder (``create_function_from_signature``, which applies annotations) for a call."""
+    from triton.backends.compiler import BaseBackend
+    from triton.runtime.jit import create_function_from_signature
+
+    specialization = create_function_from_signature(fn.signature, fn.params, BaseBackend)(*args)[1]
+    return ["i32:1" if (ty, key) == ("constexpr", 1) else ty + (":16" if key == "D" else "") for ty, key in specialization]
+
+
+@pytest.mark.parametrize("v", [3, 1, 16, 2**40])
+def test_annotated_parameters_are_specialized_as_tritons_binder_does(v: int) -> None:
+    """Triton's test_annotations.py: ``v: tl.uint8`` compiles as u8 whatever int is passed (1 is no constexpr then), a
+    float annotation as that float type (Triton 3.4+), a pointer annotation as that pointer."""
+    import triton
+    import triton.language as tl
+
+    def k(X, v, w, f, b):
+        pass
+
+    k.__annotations__ = {"X": "*fp16", "v": tl.uint8, "w": "tl.int64", "f": tl.float16, "b": tl.int1}
+    k = triton.jit(k)
+    args = (FakeTensor(32, "torch.float16"), v, v, 2.0, True)
+    assert list(specialize(k, args, {}).entries) == _binder_entries(k, args)
+    assert specialize(k, args, {}).entries[1].split(":")[0] == "u8"
+
+
 @pytest.fixture(scope="module")
 def stage_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("keepir")

@@ -242,6 +242,12 @@ def test_a_cache_entry_gets_its_dtype_back_with_constexpr(tmp_path: Path) -> Non
     meta = _meta(tmp_path / "out" / "cast")
     assert meta["schema_version"] == 7 and meta["signature"][3:] == [F16, {"name": "BLOCK", "kind": "constexpr", "value": 1024}]
     assert _cubin(tmp_path / "out" / "cast") == (entry / "cast.cubin").read_bytes()
+    # the API takes the objects themselves, as a call passes them (issue 29: test_cast's TO_TYPE=tl.int8)
+    import triton.language as tl
+
+    build([request(str(entry), constexprs={"DT": tl.float16, "BLOCK": tl.constexpr(1024)},
+                   arg_names=("x_ptr", "out_ptr", "n", "DT", "BLOCK"))], BuildConfig(out=str(tmp_path / "api"), progress=False))
+    assert _meta(tmp_path / "api" / "cast")["signature"] == meta["signature"]
     torch = pytest.importorskip("torch")
     import triton.language as tl
 
@@ -252,6 +258,15 @@ def test_a_cache_entry_gets_its_dtype_back_with_constexpr(tmp_path: Path) -> Non
         with pytest.raises(tr.ConstexprMismatchError, match=r"compiled as tl\.float16, got triton\.language\.float32"):
             k[1](0x1000, 0x2000, 1000, DT=tl.float32)
         assert len(fake.launches) == 2
+
+
+def test_the_api_takes_triton_objects_as_constexpr_values() -> None:
+    import triton.language as tl
+
+    req = request(f"{KERNELS}:apply", constexprs={"ACT": object_kernels.relu, "BLOCK": tl.constexpr(64),
+                                                  "DT": [tl.float16, tl.constexpr(tl.bfloat16)], "S": "tl.float16"})
+    assert req.constexprs == {"ACT": TritonObject(JIT_FUNCTION, "object_kernels:relu"), "BLOCK": 64,
+                              "DT": [TritonObject(DTYPE, "fp16"), TritonObject(DTYPE, "bf16")], "S": "tl.float16"}
 
 
 def _tree(root: Path) -> dict[str, bytes]:

@@ -314,6 +314,19 @@ def test_tuple_elements_with_a_gap_ask_for_the_signature() -> None:
     assert [(p.name, p.kind) for p in params] == [("t[0]", "runtime"), ("t[1]", "constexpr"), ("t[2]", "runtime")]
 
 
+def test_a_tuple_with_one_element_in_the_ir_is_named_after_the_tuple() -> None:
+    """Triton 3.5-3.6 name a tuple's elements after the tuple: test_namedtuple's closure = Function(fn, (a,)) is one
+    pointer in the IR, named 'closure' (issue 29); the signature puts it at closure.captured[0]."""
+    fn = read_function(TTIR_35.replace('"x_ptr"', '"closure"'), "k.ttir")
+    assert ([p.name for p in fn.params], fn.named, fn.flat) == (["closure", "n"], True, False)
+    entries = parse_signature("(fn=acts:relu, captured=(*fp32:16,)), i32")
+    params = from_signature("k.ttir", entries, ("closure", "n"), {}, fn)
+    assert [(p.name, p.kind) for p in params] == [("closure.fn", "constexpr"), ("closure.captured[0]", "runtime"),
+                                                  ("n", "runtime")]
+    with pytest.raises(RecordMismatchError, match="runtime parameter 0 is 'n' in --arg-names but 'closure' in the IR"):
+        from_signature("k.ttir", parse_signature("i32, (fn=acts:relu, captured=(*fp32:16,))"), ("n", "closure"), {}, fn)
+
+
 # --- unsigned scalars -------------------------------------------------------------------------------------------
 FILL = textwrap.dedent("""
     import triton

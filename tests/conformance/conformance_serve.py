@@ -9,7 +9,8 @@ For one ``kernel[grid](*args, **kwargs)`` (``JITFunction.run(*args, grid=grid, w
    constexprs Triton left out of the IR (the parameters its signature marks ``constexpr``: ``tl.constexpr``
    ones, and those the call passes as ``None`` or ``1``) valued as the call binds them, defaults included. A
    kernel with tuple parameters takes a ``--signature`` instead (a tuple's constexpr elements cannot be given
-   with ``--constexpr``, docs/spec-format.md), the one tmlr_build derives from the call;
+   with ``--constexpr``, docs/spec-format.md), the one tmlr_build derives from the call; so does a kernel Triton
+   compiled with unsigned types (``*u8``, ``u64``): the IR has none, and the signature gives them back;
 3. ``Kernel.load(artifact)[grid](*args, **kwargs)``: the same grid (callable or not), arguments and keywords.
 
 Builds are kept per (entry hash, constexprs, signature) for the process. A failure at any step is recorded with
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -78,11 +80,19 @@ def bound_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> d
     return dict(bound.arguments)
 
 
+def unsigned(ty: Any) -> bool:
+    """Whether a Triton type of a compiled signature (a tuple's: any element) is one the IR cannot tell from the signed
+    (``u8``..``u64``, ``*u8``..; ``u1``, Triton's bool, is taken as the IR's ``i1`` is)."""
+    if isinstance(ty, tuple):
+        return any(unsigned(t) for t in ty)
+    return re.fullmatch(r"\*?k?u(8|16|32|64)", ty) is not None
+
+
 def build_inputs(fn: Any, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> BuildInputs:
     """What tmlr-build takes for the cache entry of ``kernel``, compiled by ``fn[grid](*args, **kwargs)``."""
     names = tuple(inspect.signature(fn.fn).parameters)
     compiled: dict[str, Any] = kernel.src.signature  # name -> Triton type, "constexpr", or a tuple of them
-    if any(not isinstance(ty, str) for ty in compiled.values()):
+    if any(not isinstance(ty, str) or unsigned(ty) for ty in compiled.values()):
         from tmlr_build.builder.jit_specialize import specialize
 
         spec = specialize(fn, args, kwargs)

@@ -31,7 +31,10 @@ from scale_add import scale_add  # noqa: E402
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
+from triton_calls_kernels import (Function, annotated_store_at, apply_closure, cast_kernel, make_mul,  # noqa: E402
+                                  m_to_the_n, masked_copy, timer_kernel)
 from tmlr_runtime import driver  # noqa: E402
+from tmlr_runtime.objects import DTYPE, TritonObject  # noqa: E402
 
 SCALE_ADD_SIGNATURE = dict(x_ptr="*fp32", y_ptr="*fp32", out_ptr="*fp32", n_elements="i32", alpha="fp32",
                            BLOCK="constexpr", USE_ALPHA="constexpr")
@@ -129,6 +132,132 @@ def test_a_tuple_kernel_is_built_from_the_signature_of_the_call(tmp_path: Path, 
     artifact = serve.build_artifact(inputs, str(tmp_path / "out"))
     doc = json.loads((Path(artifact) / "metadata.json").read_text())
     assert [p["name"] for p in doc["signature"]][:3] == ["ptrs[0]", "ptrs[1]", "ptrs[2]"]
+
+
+# -- the losses of the small selection on an H100 (issue 29, results-small.json), as the CPU sees them -------------------
+
+class Buffer:
+    """A device buffer as Triton's JIT and launcher see one: ``dtype`` and ``data_ptr()`` (no ``get_device()``: tmlr asks
+    the driver, which the fake answers: device memory)."""
+
+    def __init__(self, address: int, dtype: Any = "torch.float32") -> None:
+        self.address, self.dtype = address, dtype
+        self.data, self.device, self.shape = self, "cuda", (128,)  # what Triton's reinterpret wrapper reads
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+def served(fn: Any, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], work: Path) -> tuple[Any, str]:
+    """``fn[(1,)](*args, **kwargs)`` served by tmlr on the fake driver, Triton having compiled ``kernel``: the fake
+    driver (its launches) and the artifact tmlr built."""
+    _needs_cuda_python()
+    server = serve.Server(str(work))
+    with installed(H200) as fake:
+        server.serve(lambda fn, *a, grid, warmup, **kw: kernel, fn, args, (1,), kwargs)
+    assert server.served == 1 and not server.failures
+    return fake, next(iter(server._built.values()))
+
+
+def test_a_dtype_constexpr_is_built_and_taken_as_the_test_passes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_cast[1-int8-int8-False-1024] passes TO_TYPE=tl.int8: recorded as the dtype, not refused at build."""
+    kernel = compiled(cast_kernel, dict(X="*i8", Z="*i8", TO_TYPE="constexpr", BITCAST="constexpr", SIZE="constexpr"),
+                      {(2,): tl.int8, (3,): False, (4,): 128}, [(0,), (1,)], tmp_path / "cache", monkeypatch)
+    args, kwargs = (Buffer(0x1000, "torch.int8"), Buffer(0x2000, "torch.int8")), dict(TO_TYPE=tl.int8, BITCAST=False, SIZE=128)
+    fake, artifact = served(cast_kernel, kernel, args, kwargs, tmp_path / "work")
+    assert tr.ArtifactMetadata.read(artifact).constexprs["TO_TYPE"] == TritonObject(DTYPE, "int8") and len(fake.launches) == 1
+    with installed(H200), pytest.raises(tr.ConstexprMismatchError, match=r"compiled as tl\.int8, got triton\.language\.int16"):
+        tr.Kernel.load(artifact)[(1,)](*args, **{**kwargs, "TO_TYPE": tl.int16})
+
+
+MASKED_COPY = dict(in_ptr="*u8", out_ptr="*u8", in_size="constexpr", out_size="constexpr")
+
+
+def test_pointers_to_unsigned_ints_are_built_as_triton_compiled_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_masked_load[1-uint8-128-0-0]: the IR has no unsigned types, the plugin's --signature (from the call) gives
+    *u8 back; a pointer of the other signedness or another width is still refused."""
+    torch = pytest.importorskip("torch")
+    from fake_driver import fake_cuda_tensor_type
+
+    kernel = compiled(masked_copy, MASKED_COPY, {(2,): 128, (3,): 128}, [(0,), (1,)], tmp_path / "cache", monkeypatch)
+    cuda = fake_cuda_tensor_type(0)
+    x, out = (torch.zeros(128, dtype=torch.uint8).as_subclass(cuda) for _ in range(2))
+    fake, artifact = served(masked_copy, kernel, (x, out, 128, 128), {}, tmp_path / "work")
+    assert serve.build_inputs(masked_copy, kernel, (x, out, 128, 128), {}).signature == "*u8:16, *u8:16, 128, 128"
+    assert [p.type for p in tr.ArtifactMetadata.read(artifact).signature[:2]] == ["*u8", "*u8"] and len(fake.launches) == 1
+    for dtype in (torch.int8, torch.int16):
+        with installed(H200), pytest.raises(tr.PointerArgumentError, match=f"got a {dtype} tensor, the kernel was built for torch.uint8"):
+            tr.Kernel.load(artifact)[(1,)](torch.zeros(128, dtype=dtype).as_subclass(cuda), out, 128, 128)
+
+
+def test_tritons_reinterpret_wrapper_of_an_unsigned_type_is_built_and_taken(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_reduce1d[1-max-with-indices-uint32-32] passes reinterpret(tensor, tl.uint32): *u32, not the IR's *i32."""
+    from triton.runtime.jit import reinterpret
+
+    sig = {name: ty.replace("u8", "u32") for name, ty in MASKED_COPY.items()}
+    kernel = compiled(masked_copy, sig, {(2,): 32, (3,): 32}, [(0,), (1,)], tmp_path / "cache", monkeypatch)
+    x, out = reinterpret(Buffer(0x1000, "torch.int32"), tl.uint32), reinterpret(Buffer(0x2000, "torch.int32"), tl.uint32)
+    fake, artifact = served(masked_copy, kernel, (x, out, 32, 32), {}, tmp_path / "work")
+    assert [p.type for p in tr.ArtifactMetadata.read(artifact).signature[:2]] == ["*u32", "*u32"] and len(fake.launches) == 1
+    with installed(H200), pytest.raises(tr.PointerArgumentError, match=r"dtype int32 \(i32\), the kernel was built for u32"):
+        tr.Kernel.load(artifact)[(1,)](reinterpret(Buffer(0x1000, "torch.int32"), tl.int32), out, 32, 32)
+
+
+def test_a_triton_builtin_function_constexpr_is_built_and_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_globaltimer passes func=tl.extra.cuda.globaltimer, a builtin of Triton's (no JITFunction)."""
+    from triton.language.extra.cuda import globaltimer
+
+    kernel = compiled(timer_kernel, dict(Out="*i64", func="constexpr"), {(1,): globaltimer}, [(0,)], tmp_path / "cache",
+                      monkeypatch)
+    fake, artifact = served(timer_kernel, kernel, (Buffer(0x1000, "torch.int64"), globaltimer), {}, tmp_path / "work")
+    assert tr.ArtifactMetadata.read(artifact).constexprs["func"].text.endswith(":globaltimer") and len(fake.launches) == 1
+
+
+@pytest.mark.parametrize("width", [8, 64])
+def test_an_int_annotated_unsigned_is_built_as_triton_compiled_it(width: int, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_annotations.py::test_int_annotation[False-8]: ``v: tl.uint8`` given 3 compiles as u8 (the call's signature
+    must say u8, not the i32 an unannotated 3 gets)."""
+    kernel_fn = annotated_store_at(f"tl.uint{width}")
+    kernel = compiled(kernel_fn, dict(X="*fp32", v=f"u{width}"), {}, [(0,)], tmp_path / "cache", monkeypatch)
+    fake, artifact = served(kernel_fn, kernel, (Buffer(0x1000), 3), {}, tmp_path / "work")
+    assert [p.type for p in tr.ArtifactMetadata.read(artifact).signature] == ["*fp32", f"u{width}"] and len(fake.launches) == 1
+
+
+def test_a_namedtuple_with_a_jit_function_is_built_and_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_namedtuple passes Function(mul, (a,)), mul defined in the test: a constexpr element, recorded by its
+    qualname and Triton's cache_key; another closure of that qualname is refused (it is another function)."""
+    mul = make_mul()
+    sig = dict(closure=Function("constexpr", ("*fp32",)), X="*fp32", Y="*fp32", BLOCK="constexpr")
+    kernel = compiled(apply_closure, sig, {(0, 0): mul, (3,): 64}, [(0, 1, 0), (1,), (2,)], tmp_path / "cache", monkeypatch)
+    closure, x, y = Function(mul, (Buffer(0x1000),)), Buffer(0x2000), Buffer(0x3000)
+    fake, artifact = served(apply_closure, kernel, (closure, x, y, 64), {}, tmp_path / "work")
+    recorded = tr.ArtifactMetadata.read(artifact).constexprs["closure.fn"]
+    assert recorded.text == f"triton_calls_kernels:make_mul.<locals>.mul@{mul.cache_key}" and len(fake.launches) == 1
+    # a factory's other closure: the same qualname, another function (Triton tells them apart by what they call:
+    # another cache_key), as tmlr_runtime sees it
+    other = type("JITFunction", (), {"__module__": "triton.runtime.jit", "fn": mul.fn, "cache_key": "f" * 64})()
+    with installed(H200) as fake, pytest.raises(tr.ConstexprMismatchError, match="constexpr 'closure.fn' was compiled as"):
+        tr.Kernel.load(artifact)[(1,)](Function(other, closure.captured), x, y, 64)
+    assert fake.launches == []
+
+
+def test_a_constexpr_parameter_given_a_tuple_is_a_tuple_of_constexprs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_passing_tuple_with_constexpr: ``shape: tl.constexpr`` given x.shape; the cache entry's artifact records it
+    as the tuple of its values and takes the call's torch.Size."""
+    sig = dict(X="*i64", shape="constexpr", strides=("i32", "constexpr"), m_n=("i32", "i32"))
+    try:
+        kernel = compiled(m_to_the_n, sig, {(1,): (8, 8), (2, 1): 1}, [(0,)], tmp_path / "cache", monkeypatch)
+    except triton.compiler.errors.CompilationError as e:  # Triton 3.3: "'constexpr' object is not subscriptable"
+        pytest.skip(f"Triton {triton.__version__} does not subscript a tuple constexpr ({str(e).splitlines()[-1]})")
+    args = (Buffer(0x1000, "torch.int64"), (8, 8), (8, 1), (2, 3))
+    assert serve.build_inputs(m_to_the_n, kernel, args, {}).signature == "*i64:16, (8, 8), (i32, i32:1), (i32, i32)"
+    fake, artifact = served(m_to_the_n, kernel, args, {}, tmp_path / "work")
+    assert tr.ArtifactMetadata.read(artifact).constexprs == {"shape[0]": 8, "shape[1]": 8}
+    with installed(H200) as fake, pytest.raises(tr.ConstexprMismatchError, match=r"constexpr 'shape\[1\]' was compiled as 8"):
+        tr.Kernel.load(artifact)[(1,)](args[0], (8, 4), (8, 1), (2, 3))
+    assert fake.launches == []
 
 
 @pytest.mark.parametrize("stage", ["build", "load", "launch"])

@@ -35,11 +35,13 @@ class dtype:  # what tmlr_runtime sees of a triton.language dtype: its type's mo
         return f"triton.language.{TL_DTYPES[self.name][0]}"
 
 
-class JITFunction:  # ... of a @triton.jit function: .fn, with its module and qualname
+class JITFunction:  # ... of a @triton.jit function: .fn, with its module and qualname, and Triton's cache_key
     __module__ = "triton.runtime.jit"
 
-    def __init__(self, module: str, qualname: str) -> None:
+    def __init__(self, module: str, qualname: str, cache_key: str | None = None) -> None:
         self.fn = SimpleNamespace(__module__=module, __qualname__=qualname)
+        if cache_key is not None:
+            self.cache_key = cache_key
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -183,10 +185,61 @@ def test_text_and_recognition() -> None:
     assert parse("pkg.acts:Act.relu") == TritonObject(JIT_FUNCTION, "pkg.acts:Act.relu")
     for text in ("tl.bf16", "bf16", "relu", "a:b:c", "mod:<locals>.f", "tl.pointer_type"):
         assert parse(text) is None, text
-    assert of(JITFunction("test_x", "f.<locals>.g")) is None  # a function no build can import by name
+    assert of(JITFunction("test_x", "f.<locals>.g")) is None  # no name to import it by, and no cache_key
     assert of(dtype("void")) is None and of(TorchDtype("torch.complex64")) is None and of("fp16") is None
     p = Parameter("DT", "constexpr", value=TritonObject(DTYPE, "fp8e4nv"))
     assert p.to_json() == {"name": "DT", "kind": "constexpr", "value": "fp8e4nv", "object": "dtype"}
+
+
+KEY_A, KEY_B = "a" * 64, "0123456789abcdef" * 4
+
+
+def test_a_function_defined_inside_another_is_recorded_with_its_cache_key() -> None:
+    """test_namedtuple's ``mul`` (issue 29): no name to import it by, and a factory's closures share a qualname, so
+    Triton's own identity of it, its cache_key, is part of its text; a call takes the function of that key only."""
+    text = f"test_tuple:test_namedtuple.<locals>.mul@{KEY_A}"
+    assert of(JITFunction("test_tuple", "test_namedtuple.<locals>.mul", KEY_A)) == TritonObject(JIT_FUNCTION, text)
+    assert parse(text) == TritonObject(JIT_FUNCTION, text) and parse(f"m:make.<locals>.Act.relu@{KEY_B}") is not None
+    for bad in ("test_tuple:test_namedtuple.<locals>.mul", f"m:mul@{KEY_A}", "m:f.<locals>.g@",
+                f"m:f.<locals>@{KEY_A}", f"m:f.<locals>.g@{KEY_A.upper()}"):
+        assert parse(bad) is None, bad
+    assert of(JITFunction("m", "f.<locals>.g", "not-a-key")) is None
+    recorded = TritonObject(JIT_FUNCTION, text)
+    assert recorded.accepts(JITFunction("test_tuple", "test_namedtuple.<locals>.mul", KEY_A)) and recorded.accepts(text)
+    assert not recorded.accepts(JITFunction("test_tuple", "test_namedtuple.<locals>.mul", KEY_B))  # another closure
+
+
+def test_a_triton_builtin_function_is_recorded_by_its_name() -> None:
+    """test_globaltimer passes func=tl.extra.cuda.globaltimer (an @extern builtin, no JITFunction) as a constexpr."""
+    def globaltimer():
+        pass
+
+    globaltimer.__module__, globaltimer.__qualname__ = "triton.language.extra.cuda.utils", "globaltimer"
+    assert of(globaltimer) is None  # a plain function: not Triton's
+    globaltimer.__triton_builtin__ = True
+    recorded = TritonObject(JIT_FUNCTION, "triton.language.extra.cuda.utils:globaltimer")
+    assert of(globaltimer) == recorded and recorded.accepts(globaltimer)
+    globaltimer.__module__ = "mine"
+    assert of(globaltimer) is None  # a builtin outside Triton: not one tmlr names
+
+
+def test_the_real_builtin_function_is_recognised() -> None:
+    cuda = pytest.importorskip("triton.language.extra.cuda")
+    found = of(cuda.globaltimer)
+    assert found is not None and found.text.endswith(":globaltimer") and found.text.startswith("triton.language.extra.cuda")
+
+
+@pytest.mark.parametrize("text, valid", [(f"test_tuple:test_namedtuple.<locals>.mul@{KEY_A}", True),
+                                         ("test_tuple:test_namedtuple.<locals>.mul", False),
+                                         (f"test_tuple:mul@{KEY_A}", False)])
+def test_the_schema_and_the_reader_agree_on_a_local_functions_text(text: str, valid: bool) -> None:
+    from schema_sample import JSONSCHEMA, reader_verdict
+
+    doc = json.loads((ARTIFACTS / "apply_relu" / "metadata.json").read_text())
+    doc["signature"][3]["value"] = text
+    assert JSONSCHEMA.is_valid(doc) == valid and (reader_verdict(doc) is None) == valid
+    if valid:
+        assert tr.ArtifactMetadata.from_dict(doc).constexprs["ACT"] == TritonObject(JIT_FUNCTION, text)
 
 
 def _v7_doc() -> dict:

@@ -93,6 +93,17 @@ def test_its_device_is_asked_of_the_driver(drv, where, message):
     launch(1, (Wrapped(0, "torch.float32"),), {}, 0)  # a null address is asked of nobody, as for other objects
 
 
+def test_a_pointer_it_cannot_take_is_the_value_error_tritons_launcher_raises():
+    """test_core.py::test_pointer_arguments[cpu] expects pytest.raises(ValueError) for a CPU tensor; a TypeError still
+    catches it too, as it catches every argument error."""
+    torch = pytest.importorskip("torch")
+    launch, fake = fake_launcher(metadata_doc([param("x", "*fp32", 16)]))
+    for caught in (ValueError, TypeError):
+        with pytest.raises(caught, match="got a CPU tensor"):
+            launch(1, (torch.empty(1024),), {}, 0)
+    assert fake.launches == []
+
+
 def test_checks_off_reads_only_the_address(drv):
     launch, fake = fake_launcher(metadata_doc([param("x", "*fp32", 16)]), checks=False)
     drv.unknown_addresses.add(ADDRESS + 4)

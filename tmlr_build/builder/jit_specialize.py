@@ -18,6 +18,7 @@ from tmlr_runtime.abi import DTYPE_NAMES, TMA_DESC, Parameter, format_entry
 from tmlr_runtime.objects import JIT_FUNCTION, TritonObject, of
 
 from ..common.errors import SignatureError
+from ..common.signature import given_constexpr
 from ..common.tensordesc import DescriptorType
 from .sources import package_module
 
@@ -35,21 +36,20 @@ class Specialization:
 
 
 def _constexpr(name: str, value: Any, kernel: Any = None) -> Parameter:
-    unwrapped = value if of(value) is not None else getattr(value, "value", value)  # tl.constexpr wrapper
-    found = of(unwrapped)  # a dtype or a @triton.jit function: recorded by its text (tmlr_runtime/objects.py)
-    if found is not None:
-        return Parameter(name, "constexpr", value=_as_built(found, kernel))
-    if value is not None and not isinstance(unwrapped, (bool, int, float, str)):
-        raise SignatureError(f"constexpr {name}={unwrapped!r}: tmlr builds bool/int/float/str constexprs, Triton dtypes "
-                             "(tl.bfloat16) and @triton.jit functions defined at a module's top level; pass one of those")
-    return Parameter(name, "constexpr", value=unwrapped)
+    given = given_constexpr(value)  # a dtype or a @triton.jit function: recorded by its text (tmlr_runtime/objects.py)
+    if type(given) is TritonObject:
+        return Parameter(name, "constexpr", value=_as_built(given, kernel))
+    if given is not None and not isinstance(given, (bool, int, float, str)):
+        raise SignatureError(f"constexpr {name}={given!r}: tmlr builds bool/int/float/str constexprs, Triton dtypes "
+                             "(tl.bfloat16) and @triton.jit functions; pass one of those")
+    return Parameter(name, "constexpr", value=given)
 
 
 def _as_built(found: TritonObject, kernel: Any) -> TritonObject:
     """A function of the kernel's own module named as the build imports that module (a script's kernel is __main__
-    here, its file's name there: sources.package_module)."""
+    here, its file's name there: sources.package_module); one defined inside a function is never imported: as it is."""
     module, _, qualname = found.text.partition(":")
-    if kernel is None or found.object != JIT_FUNCTION or module != kernel.fn.__module__:
+    if kernel is None or found.object != JIT_FUNCTION or module != kernel.fn.__module__ or "<locals>" in qualname:
         return found
     path = inspect.getsourcefile(kernel.fn) or ""
     built = package_module(path) or os.path.splitext(os.path.basename(path))[0]
@@ -87,6 +87,18 @@ def _parameter(name: str, arg: Any, specialize: bool, align: bool, is_const: boo
     return Parameter(name, "runtime", ty, 16 if specialize and align and arg.data_ptr() % 16 == 0 else 1)
 
 
+def _annotated(p: Any, param: Parameter) -> Parameter:
+    """``param`` of a parameter annotated with a Triton type (``v: tl.uint8``, ``x: "*fp16"``; Triton's
+    ``KernelParam.annotation_type``): compiled as that type whatever the value, its divisibility kept (a value of 1 is
+    no constexpr then); not specialized at all for a bool, a float or a do_not_specialize parameter (Triton 3.4+)."""
+    ty = getattr(p, "annotation_type", "")
+    if not ty or not isinstance(ty, str):
+        return param
+    if p.do_not_specialize or ty == "u1" or ty[:2] in ("fp", "bf"):
+        return Parameter(param.name, "runtime", ty)
+    return Parameter(param.name, "runtime", ty, param.divisibility if param.kind == "runtime" else 1)
+
+
 def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specialization:
     """The specialization Triton's ``fn[grid](*args, **kwargs)`` compiles, as tmlr signature entries."""
     sig = inspect.signature(fn.fn)
@@ -101,22 +113,24 @@ def specialize(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Specia
     entries, values = [], []
     for p, name in zip(fn.params, names):
         value = bound.arguments[name]
-        if isinstance(value, tuple) and not p.is_constexpr:
-            entries.append(_tuple_entry(name, value))
+        if isinstance(value, tuple):  # a tl.constexpr one: every element a value (a tuple of constexprs)
+            entries.append(_tuple_entry(name, value, fn, p.is_constexpr))
             values.append(_unwrapped(value))
             continue
         if p.is_constexpr or value is None:
             param = _constexpr(name, value, fn)
         else:
             param = _parameter(name, value, not p.do_not_specialize, not p.do_not_specialize_on_alignment, p.is_const)
+            param = _annotated(p, param)
         values.append(param.value if type(param.value) is TritonObject else value)  # the record: what the build imports
         entries.append(format_entry(param))
     return Specialization(names, tuple(entries), tuple(values), options)
 
 
-def _tuple_entry(name: str, value: tuple[Any, ...]) -> str:
+def _tuple_entry(name: str, value: tuple[Any, ...], kernel: Any, constexpr_param: bool = False) -> str:
     """A tuple argument's entry, as Triton specializes one: each element by the rules of a parameter (specialized,
-    on alignment too), None and tl.constexpr elements as values; a NamedTuple's elements named by field."""
+    on alignment too), None, tl.constexpr and @triton.jit function elements as values, and every element of a
+    tl.constexpr parameter's tuple; a NamedTuple's elements named by field."""
     from triton.language import constexpr  # the JIT runs beside Triton (jit.py imports it)
 
     fields = getattr(value, "_fields", None)
@@ -124,9 +138,9 @@ def _tuple_entry(name: str, value: tuple[Any, ...]) -> str:
     for i, x in enumerate(value):
         path = f"{name}.{fields[i]}" if fields else f"{name}[{i}]"
         if isinstance(x, tuple):
-            parts.append(_tuple_entry(path, x))
-        elif x is None or isinstance(x, constexpr):
-            parts.append(format_entry(_constexpr(path, x)))
+            parts.append(_tuple_entry(path, x, kernel, constexpr_param))
+        elif constexpr_param or x is None or isinstance(x, constexpr) or of(x) is not None:  # a JITFunction: constexpr
+            parts.append(format_entry(_constexpr(path, x, kernel)))
         else:
             parts.append(format_entry(_parameter(path, x, True, True, False)))
     if not parts:

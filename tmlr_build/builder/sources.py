@@ -15,6 +15,7 @@ from ..common.arch import Target, triton_target
 from ..common.errors import InputError, InputKindError, MissingMetadataError, UsageError
 from ..common.jobs import STAGES, Job
 from ..common.mlir_text import module_attributes, stage_of
+from ..common.signature import given_constexpr
 
 _EXT_STAGE = {".ttir": "ttir", ".ttgir": "ttgir", ".llir": "llir", ".ll": "llir", ".ptx": "ptx", ".cubin": "cubin"}
 
@@ -269,8 +270,11 @@ def request(source: str, *, signature: str | None = None, constexprs: dict[str, 
             metadata: str | None = None, name: str | None = None, ptx: bool = False,
             device: str | None = None) -> KernelRequest:
     """A KernelRequest from the same words the command line takes (``"k.py:add"``, ``"k.ttgir"``; ``ptx``: --ptx;
-    ``device``: --device)."""
+    ``device``: --device). A constexpr's value may be the Python object itself (``tl.int8``, a @triton.jit function,
+    ``tl.constexpr(64)``), taken as ``--constexpr`` takes its text (a list: a value per variant)."""
+    given = {n: [given_constexpr(x) for x in v] if isinstance(v, list) else given_constexpr(v)
+             for n, v in (constexprs or {}).items()}
     return KernelRequest(**parse_source(source)._asdict(), name=name, signature=signature,
-                         constexprs=dict(constexprs or {}), arg_names=arg_names, options=dict(options or {}),
+                         constexprs=given, arg_names=arg_names, options=dict(options or {}),
                          metadata_path=os.path.abspath(metadata) if metadata else None, ptx=ptx,
                          device=devices.profile(device).key if device else None)

@@ -153,7 +153,9 @@ def _checked(where: str, params: list[Parameter], ir: IRFunction | None, renamed
                 f"{where}: runtime parameter {i} is {p.name!r} in --arg-names but {q.name!r} in the IR (which records the "
                 f"kernel's names: {recorded}); keep the IR's names and list the constexprs where the kernel has them",
                 given=p.name, recorded=q.name)
-        if p.name != q.name and not (ir.flat and root == split_path(q.name)[0]):
+        # Triton 3.5-3.6 name a tuple's elements after the tuple: flat (ptrs[0], ptrs[1]) where there are several,
+        # the tuple's name alone where one element is in the IR (a NamedTuple's one pointer beside a function)
+        if p.name != q.name and not (root == split_path(q.name)[0] and (ir.flat or q.name == root)):
             raise RecordMismatchError(
                 f"{where}: runtime argument {i} is {p.name!r} by the signature but {q.name!r} in the IR (which records "
                 f"{recorded}); give one --signature entry per parameter of the kernel, a tuple as one entry with its "
