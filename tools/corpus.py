@@ -252,14 +252,18 @@ def build(args: argparse.Namespace) -> int:
 
 
 def _results_doc(args: argparse.Namespace, records: list[dict[str, Any]], load_start: tuple[float, ...]) -> dict[str, Any]:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    try:  # an unpacked source archive has no git: the results then name no commit
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+    except OSError:
+        commit = ""
     return {
         "command": "python3 tools/corpus.py " + " ".join(sys.argv[1:]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "checkout": commit, "triton": args.triton,
         "machine": {"cpus": os.cpu_count(), "jobs": args.jobs, "loadavg_at_start": [round(x, 2) for x in load_start],
                     "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]},
-        "seconds_mean": "one tmlr-build run per kernel and arch, wall clock: every compile worker imports the library",
+        "seconds_measure": "one tmlr-build run per kernel and arch, wall clock: every compile worker imports the library",
         "kernels": records,
         "total_seconds": round(sum(r["seconds"] for r in records), 1),
     }

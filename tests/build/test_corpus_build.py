@@ -2,7 +2,7 @@
 its release ships it, with ``python3 tools/corpus.py build`` (config 0 of an autotuned kernel: a quick check), then the
 GPU test's call bound to each artifact on the fake driver.
 
-Marked ``slow`` (skipped unless ``-m slow``): a cold cache downloads about 1.5 GB (vLLM's wheel, the packages its
+Marked ``slow`` (skipped unless ``-m slow``): a cold cache downloads about 640 MB (vLLM's wheel, the packages its
 kernel module imports, Triton 3.9.0) into .corpus-cache of the checkout (TMLR_CORPUS_CACHE names another), which later
 runs reuse. Where the download fails (no network, no index) the test skips saying so.
 """
