@@ -13,10 +13,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _BLOCKED_RUN = "import runpy, sys\nsys.modules['triton'] = None\nsys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')"
 
 
-def assert_checks_pass(path: str, checks: Sequence[str]) -> None:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, "-c", _BLOCKED_RUN, path], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT, env=env)
+def assert_checks_pass(path: str, checks: Sequence[str], args: Sequence[str] = (), env: dict[str, str] | None = None,
+                       timeout: int = 300) -> None:
+    """Run ``path`` with ``args`` (and ``env`` added to the environment) where Triton cannot be imported."""
+    run_env = {**os.environ, **(env or {})}
+    run_env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", _BLOCKED_RUN, path, *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=run_env)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and [line.split()[1] for line in lines] == list(checks), proc.stdout + proc.stderr
     assert all(line.startswith("PASS ") for line in lines), proc.stdout + proc.stderr

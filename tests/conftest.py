@@ -54,10 +54,15 @@ def cuda_device_count() -> int:
     return gpu_probe()[0]
 
 
-def gpu_requested(markexpr: str) -> bool:
-    """Whether a ``-m`` expression selects ``gpu`` tests (``gpu``, ``gpu and not slow``; not ``not gpu``)."""
+def selects(markexpr: str, marker: str) -> bool:
+    """Whether a ``-m`` expression selects tests marked ``marker`` (``gpu``, ``gpu and not slow``; not ``not gpu``)."""
     tokens = re.findall(r"[\w.]+|\S", markexpr or "")
-    return any(t == "gpu" and (i == 0 or tokens[i - 1] != "not") for i, t in enumerate(tokens))
+    return any(t == marker and (i == 0 or tokens[i - 1] != "not") for i, t in enumerate(tokens))
+
+
+def gpu_requested(markexpr: str) -> bool:
+    """Whether a ``-m`` expression selects ``gpu`` tests."""
+    return selects(markexpr, "gpu")
 
 
 def gpu_skip_reason(markexpr: str) -> str | None:
@@ -89,9 +94,17 @@ def need_skip_reason(item: pytest.Item) -> str | None:
     return None
 
 
+SLOW = "slow: downloads hundreds of MB and builds for minutes; run it with -m slow"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``gpu`` tests skip where there is no usable device; those that need more (``needs_gpus``, ``needs_sm``)
-    skip only for the reasons tests/skip_reasons.py names, which tests/gpu_all.sh then judges."""
+    """``slow`` tests run only when ``-m`` selects them; ``gpu`` tests skip where there is no usable device; those that
+    need more (``needs_gpus``, ``needs_sm``) skip only for the reasons tests/skip_reasons.py names, which
+    tests/gpu_all.sh then judges."""
+    if not selects(config.getoption("markexpr", "") or "", "slow"):
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=SLOW))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

@@ -22,6 +22,9 @@ NEEDS_SM90 = "needs an sm_90 GPU"  # not allowed on the H200: there these tests 
 # the conformance test (tests/conformance/test_conformance_gpu.py) without Triton's own test files: not allowed, so a
 # GPU run without them fails; carry them (TMLR_TRITON_TESTS=DIR, or .conformance/triton-tests) or allow it by name
 NEEDS_TRITON_TESTS = "needs Triton's language tests"
+# the serving-library corpus (tests/gpu/test_corpus_gpu.py) without its artifacts: not allowed, so a GPU run without
+# them fails; carry them (TMLR_CORPUS=DIR, or .corpus of the checkout: python3 tools/corpus.py build) or allow it by name
+NEEDS_CORPUS = "needs the serving-library corpus"
 
 ALLOWED: tuple[str, ...] = (NEEDS_SM80, NEEDS_TWO_GPUS)
 

@@ -171,6 +171,27 @@ def test_only_the_heuristic_values_a_call_can_meet_are_compiled(tmp_path: Path, 
     assert sorted(v["signature"] for v in index["variants"]) == ["*fp32, None, i32, 64, False, False",
                                                                  "*fp32, None, i32, 64, False, True",
                                                                  "*fp32, None, i32:16, 64, False, True"]
+    # x given as None is a constexpr of every variant, and so of the index (fla's kernels take many such arguments)
+    assert [(p["name"], p["kind"]) for p in index["params"]] == [
+        ("out_ptr", "runtime"), ("x", "constexpr"), ("n", "runtime"), ("BLOCK", "constexpr"), ("HAS_X", "constexpr"),
+        ("EVEN", "constexpr")]
+
+
+def test_a_family_with_an_argument_given_as_none_loads_and_dispatches(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+
+    import tmlr_runtime as tr
+    from fake_driver import fake_cuda_tensor_type, installed
+
+    run([f"{DECIDED}:maybe_add", "--signature", "*fp32, None, i32:16?, 64", "-o", str(tmp_path), "--arch", "90", "-q"])
+    out = torch.zeros(64).as_subclass(fake_cuda_tensor_type(0))
+    with installed() as fake:
+        family = tr.Kernel.load(str(tmp_path / "maybe_add"))
+        family(1, out, None, 48)
+        family[(1,)](out_ptr=out, x=None, n=33)
+        assert [launch["kernel"] for launch in fake.launches] == ["maybe_add", "maybe_add"]
+        assert [family.choose(out, None, n).signature for n in (48, 33)] == [
+            "*fp32, None, i32:16, 64, False, True", "*fp32, None, i32, 64, False, False"]
 
 
 def test_a_family_is_written_without_the_variants_that_fail_and_refuses_calls_that_need_them(

@@ -157,8 +157,14 @@ def test_the_stand_in_answers_as_the_profile_and_puts_everything_back() -> None:
                 torch.cuda.get_device_capability(1)
             with pytest.raises(build_driver.DeviceQueryError, match=r"^torch\.cuda\.synchronize was asked"):
                 torch.cuda.synchronize()
-            with pytest.raises(build_driver.DeviceQueryError, match=r"^the CUDA runtime \(a CUDA tensor"):
-                torch.empty(1, device="cuda")
+            # a tensor asked for on the GPU (gemlite's lookup tables at import) is made on the meta device
+            made = [torch.empty(1, device="cuda"), torch.tensor([0, 1, 2], dtype=torch.int8, device="cuda:0"),
+                    torch.full((2,), 1.0, device=torch.device("cuda", 0)), torch.zeros(3).cuda(), torch.zeros(3).to("cuda"),
+                    torch.zeros(3).to(device="cuda:0"), torch.zeros(3).to(0)]
+            assert [(t.device.type, tuple(t.shape)) for t in made] == [("meta", (1,)), ("meta", (3,)), ("meta", (2,))] + [
+                ("meta", (3,))] * 4
+            assert made[1].dtype == torch.int8
+            assert torch.zeros(3).to(torch.float16).device.type == "cpu"  # a dtype is not a device
             kept = torch.cuda.get_device_name  # a module may keep the stand-in's function
     finally:
         sys.path.remove(str(DATA))
@@ -166,6 +172,8 @@ def test_the_stand_in_answers_as_the_profile_and_puts_everything_back() -> None:
             del sys.modules[name]
     assert not torch.cuda.is_available()
     assert {name: getattr(torch.cuda, name) for name in originals} == originals
+    with pytest.raises(Exception, match="CUDA|NVIDIA|driver"):  # torch's own refusal again, no meta tensor
+        torch.empty(1, device="cuda")
     assert dict(vars(driver)) == before
     # torch's own answer, through the kept one: a CPU build's "not compiled with CUDA", a CUDA build's "no NVIDIA driver"
     with pytest.raises(Exception) as theirs:
@@ -223,6 +231,25 @@ def test_an_import_that_fails_names_the_missing_package_or_the_unanswered_query(
                            "was asked while tmlr-build imported the kernel file, and the device profile H100 does not "
                            "answer it")
     assert "move that call out of import time, into the code that launches" in sync
+
+
+def test_tensors_a_library_makes_on_the_gpu_at_import_are_meta_and_reading_them_says_why(tmp_path: Path) -> None:
+    """gemlite makes lookup tables on every GPU at import: the file builds; reading such a tensor's values fails
+    naming the cause."""
+    pytest.importorskip("torch")
+    head = "import torch\nimport triton\nimport triton.language as tl\n\n"
+    kernel = "\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n"
+    (tmp_path / "table.py").write_text(
+        head + "TABLES = [torch.tensor([0, 1, 2, 3], dtype=torch.int8, device=f'cuda:{i}') "
+               "for i in range(torch.cuda.device_count())]\nSCALE = torch.full((1,), 1.0, device='cuda')\n" + kernel)
+    (tmp_path / "reads.py").write_text(head + "LIMIT = int(torch.full((1,), 4.0, device='cuda').item())\n" + kernel)
+    run([f"{tmp_path}/table.py:k", "--signature", "*fp32", "-o", str(tmp_path / "o"), "--arch", "90", "-q"])
+    assert (tmp_path / "o" / "k" / "metadata.json").is_file()
+    with pytest.raises(E.InputError) as info:
+        run([f"{tmp_path}/reads.py:k", "--signature", "*fp32", "-o", str(tmp_path / "o2"), "--arch", "90", "-q"])
+    assert str(info.value).startswith("reads.py:5: importing the kernel file failed: ")
+    assert ("a tensor the file makes on the GPU at import is made on torch's meta device while tmlr-build imports it "
+            "(its shape and dtype, no values): move the code that reads its values out of import time") in str(info.value)
 
 
 def test_the_provenance_covers_the_helpers_of_other_modules(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from tmlr_runtime import METADATA_FILE
 from tmlr_runtime.artifact.family_index import (FAMILY_FAILED_VERSION, FAMILY_SCHEMA_PATH, FAMILY_TUPLE_VERSION,  # the runtime's reader of the index
                                                 FAMILY_VERSION)
-from tmlr_runtime.abi import format_signature
+from tmlr_runtime.abi import format_signature, split_top_level
 from tmlr_runtime.artifact.metadata import read_parameter
 
 from ..common.errors import ArtifactWriteError
@@ -37,7 +37,7 @@ def index_document(plan: FamilyPlan, digests: dict[str, dict[str, str]]) -> dict
         "schema_version": FAMILY_TUPLE_VERSION if plan.has_tuples else FAMILY_VERSION,
         "kind": "family",
         "name": plan.name,
-        "params": [{"name": p.name, "kind": "constexpr" if p.constexpr else "runtime"} for p in plan.facts.params],
+        "params": index_params(plan),
         "autotune": autotune,
         "heuristics": [{"name": h.name, "expr": h.expr, "after_config": h.after_config}
                        for h in plan.facts.heuristics],
@@ -49,6 +49,14 @@ def index_document(plan: FamilyPlan, digests: dict[str, dict[str, str]]) -> dict
         doc["failed"] = [{"vid": v.vid, "config": v.config, "signature": v.full_signature, "error": error}
                          for v, error in plan.failed]
     return doc
+
+
+def index_params(plan: FamilyPlan) -> list[dict[str, str]]:
+    """The kernel's parameters as its variants take them: a ``tl.constexpr``, and one the signature gives as ``None``
+    (Triton makes it a constexpr, and every variant's metadata.json records it so), is a constexpr."""
+    entries = split_top_level(plan.variants[0].full_signature) if plan.variants else []
+    return [{"name": p.name, "kind": "constexpr" if p.constexpr or entry == "None" else "runtime"}
+            for p, entry in zip(plan.facts.params, entries + [""] * (len(plan.facts.params) - len(entries)))]
 
 
 def family_files(plan: FamilyPlan, results: dict[str, Sequence[JobResult]]) -> dict[str, bytes]:

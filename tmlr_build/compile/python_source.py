@@ -107,6 +107,10 @@ def _import_failure(file_name: str, e: Exception) -> str:
     refused = next((c for c in _causes(e) if isinstance(c, DeviceQueryError)), None)
     if refused is not None:
         return f"{failed}: {refused}"
+    if "meta tensor" in str(e):  # torch's words for reading what torch_cuda.py made on the meta device
+        return (f"{failed}: {type(e).__name__}: {e}; a tensor the file makes on the GPU at import is made on torch's "
+                "meta device while tmlr-build imports it (its shape and dtype, no values): move the code that reads its "
+                "values out of import time, into the code that launches")
     return (f"{failed}: {type(e).__name__}: {e}; the file (and what it imports) must import on this machine as it "
             "is, without a GPU: tmlr-build answers only the device questions its device profile knows")
 

@@ -3,8 +3,11 @@
 Why: kernel libraries ask torch at import which GPU they run on (fla's ``torch.cuda.get_device_capability()``,
 its shared-memory probe, gemlite's ``get_device_name()``) and pick configs from the answer. A build has no GPU
 (and on a machine with one must not depend on it), so torch.cuda's device questions are answered from the
-build's profile (common/devices.py), and whatever else would reach the CUDA runtime (a CUDA tensor,
-``mem_get_info``, ``synchronize``) fails with a :class:`DeviceQueryError` that names it.
+build's profile (common/devices.py), and whatever else would reach the CUDA runtime (``mem_get_info``,
+``synchronize``, a stream) fails with a :class:`DeviceQueryError` that names it. Libraries also make small tensors on
+the GPU at import (gemlite's lookup tables, one per device): such a tensor is made on torch's meta device instead
+(its shape and dtype, no memory and no values), which is all a build can use of it; code that reads its values at
+import fails, and the import error says why.
 
 torch is patched only once the kernel file imports it (a meta path hook on ``torch.cuda``), so a kernel that
 never imports torch costs no torch import; :meth:`TorchCudaStandIn.restore` puts torch.cuda back. A function of
@@ -70,18 +73,36 @@ class TorchCudaStandIn:
         self._originals: dict[str, Any] = {}
         self._module: types.ModuleType | None = None
         self._hook = _AfterImport("torch.cuda", self._patch)
+        self._meta: Any = None  # the torch function mode that makes GPU tensors on the meta device, once torch is in
+        self._torch_hook = _AfterImport("torch", self._make_gpu_tensors_meta)
         if "torch.cuda" in sys.modules:
             self._patch(sys.modules["torch.cuda"])
         else:
             sys.meta_path.insert(0, self._hook)
+        if "torch" in sys.modules:
+            self._make_gpu_tensors_meta(sys.modules["torch"])
+        else:
+            sys.meta_path.insert(0, self._torch_hook)
 
     def restore(self) -> None:
         """torch.cuda as it was (and no hook); the stand-in's functions call torch's own from now on."""
         self.active = False
-        if self._hook in sys.meta_path:
-            sys.meta_path.remove(self._hook)
+        for hook in (self._hook, self._torch_hook):
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
         for name, original in self._originals.items():
             setattr(self._module, name, original)
+        if self._meta is not None:
+            self._meta.__exit__(None, None, None)
+            self._meta = None
+
+    def _make_gpu_tensors_meta(self, torch: types.ModuleType) -> None:
+        """From now until :meth:`restore`, a tensor asked for on the GPU is made on the meta device (entered once
+        torch has finished importing: its function modes need the whole of torch)."""
+        if self._torch_hook in sys.meta_path:
+            sys.meta_path.remove(self._torch_hook)
+        self._meta = _gpu_tensors_on_meta(torch)
+        self._meta.__enter__()
 
     def _patch(self, cuda: types.ModuleType) -> None:
         if self._hook in sys.meta_path:
@@ -112,7 +133,7 @@ class TorchCudaStandIn:
         return stand_in
 
     def _guarding(self, original: Callable[[], None]) -> Callable[[], None]:
-        def _lazy_init() -> None:  # what reaches the CUDA runtime: a CUDA tensor, mem_get_info, synchronize ...
+        def _lazy_init() -> None:  # what reaches the CUDA runtime: mem_get_info, synchronize, a stream ...
             if not self.active:
                 return original()
             refuse(_torch_caller(), self.profile)
@@ -122,6 +143,34 @@ class TorchCudaStandIn:
         if _device_index(device) not in (None, 0):
             refuse(f"device {device!r}", self.profile, " (the build answers as one GPU, device 0)")
         return answer
+
+
+def _gpu_tensors_on_meta(torch: types.ModuleType) -> Any:
+    """A torch function mode under which factory functions given a CUDA ``device``, ``Tensor.to(<cuda>)`` and
+    ``Tensor.cuda()`` make their tensor on the meta device."""
+    from torch.overrides import TorchFunctionMode
+
+    class GpuTensorsOnMeta(TorchFunctionMode):  # type: ignore[misc]
+        def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if _is_gpu(kwargs.get("device")):
+                kwargs = {**kwargs, "device": "meta"}
+            elif func is torch.Tensor.cuda:
+                return args[0].to("meta")
+            elif func is torch.Tensor.to and len(args) > 1 and _is_gpu(args[1]):
+                args = (args[0], "meta", *args[2:])
+            return func(*args, **kwargs)
+
+    return GpuTensorsOnMeta()
+
+
+def _is_gpu(device: Any) -> bool:
+    """Whether torch takes ``device`` (a factory's ``device=`` or ``Tensor.to``'s first argument) for a CUDA device."""
+    if isinstance(device, str):
+        return device.split(":")[0] == "cuda"
+    if isinstance(device, int) and not isinstance(device, bool):
+        return True  # torch reads a bare index as a CUDA device
+    return getattr(device, "type", None) == "cuda"
 
 
 def _device_index(device: Any) -> int | None:
@@ -135,7 +184,7 @@ def _device_index(device: Any) -> int | None:
 
 
 def _torch_caller() -> str:
-    """The outermost torch.cuda function on the stack (``torch.cuda.mem_get_info``), else what made a CUDA tensor."""
+    """The outermost torch.cuda function on the stack (``torch.cuda.mem_get_info``), else the CUDA runtime."""
     frame, found = sys._getframe(2), None
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
@@ -144,7 +193,7 @@ def _torch_caller() -> str:
         elif found is not None:
             break
         frame = frame.f_back
-    return found or "the CUDA runtime (a CUDA tensor, or a torch call that needs a GPU)"
+    return found or "the CUDA runtime (a torch call that needs a GPU)"
 
 
 class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
