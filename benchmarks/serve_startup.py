@@ -220,6 +220,8 @@ class Bench:
         if p.rc != 0:
             raise RuntimeError(f"tmlr-build record: exit {p.rc}: {tail(p.err or p.out)}")
         self.questions["serve_proof"]["facts"]["record_s"] = round(self.clock() - t, 2)
+        if not os.path.exists(self.path("spec.json")):  # record exits with the workload's status, spec or not
+            raise RuntimeError(f"tmlr-build record wrote no spec (exit 0): {tail(p.err + p.out, 12)}")
         with open(self.path("spec.json"), encoding="utf-8") as f:
             spec = json.load(f)
         self.keep("spec.json", json.dumps(spec, indent=1))

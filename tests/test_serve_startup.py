@@ -153,6 +153,22 @@ def test_a_failed_build_is_recorded_and_the_triton_modes_are_still_measured(tmp_
     assert "not measured" in ss.summary(doc) and os.path.exists(doc["path"])
 
 
+class RecordsNothing(FakeProcesses):
+    """tmlr-build record exits with the workload's status (0) but writes no spec, as on the H100 on 2026-12-06."""
+
+    def __call__(self, cmd: list[str], env: dict[str, str], cwd: str, timeout: float) -> ss.Proc:
+        if self.step(cmd, env) == "record":
+            return ss.Proc(0, "SERVE_WORKLOAD {}", "tmlr-build record: spec.json: no @triton.jit launch was recorded", 18.0)
+        return super().__call__(cmd, env, cwd, timeout)
+
+
+def test_a_record_that_writes_no_spec_says_what_it_printed(tmp_path: Any, prebuilt: str) -> None:
+    doc = ss.run_all(_args(out=str(tmp_path / "out")), str(tmp_path / "work"), RecordsNothing())
+    error = doc["questions"]["serve_proof"]["errors"]["record"]
+    assert error.startswith("RuntimeError: tmlr-build record wrote no spec (exit 0): ")
+    assert "no @triton.jit launch was recorded" in error and "SERVE_WORKLOAD" in error
+
+
 def test_a_mode_that_fails_is_dropped_and_the_rounds_stay_aligned(tmp_path: Any, prebuilt: str) -> None:
     fake = FakeProcesses(fail="triton_cold", steady_ratio=1.2)
     doc = ss.run_all(_args(out=str(tmp_path / "out")), str(tmp_path / "work"), fake)
