@@ -158,3 +158,20 @@ def check_binding(folder: Path, name: str, tmp_path: Path, monkeypatch: pytest.M
             (launch,) = fake.launches
             want = grid(member.constexprs) if callable(grid) else tuple(grid)
             assert launch["grid"] == tuple(want) + (1,) * (3 - len(want)), (name, config)
+
+
+def test_without_the_artifacts_the_gpu_test_skips_for_a_reason_a_gpu_run_does_not_allow(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import skip_reasons
+    import test_corpus_gpu
+
+    monkeypatch.setenv("TMLR_CORPUS", str(tmp_path))  # no sm90/ there
+    with pytest.raises(pytest.skip.Exception) as info:
+        test_corpus_gpu.test_library_kernel_matches_torch_with_triton_blocked("fla_l2norm_fwd", tmp_path)
+    reason = str(info.value.msg)
+    assert reason.startswith(f"{skip_reasons.NEEDS_CORPUS}: build it on a CPU machine (python3 tools/corpus.py build")
+    line = f"SKIPPED [9] tests/gpu/test_corpus_gpu.py:61: {reason}"
+    assert skip_reasons.unexpected_skips(line) == [line]
+    (tmp_path / "sm90").mkdir()  # a corpus without this kernel fails, naming the rebuild
+    with pytest.raises(AssertionError, match=r"has no artifact fla_l2norm_fwd: rebuild the corpus"):
+        test_corpus_gpu.test_library_kernel_matches_torch_with_triton_blocked("fla_l2norm_fwd", tmp_path)
