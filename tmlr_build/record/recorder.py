@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any
 
-from tmlr_runtime.family.choose import dtype_name
+from tmlr_runtime.family.choose import autotune_key as runtime_autotune_key, dtype_name
 from tmlr_runtime.objects import TritonObject, parse as parse_object
 
 from ..builder.jit_specialize import specialize
@@ -194,22 +194,11 @@ def device() -> tuple[str, int] | None:
 
 
 def autotune_key(tuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-    """The autotune key of a call as the tmlr runtime makes it (tmlr_runtime/family/dispatch.py ``_key``): the key
-    parameters' values, then (when the installed Triton puts dtypes in its key) the Triton type of each argument
-    with a dtype."""
+    """The autotune key of a call as the tmlr runtime makes it (tmlr_runtime.family.choose.autotune_key)."""
     from ..compile.triton_api import current
 
-    names = list(tuner.arg_names)
-    key = []
-    for name in tuner.keys:
-        i = names.index(name) if name in names else len(names)
-        if i < len(args):
-            key.append(args[i])
-        elif name in kwargs:
-            key.append(kwargs[name])
-    if current().dtype_in_key:
-        key += [dtype_name(a.dtype) for a in (*args, *kwargs.values()) if hasattr(a, "dtype")]
-    return key
+    position = {name: i for i, name in enumerate(tuner.arg_names)}
+    return list(runtime_autotune_key(tuner.keys, position, args, kwargs, current().dtype_in_key))
 
 
 def _config(config: Any) -> dict[str, Any]:

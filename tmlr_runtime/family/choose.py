@@ -9,6 +9,22 @@ _I64 = TYPES["i64"].range
 _dtype_names: dict[Any, str] = {}  # dtype object -> Triton type, filled as calls bring dtypes
 
 
+def autotune_key(keys: Any, position: dict[str, int], args: tuple[Any, ...], given: dict[str, Any], dtypes: bool) -> tuple[Any, ...]:
+    """The autotune key of a call, as Triton's Autotuner.run builds it: each key parameter's value (``position``: each
+    parameter's index; past ``args``, taken from ``given``), then with ``dtypes`` the Triton type of every argument that
+    has a dtype. A family keys its tuning with it, and tmlr-build record the choices it records."""
+    key = []
+    for name in keys:
+        i = position.get(name, len(position))
+        if i < len(args):
+            key.append(args[i])
+        elif name in given:
+            key.append(given[name])
+    if dtypes:
+        key += [dtype_name(a.dtype) for a in (*args, *given.values()) if hasattr(a, "dtype")]
+    return tuple(key)
+
+
 def dtype_name(dtype: Any) -> str:
     """The Triton type of a dtype object (torch, numpy, CuPy: by its name), or ``str(dtype)``."""
     try:

@@ -17,7 +17,7 @@ from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
 from ..launch.options import members_with, recorded, same, shown
 from .bench import GRID_META, benchmark
-from .choose import accepts, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
+from .choose import accepts, autotune_key, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
 from .members import Member, failed_params, leaf_params, read_members
 from .tuning import Key, Tuner
 
@@ -176,16 +176,7 @@ class KernelFamily:
 
     def _key(self, args: tuple[Any, ...], given: dict[str, Any]) -> Key:
         """The autotune key, as Triton's Autotuner.run builds it (dtypes as Triton type names)."""
-        key = []
-        for name in self.index.autotune.key:  # type: ignore[union-attr]
-            i = self._position.get(name, len(self.names))
-            if i < len(args):
-                key.append(args[i])
-            elif name in given:
-                key.append(given[name])
-        if self._dtypes:
-            key += [dtype_name(a.dtype) for a in (*args, *given.values()) if hasattr(a, "dtype")]
-        return tuple(key)
+        return autotune_key(self.index.autotune.key, self._position, args, given, self._dtypes)  # type: ignore[union-attr]
 
     def _heuristics(self, args: tuple[Any, ...], given: dict[str, Any], config: int | None) -> tuple[Any, ...]:
         """The heuristic values of a call: those outside @autotune first, then (after the config's kwargs) those inside."""
