@@ -68,13 +68,12 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     version = _DESCRIPTOR_SCHEMA if any(p.get("type") == TENSORDESC for p in signature) else 1
     version = _PTX_SCHEMA if any(r.ptx is not None for r in results) else version
     tuples = [p.to_json() for p in call_params(p["name"] for p in signature) if isinstance(p, TupleParam)]
-    version = _TUPLE_SCHEMA if tuples else version
+    empty = any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature)  # an empty tuple, written []
+    version = _TUPLE_SCHEMA if tuples or empty else version
     version = _OBJECT_SCHEMA if any("object" in p for p in signature) else version
-    if tuples:  # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
-        return {"schema_version": version, "name": name, "signature": signature, "tuples": tuples, "variants": variants}
-    if version < _TUPLE_SCHEMA and any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature):
-        version = _TUPLE_SCHEMA  # an empty tuple, written []
-    return {"schema_version": version, "name": name, "signature": signature, "variants": variants}
+    # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
+    return {"schema_version": version, "name": name, "signature": signature, **({"tuples": tuples} if tuples else {}),
+            "variants": variants}
 
 
 def _check_same_signature(name: str, results: Sequence[JobResult]) -> None:

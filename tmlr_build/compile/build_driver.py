@@ -29,10 +29,10 @@ from .torch_cuda import DeviceQueryError, TorchCudaStandIn, refuse
 class BuildDriver:
     """Answers Triton's driver questions as the target GPU of the build (``capability``) and as ``profile``."""
 
-    def __init__(self, capability: int, profile: DeviceProfile, answered: set[str] | None = None) -> None:
+    def __init__(self, capability: int, profile: DeviceProfile) -> None:
         self.capability = capability
         self.profile = profile
-        self.answered = set() if answered is None else answered  # the device questions answered (provenance)
+        self.answered: set[str] = set()  # the device questions answered (provenance)
         self.utils = _Utils(self)
 
     def get_current_target(self) -> Any:

@@ -16,15 +16,11 @@ import subprocess
 import sys
 from typing import Any, Sequence
 
+from ..cli import _Parser
 from ..common.errors import BuildError, UsageError
 from . import spec_file
 
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "site")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see tmlr-build record --help)")
 
 
 def make_parser() -> argparse.ArgumentParser:
