@@ -48,6 +48,8 @@ class KernelFamily:
         self.members = read_members(index, checks, kernel_type) if members is None else members
         # the parameters the variants' kernels take: the index's, a tuple's elements in the place of the tuple
         self.params = tuple(leaf_params(self.members[0].meta))
+        # the variants that failed to compile, read back once: a refusal (under serve, each launch tried here) looks at them
+        self._failed = [(f, failed_params(f, self.params)) for f in self.index.failed]
         self.names = tuple(n for n, _ in self.params)
         runtime = [i for i, (_, k) in enumerate(self.params) if k == "runtime"]
         self.npos = runtime[-1] + 1 if runtime else 0
@@ -252,9 +254,8 @@ class KernelFamily:
     def _refuse_not_built(self, config: int | None, want: dict[str, Any], args: tuple[Any, ...]) -> None:
         """Raise :class:`VariantNotBuiltError` when a variant that failed to compile (the index's "failed") would serve
         a call that no built variant serves: its constexprs are the call's, its patterns take the arguments."""
-        for f in self.index.failed:
-            params = failed_params(f, self.params) if config is None or f.config == config else None
-            if params is None:
+        for f, params in self._failed:
+            if params is None or config is not None and f.config != config:
                 continue
             if all(same_constexpr(want[p.name], p.value) for p in params if p.kind == "constexpr" and p.name in want) and \
                     all(accepts(p, (pointer_entry if p.is_pointer else int_entry)(args[i]))

@@ -16,6 +16,8 @@ import types
 from typing import Any, Callable, Iterable, NamedTuple
 
 from .. import driver
+from ..abi import TL_DTYPES, TYPES
+from ..artifact.heuristics import cdiv
 from .server import Server
 
 _PREFIX = "tmlr_runtime.serve's stand-in for Triton"
@@ -83,10 +85,8 @@ class tensor:
     """``tl.tensor``, for annotations; no value of it exists outside a kernel body."""
 
 
-_DTYPES = {"int1": ("i1", 1), "int8": ("i8", 8), "int16": ("i16", 16), "int32": ("i32", 32), "int64": ("i64", 64),
-           "uint8": ("u8", 8), "uint16": ("u16", 16), "uint32": ("u32", 32), "uint64": ("u64", 64),
-           "float8e4nv": ("fp8e4nv", 8), "float8e5": ("fp8e5", 8), "float8e4b15": ("fp8e4b15", 8),
-           "float16": ("fp16", 16), "bfloat16": ("bf16", 16), "float32": ("fp32", 32), "float64": ("fp64", 64)}
+# triton.language's dtypes (abi.TL_DTYPES, the one table of them): attribute -> (Triton type, bits)
+_DTYPES = {attr: (ty, 1 if ty == "i1" else TYPES[ty].size * 8) for attr, ty in TL_DTYPES.values()}
 _BITS = {short: bits for short, bits in _DTYPES.values()}
 _ATTR = {short: attr for attr, (short, _) in _DTYPES.items()}
 
@@ -120,10 +120,6 @@ class _ActiveDriver:
 
 
 # -- triton: the decorators and their kernel objects -----------------------------------------------------------
-def cdiv(x: int, y: int) -> int:
-    return (x + y - 1) // y
-
-
 def next_power_of_2(n: int) -> int:
     """Triton's own arithmetic (0 for n <= 0), which a model's wrapper computes its launch with."""
     n -= 1
