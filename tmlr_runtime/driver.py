@@ -154,6 +154,11 @@ def device_info(ordinal: int) -> DeviceInfo:
     return info
 
 
+def current_device() -> int:
+    """The ordinal of the current context's device (a context must be current: see :func:`current_context`)."""
+    return int(check(api().cuCtxGetDevice(), "cuCtxGetDevice"))
+
+
 def current_context() -> int:
     """The handle of this thread's current context, making device 0's primary context current when
     none is (the context torch uses, so torch pointers work)."""

@@ -38,8 +38,8 @@ def describe_param(p: Parameter) -> str:
 
 def _param_json(p: Parameter) -> dict[str, Any]:
     doc = {k: v for k, v in vars(p).items() if k != "descriptor"}
-    if hasattr(p.value, "object"):  # a Triton object (objects.TritonObject): its text and what it is, as metadata.json has them
-        doc.update(value=p.value.text, object=p.value.object)
+    if p.kind == "constexpr":  # its value as metadata.json has it (a Triton object: its text, and what it is)
+        doc.update(p.to_json())
     return doc if p.descriptor is None else {**doc, "descriptor": p.descriptor.to_json()}
 
 

@@ -132,7 +132,7 @@ def benchmark(family: Any, key: tuple[Any, ...], grid: Any, args: tuple[Any, ...
         raise TuningError(f"{family.name}: its @triton.autotune has a pre_hook, which tmlr cannot run; tune it where Triton "
                           "runs it, or ship a tuning table (`tmlr tune` needs the same), or load with tuning='strict'")
     handle = stream_handle(stream) if stream is not None else \
-        default_stream(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+        default_stream(driver.current_device())
     refuse_capture(handle, f"{family.name}: tuning autotune key {key}")
     named = {**dict(zip(family.names, args)), **given}
     preserve = Preserve([extent(named, n, dense=True) for n in at.reset_to_zero],

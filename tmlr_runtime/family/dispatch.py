@@ -34,7 +34,7 @@ def _config_options(configs: tuple[Config, ...]) -> frozenset[str]:
 
 def _device_name() -> str:
     driver.current_context()
-    return driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))).name
+    return driver.device_info(driver.current_device()).name
 
 
 class KernelFamily:

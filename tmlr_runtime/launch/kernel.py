@@ -110,7 +110,7 @@ class Kernel:
             if plan is None:
                 if modules is None:  # a Kernel made from metadata read elsewhere
                     _import_reader()
-                dev = driver.device_info(int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice")))
+                dev = driver.device_info(driver.current_device())
                 variant, ptx = self.metadata.pick(dev.major, dev.minor)
                 read_image = read_ptx if ptx else open_cubin
                 loaded = modules.get_function(handle, dev.ordinal, self.name, variant,

@@ -104,7 +104,7 @@ class _ActiveDriver:
 
     def get_current_device(self) -> int:
         driver.current_context()  # device 0's primary context where none is current, as a launch takes
-        return int(driver.check(driver.api().cuCtxGetDevice(), "cuCtxGetDevice"))
+        return driver.current_device()
 
     def get_current_target(self) -> GPUTarget:
         return GPUTarget("cuda", driver.device_info(self.get_current_device()).capability, 32)
