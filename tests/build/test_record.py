@@ -233,6 +233,23 @@ def test_a_file_that_is_no_spec_is_left_alone(tmp_path: Path, kernlib: Any, no_l
         spec_file.read(str(path))
 
 
+def test_a_spec_that_cannot_be_written_is_said_even_when_quiet(tmp_path: Path, kernlib: Any, no_launch: list[Any],
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(*args: Any) -> None:
+        raise TypeError("a value the merge cannot take")
+
+    monkeypatch.setattr(recorder_module.spec_doc, "merge", broken)
+    spec = tmp_path / "spec.json"
+    with recording(spec, quiet=True) as rec:  # quiet: as every process under tmlr-build record
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1024, BLOCK=256)
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1000, BLOCK=256)
+    assert len(no_launch) == 2 and not spec.exists()  # the launches went on; nothing half-written
+    err = capsys.readouterr().err
+    assert err.count("nothing written") == 1 and f"nothing written to {spec}: TypeError: a value the merge" in err
+    assert rec.error == "a value the merge cannot take"
+
+
 def test_merging_twice_is_merging_once() -> None:
     seen = KernelSeen("k.py", "k", "__main__", "k", None)
     seen.add(Family.of_launch(["*fp16:16", "i32"], {}, {"B": 1}, {}))

@@ -162,9 +162,10 @@ class Recorder:
                     new = spec_doc.merge(doc, kernels, self.not_recorded, self.arch)
                     if new != doc:
                         spec_file.write(self.path, new)
-            except (BuildError, OSError) as e:
-                if self.error is None and not self.quiet:
-                    print(f"tmlr-build record: nothing written: {e}", file=sys.stderr)
+            except Exception as e:  # noqa: BLE001 - never into the workload; said even when quiet (nothing else would)
+                if self.error is None:
+                    what = str(e) if isinstance(e, (BuildError, OSError)) else f"{type(e).__name__}: {e}"
+                    print(f"tmlr-build record: nothing written to {self.path}: {what}", file=sys.stderr)
                 self.error = str(e)
 
     def _report(self, fn: Any, reason: str) -> None:
