@@ -342,3 +342,25 @@ def test_served_without_triton_the_stand_ins_objects_are_taken() -> None:
         f"unserved x_ptr=i32:16, out_ptr=i32:16, n=i32, DT=tl.float32, BLOCK=1024",
         f"unserved x_ptr=i32:16, out_ptr=i32:16, n=i32, ACT=object_kernels:cast, BLOCK=1024",
         "launched 14"], proc.stdout + proc.stderr
+
+
+def test_a_tl_constexpr_is_the_value_it_holds() -> None:
+    """Triton's ``tl.constexpr(...)`` around a call's value (as Triton takes one) is that value: 1 and True still differ."""
+    tl = pytest.importorskip("triton.language")
+    from tmlr_runtime.launch.convert import same_constexpr
+    from tmlr_runtime.objects import unwrap
+
+    assert unwrap(tl.constexpr(tl.float16)) is tl.float16 and unwrap(128) == 128
+    assert same_constexpr(tl.constexpr(1024), 1024) and same_constexpr(tl.constexpr(True), True)
+    assert not same_constexpr(tl.constexpr(True), 1) and not same_constexpr(tl.constexpr(1), True)
+    with installed(H200) as fake:
+        k = _load("cast_fp16")
+        k[1](X, OUT, N, tl.constexpr(tl.float16), tl.constexpr(1024))
+        k[1](X, OUT, N, DT=tl.constexpr(tl.float16))
+        with pytest.raises(tr.ConstexprMismatchError, match=r"got triton\.language\.float32; pass tl\.float16 \(or omit it\), or "
+                                                             r"rebuild with --constexpr DT=tl\.float32"):
+            k[1](X, OUT, N, DT=tl.constexpr(tl.float32))
+        family = tr.Kernel.load(str(ARTIFACTS / "cast_family"))
+        assert repr(family.choose(X, OUT, N, DT=tl.constexpr(tl.bfloat16)).constexprs["DT"]) == "tl.bfloat16"
+        family[1](X, OUT, N, DT=tl.constexpr(tl.bfloat16))  # the family's memo keys the value (Triton's wrapper has no hash)
+        assert len(fake.launches) == 3
