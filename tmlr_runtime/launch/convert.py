@@ -24,7 +24,11 @@ def _equals(value: Any, expected: Any) -> bool:
 
 def same_constexpr(value: Any, expected: Any) -> bool:
     """Equal as constexpr values: 1 and 1.0 are, 1 and True are not; a Triton object (objects.TritonObject) takes
-    what stands for it (tl.float32, torch.float32, 'fp32')."""
+    what stands for it (tl.float32, torch.float32, 'fp32'); a ``tl.constexpr(...)`` is the value it holds."""
+    if type(value).__name__ == "constexpr":  # Triton's or serve's stand-in's wrapper (objects.unwrap)
+        from ..objects import unwrap  # a rare value: `import tmlr_runtime` imports no objects.py
+
+        value = unwrap(value)
     accepts = getattr(expected, "accepts", None)
     if accepts is not None:
         return accepts(value)
@@ -34,9 +38,10 @@ def same_constexpr(value: Any, expected: Any) -> bool:
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not same_constexpr(value, p.value):
         # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
-        from ..objects import of  # a rare path: `import tmlr_runtime` imports neither
+        from ..objects import of, unwrap  # a rare path: `import tmlr_runtime` imports neither
         from ..tuples import split_path
 
+        value = unwrap(value)  # tl.constexpr(tl.float32): said as tl.float32
         found = of(value)  # a Triton object: written as tmlr-build reads it (tl.float16 for torch.float16 too)
         written = repr(found) if found is not None else short_repr(value)
         root = split_path(p.name)[0]
