@@ -12,6 +12,7 @@ what a load reads is read in one call, the parameter records as one block (measu
 from __future__ import annotations
 
 import functools
+import os
 import struct
 from dataclasses import dataclass
 from operator import add
@@ -19,6 +20,13 @@ from typing import NamedTuple
 
 from ..abi import Target
 from ..errors import IntegrityError
+
+try:  # parse's walk in C (launch/_fastlaunch.c, which imports nothing of the runtime), unless TMLR_PURE_PYTHON is set
+    from ..launch._fastlaunch import elf_walk as _walk
+except ImportError:
+    _walk = None
+if os.environ.get("TMLR_PURE_PYTHON", "") not in ("", "0"):  # as launch/compiled.py reads it
+    _walk = None
 
 EM_CUDA = 190  # e_machine of a CUDA ELF
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
@@ -73,6 +81,9 @@ def parse(data: bytes, where: str = "cubin", entry: str | None = None) -> Cubin:
     """The cubin ``data`` (its path ``where``) read as far as its section table, and the parameters of kernel ``entry``
     (:func:`kernel_params`); raises :class:`IntegrityError` if it is not a 64-bit CUDA ELF file or a table, section or
     record reaches past its end."""
+    found = _walk and _walk(data, entry)  # None: a damaged file or a rarer layout, which only the Python walk reads
+    if found is not None:
+        return Cubin(data, where, *header_sm(data), *found)
     if len(data) < 64 or not data.startswith(_MAGIC):
         raise IntegrityError(f"{where}: not a 64-bit little-endian ELF file, so not a cubin; rebuild it with tmlr-build",
                              where)
