@@ -17,6 +17,7 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import A100, H200, installed, section_past_the_end
+from skip_reasons import NO_COMPILED_WALK
 from tmlr_runtime.abi import Target
 from tmlr_runtime.artifact import elf
 from tmlr_runtime.artifact.metadata import ArtifactMetadata, open_cubin
@@ -204,7 +205,7 @@ COMPILED_WALK = elf._walk  # launch/_fastlaunch.c's elf_walk; None on the pure-P
 def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """elf.parse with its compiled walk, which hands what it does not read whole to the Python walk, and without."""
     if request.param == "compiled walk" and COMPILED_WALK is None:
-        pytest.skip("no compiled ELF walk here (TMLR_PURE_PYTHON is set or the extension is not built)")
+        pytest.skip(NO_COMPILED_WALK)
     monkeypatch.setattr(elf, "_walk", COMPILED_WALK if request.param == "compiled walk" else None)
 
 

@@ -1,8 +1,8 @@
 """The compiled ELF walk (``elf_walk`` in tmlr_runtime/launch/_fastlaunch.c, which ``elf.parse`` calls first) against
 the Python one, the reference: on every committed cubin it answers, the same; on a damaged or truncated cubin it
 answers the same or says None (then the Python walk reads the file again, and raises its typed error), and never
-reads past the end of the file (CI's run under ``python3 -X dev`` and an AddressSanitizer build: see
-docs/contributing.md). The tests of what a damaged cubin gives (test_cubin_checks.py) run on both walks."""
+reads past the end of the file (run these under AddressSanitizer as docs/contributing.md says). The tests of what a
+damaged cubin gives (test_cubin_checks.py) run on both walks."""
 from __future__ import annotations
 
 import random
@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 import tmlr_runtime as tr
+from skip_reasons import NO_COMPILED_WALK
 from tmlr_runtime.artifact import elf
 
 ROOT = Path(__file__).resolve().parents[2]
 CUBINS = sorted(p for folder in ("examples", "tests") for p in (ROOT / folder).rglob("*.cubin"))
 ADD = ROOT / "examples/artifacts/add/add.sm_90a.cubin"
 walk = elf._walk
-pytestmark = pytest.mark.skipif(walk is None, reason="no compiled ELF walk here (TMLR_PURE_PYTHON is set or the "
-                                                     "extension is not built)")
+pytestmark = pytest.mark.skipif(walk is None, reason=NO_COMPILED_WALK)
 
 
 def python_parse(data: bytes, entry: str | None) -> Any:

@@ -5,9 +5,13 @@ file, and reads what a load checks: the SM architecture the header names and, fo
 offset and size of each of its parameters as ptxas recorded them (``EIATTR_KPARAM_INFO`` in ``.nv.info.<entry>``).
 :func:`functions` reads the function symbols and their register counts (``EIATTR_REGCOUNT``) from the same parse.
 
-Each first ``Kernel.load`` parses one cubin, right after reading the artifact's files; there, calls into C code not
-run since (``re``, ``struct``, ``zip``, ``sorted``) cost more than the interpreter's own operations on the bytes, so
-what a load reads is read in one call, the parameter records as one block (measured with tools/elf_check_cost.py).
+Each first ``Kernel.load`` parses one cubin, right after reading the artifact's files; there the walk below runs cold,
+at 15-30 us, where it costs 6 warm (measured with tools/elf_check_cost.py). So :func:`parse` first asks the compiled
+walk (``elf_walk`` in launch/_fastlaunch.c, where the launch path is compiled), which reads a whole cubin laid out as
+ptxas writes it in a few; for anything else it answers None and the walk below, the reference, reads the file: the
+errors and their messages are this module's alone. Here, what a load reads is read in one call, the parameter records
+as one block: calls into C code not run since (``re``, ``struct``, ``zip``, ``sorted``) cost more than the
+interpreter's own operations on the bytes.
 """
 from __future__ import annotations
 
@@ -21,11 +25,11 @@ from typing import NamedTuple
 from ..abi import Target
 from ..errors import IntegrityError
 
-try:  # parse's walk in C (launch/_fastlaunch.c, which imports nothing of the runtime), unless TMLR_PURE_PYTHON is set
+try:  # parse's walk in C (launch/_fastlaunch.c: a C module, which imports nothing of the runtime), unless TMLR_PURE_PYTHON
     from ..launch._fastlaunch import elf_walk as _walk
 except ImportError:
     _walk = None
-if os.environ.get("TMLR_PURE_PYTHON", "") not in ("", "0"):  # as launch/compiled.py reads it
+if os.environ.get("TMLR_PURE_PYTHON", "") not in ("", "0"):  # is set, as launch/compiled.py reads it
     _walk = None
 
 EM_CUDA = 190  # e_machine of a CUDA ELF

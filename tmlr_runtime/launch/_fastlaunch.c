@@ -1,6 +1,7 @@
 /* tmlr_runtime.launch._fastlaunch: the compiled per-call path. It executes the LaunchPlan made at
- * load (launch/plan.py; launch/compiled.py hands it over) and nothing else: read the arguments, check them as the
- * Python path does, pack them into a prebuilt buffer, take the stream, call the driver.
+ * load (launch/plan.py; launch/compiled.py hands it over): read the arguments, check them as the
+ * Python path does, pack them into a prebuilt buffer, take the stream, call the driver. Besides, it walks a cubin's
+ * ELF tables for the first load (elf_walk, at the end; artifact/elf.py calls it).
  *
  * How it reaches the driver: through the function pointers cuda-python's cuGetProcAddress hands out
  * at load (passed in as ints). So this file needs no CUDA headers or libraries to build, works with
@@ -1044,7 +1045,7 @@ static PyMethodDef functions[] = {
 };
 
 /* ---- the module ---------------------------------------------------------------------------------- */
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlaunch", "The compiled per-call launch path.", -1, functions};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlaunch", "The compiled per-call launch path, and the first load's ELF walk.", -1, functions};
 
 PyMODINIT_FUNC PyInit__fastlaunch(void) {
     if (PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&FamilyKeyType) < 0 || PyType_Ready(&MethodType) < 0) return NULL;
