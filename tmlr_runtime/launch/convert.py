@@ -7,7 +7,7 @@ import operator
 import struct
 from typing import Any
 
-from ..errors import ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
+from ..errors import ArgumentError, ScalarArgumentError, TmlrError, short_repr
 from ..abi import Parameter
 from .plan import BF16, BOOL, CONSTEXPR, DIV16, ONE, PTR, TENSORDESC, TMA
 from .pointers import any_pointer
@@ -24,28 +24,31 @@ def _equals(value: Any, expected: Any) -> bool:
 
 def same_constexpr(value: Any, expected: Any) -> bool:
     """Equal as constexpr values: 1 and 1.0 are, 1 and True are not; a Triton object (objects.TritonObject) takes
-    what stands for it (tl.float32, torch.float32, 'fp32')."""
+    what stands for it (tl.float32, torch.float32, 'fp32'); a tuple a tuple of as many such values (a list is not
+    one, as Triton compiles a list apart); a ``tl.constexpr(...)`` is its value."""
     accepts = getattr(expected, "accepts", None)
     if accepts is not None:
         return accepts(value)
-    return _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool)
+    if type(expected) is tuple:
+        value = unwrapped(value)
+        return isinstance(value, tuple) and len(value) == len(expected) and all(map(same_constexpr, value, expected))
+    if _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool):
+        return True
+    inner = unwrapped(value)
+    return inner is not value and same_constexpr(inner, expected)
+
+
+def unwrapped(value: Any) -> Any:
+    """A ``tl.constexpr(...)`` as the value it holds (recognised by its class name: the runtime imports no Triton);
+    others as they are."""
+    return value.value if type(value).__name__ == "constexpr" and hasattr(value, "value") else value
 
 
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not same_constexpr(value, p.value):
-        # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
-        from ..objects import of  # a rare path: `import tmlr_runtime` imports neither
-        from ..tuples import split_path
+        from .diagnose import constexpr_mismatch  # a rare path: `import tmlr_runtime` does not import it
 
-        found = of(value)  # a Triton object: written as tmlr-build reads it (tl.float16 for torch.float16 too)
-        written = repr(found) if found is not None else short_repr(value)
-        root = split_path(p.name)[0]
-        rebuild = f"--constexpr {p.name}={written}" if root == p.name else \
-            f"{written} in the place of {p.name} in {root}'s --signature entry"
-        if p.value == ():  # an empty tuple parameter or element, typed () in --signature
-            rebuild = f"{p.name}'s --signature entry typed for {written} (() is the empty tuple)"
-        raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
-                                     f"(or omit it), or rebuild with {rebuild}", p.name)
+        raise constexpr_mismatch(p, unwrapped(value))
 
 
 def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
