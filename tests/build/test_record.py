@@ -337,7 +337,7 @@ def test_a_recorded_autotuned_kernel_builds_with_its_tuning_table(tmp_path: Path
 @pytest.mark.parametrize("entry, message", [
     ({"constexprs": {"BLOCK": []}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
     ({"constexprs": {"BLOCK": [1, 1]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
-    ({"constexprs": {"BLOCK": [[1]]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
+    ({"constexprs": {"BLOCK": [[1, {}]]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
     ({"tuning": [{"device": "x", "key": 3, "config": {}}]}, '"tuning" must be a list like'),
     ({"module": 3}, '"module" must be a string'),
     ({"recorded": "yes"}, '"recorded" must be true or false'),
