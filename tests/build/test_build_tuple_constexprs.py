@@ -21,6 +21,7 @@ from tmlr_build import BuildConfig, SignatureError, SpecError, build, jit, parse
 from tmlr_build.builder.jit_specialize import specialize
 from tmlr_build.cli import run
 from tmlr_build.common import signature as sig
+from triton_facts import FakeTensor
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "tests" / "gpu"
@@ -42,16 +43,6 @@ def reshape_flat(Z, X, SHAPE: tl.constexpr, META: tl.constexpr = None):
     z = tl.reshape(tl.reshape(tl.load(X + tl.arange(0, 64)), SHAPE), (64,))
     tl.store(Z + tl.arange(0, 64), z)
 '''
-
-
-class FakeTensor:
-    """What Triton's JIT reads from a tensor: dtype and data_ptr (so no GPU is needed)."""
-
-    def __init__(self, ptr: int, dtype: str = "torch.float32") -> None:
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self) -> int:
-        return self.ptr
 
 
 def _meta(artifact: Path) -> dict[str, Any]:
