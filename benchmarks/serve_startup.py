@@ -20,9 +20,12 @@ proof_cpu_built  liger's ops served from .serve-bench/liger-cpu-built, built by 
                  GPU (benchmarks/serve_startup_liger.json, written by hand), against the same reference
 steady           served ``kernel[grid](...)`` against ``Kernel.load(dir)(grid, ...)`` of the same artifact, one process
 startup          ``--rounds`` interleaved rounds of fresh processes: triton_cold (an empty cache each time),
-                 triton_warm, tmlr_serve (Triton blocked). Inside each: ``first_launches`` (the first call of every
-                 kernel, synchronized), ``kernels_share`` (that plus the serve call and the model's imports, from
-                 torch ready), ``spawn_to_first`` (from the parent's spawn); the parent's ``process_wall``; RSS
+                 triton_warm, tmlr_serve (Triton blocked). Inside each: ``kernels_own`` (the kernels' share of the
+                 start-up, the targets' measure: ``import triton``, or the serve() call, plus the time spent inside
+                 the kernel launches of the first calls: compiles, cache reads, loads; serve_workload.LaunchClock),
+                 ``first_launches`` (the first call of every op, synchronized: the kernels' share and the ops'
+                 torch work), ``after_torch`` (that plus the model's imports, from torch ready), ``spawn_to_first``
+                 (from the parent's spawn); the parent's ``process_wall``; RSS
 footprint        bytes and files on disk: the artifacts, Triton's warm cache, the CPU-built liger artifacts
 
 Writes OUT/<gpu>-<date>-serve-startup.json (benchmarks/harness.py's schema; rewritten after every stage) and
@@ -54,8 +57,8 @@ PREBUILT = os.path.join(BENCH_DIR, "liger-cpu-built")
 LIGER_SPEC = os.path.join(HERE, "serve_startup_liger.json")
 WORKLOAD = os.path.join(HERE, "serve_workload.py")
 MODES = ("triton_cold", "triton_warm", "tmlr_serve")
-TARGETS = (("serve_startup", "triton_cold÷tmlr_serve/first_launches", ">=", 100.0),
-           ("serve_startup", "triton_warm÷tmlr_serve/first_launches", ">=", 10.0))
+TARGETS = (("serve_startup", "triton_cold÷tmlr_serve/kernels_own", ">=", 100.0),  # the issue's "kernels' share"
+           ("serve_startup", "triton_warm÷tmlr_serve/kernels_own", ">=", 10.0))
 STEADY_TARGET = 1.05
 GEN_EXPRS = (("add", "x + y"), ("sub", "x - y"), ("mul", "x * y"), ("axpy", "x * 2.0 + y"), ("max", "tl.maximum(x, y)"),
              ("min", "tl.minimum(x, y)"), ("relu_or", "tl.where(x > 0, x, y)"), ("abs_add", "tl.abs(x) + y"),
@@ -391,7 +394,7 @@ def short_sample(s: dict[str, Any] | None) -> dict[str, Any] | None:
 def _series(samples: list[dict[str, Any] | None], key: str) -> list[float | None]:
     """One number per round (None where the round has no sample)."""
     def value(s: dict[str, Any]) -> float:
-        if key in ("first_launches", "kernels_share"):
+        if key in ("kernels_own", "first_launches", "after_torch"):
             return s["phases_s"][key]
         if key in ("rss", "hwm"):
             return s["rss_kib"]["VmRSS" if key == "rss" else "VmHWM"] / 1024
@@ -402,14 +405,14 @@ def _series(samples: list[dict[str, Any] | None], key: str) -> list[float | None
 def startup_measurements(samples: dict[str, list[dict[str, Any] | None]]) -> dict[str, Any]:
     """Each mode's medians, and the ratios of the Triton modes to tmlr_serve taken round by round."""
     m: dict[str, Any] = {}
-    units = {"first_launches": "s", "kernels_share": "s", "spawn_to_first": "s", "process_wall": "s", "rss": "MiB", "hwm": "MiB"}
+    units = {"kernels_own": "s", "first_launches": "s", "after_torch": "s", "spawn_to_first": "s", "process_wall": "s", "rss": "MiB", "hwm": "MiB"}
     for mode, v in samples.items():
         for key, unit in units.items():
             xs = [x for x in _series(v, key) if x is not None]
             if xs:
                 m[f"{mode}/{key}"] = harness.stats(xs, unit)
     for mode in ("triton_cold", "triton_warm"):
-        for key in ("first_launches", "kernels_share", "spawn_to_first", "process_wall"):
+        for key in ("kernels_own", "first_launches", "after_torch", "spawn_to_first", "process_wall"):
             pairs = [(a, b) for a, b in zip(_series(samples[mode], key), _series(samples["tmlr_serve"], key))
                      if a is not None and b is not None]
             if pairs:

@@ -42,6 +42,37 @@ def rss_kib() -> dict[str, int]:
     return out
 
 
+class LaunchClock:
+    """Seconds spent inside kernel launches, at the entry each mode has (Triton's ``run`` methods, or the server's
+    ``run``; the outermost call only): the kernels' own share of the first calls (compiles, cache reads, module
+    loads, argument checks), without the torch work of the ops around them (allocations, torch's own kernels
+    loaded at their first use), which is the same whoever serves the kernels."""
+
+    def __init__(self) -> None:
+        self.s, self.calls, self._depth = 0.0, 0, 0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return fn(*args, **kwargs)
+            self._depth += 1
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.s += time.perf_counter() - t
+                self.calls += 1
+                self._depth -= 1
+        return timed
+
+    def time_triton(self) -> None:
+        from triton.runtime.autotuner import Autotuner, Heuristics
+        from triton.runtime.jit import JITFunction
+
+        for cls in (JITFunction, Autotuner, Heuristics):
+            cls.run = self.wrap(cls.run)
+
+
 def liger_ops(torch: Any, g: Any) -> list[tuple[str, Callable[[], Any]]]:
     """liger-kernel's forward functions as a model calls them (their own Python around ``kernel[grid](...)``)."""
     from liger_kernel.ops.cross_entropy import cross_entropy_forward
@@ -158,11 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.zeros(1, device="cuda")
     torch.cuda.synchronize()
     t_torch = time.monotonic()
-    server = None
+    server, clock = None, LaunchClock()
     if a.serve:
         import tmlr_runtime
 
         server = tmlr_runtime.serve(a.serve, stand_in_triton=True)
+        server.run = clock.wrap(server.run)  # every kernel[grid](...) of served code goes through it
+    elif not a.block_triton:
+        import triton  # noqa: F401 - Triton's own start-up, timed apart from the model's imports
+
+        clock.time_triton()
     t_serve = time.monotonic()
     g = torch.Generator(device="cuda")
     g.manual_seed(0)
@@ -181,8 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {
         "mode": "tmlr_serve" if a.serve else "triton", "triton_blocked": a.block_triton, "kernels": len(ops),
         "ok": sum("error" not in r for r in report.values()), "ops": report, "import_errors": import_errors,
-        "phases_s": {"torch": t_torch - T0, "serve_call": t_serve - t_torch, "model_imports": t_imports - t_serve,
-                     "first_launches": t_first - t_imports, "kernels_share": t_first - t_torch},
+        "phases_s": {"torch": t_torch - T0, "runtime_start": t_serve - t_torch, "model_imports": t_imports - t_serve,
+                     "first_launches": t_first - t_imports, "after_torch": t_first - t_torch,
+                     "in_launches": clock.s, "kernels_own": t_serve - t_torch + clock.s},
+        "launch_calls": clock.calls,
         "spawn_to_first_s": t_first - spawn, "rss_kib": rss_kib(),
         "triton_in_sys_modules": sys.modules.get("triton") is not None}
     if server is not None:

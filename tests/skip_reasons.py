@@ -25,6 +25,8 @@ NEEDS_TRITON_TESTS = "needs Triton's language tests"
 # the serving-library corpus (tests/gpu/test_corpus_gpu.py) without its artifacts: not allowed, so a GPU run without
 # them fails; carry them (TMLR_CORPUS=DIR, or .corpus of the checkout: python3 tools/corpus.py build) or allow it by name
 NEEDS_CORPUS = "needs the serving-library corpus"
+# CPU tests of the compiled ELF walk (launch/_fastlaunch.c's elf_walk, artifact/elf.py's _walk) on the pure-Python path
+NO_COMPILED_WALK = "no compiled ELF walk here (TMLR_PURE_PYTHON is set or the extension is not built)"
 
 ALLOWED: tuple[str, ...] = (NEEDS_SM80, NEEDS_TWO_GPUS)
 

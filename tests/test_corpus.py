@@ -89,6 +89,25 @@ def test_unpack_keeps_python_sources_their_data_and_metadata_not_binaries(tmp_pa
     assert not (tmp_path / "outside.py").exists()
 
 
+@pytest.mark.parametrize("rows_per_split", [16, 64, 512])
+def test_gemlite_inputs_make_every_order_of_the_bf16_atomic_adds_exact(rows_per_split: int) -> None:
+    """The gemv kernel adds each K split's fp32 partial sum into the bf16 output atomically: for the case's inputs
+    any split and any order must give the reference's bits (16 rows per split: its smallest config, BLOCK_SIZE_K 8)."""
+    torch = pytest.importorskip("torch")
+    a = cases.gemv_inputs("cpu")
+    want = cases.gemv_reference(a)["c"][0]
+    W = cases._dequantized(a)
+    x = a["x"].float()
+    partials = [x[:, k:k + rows_per_split] @ W[k:k + rows_per_split] for k in range(0, a["K"], rows_per_split)]
+    g = torch.Generator().manual_seed(rows_per_split)
+    for _ in range(3):
+        c = torch.zeros(a["M"], a["N"], dtype=torch.bfloat16)
+        for i in torch.randperm(len(partials), generator=g).tolist():
+            c = (c.float() + partials[i]).to(torch.bfloat16)  # one atomic add: fp32 sum, rounded to bf16
+        assert torch.equal(c.float(), want)
+    assert want.abs().max() <= 256 and want.abs().max() > 16  # exact in bf16, and no trivial output
+
+
 @pytest.mark.parametrize("name", sorted(cases.CASES))
 def test_the_torch_reference_equals_a_naive_loop(name: str) -> None:
     pytest.importorskip("torch")

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from skip_reasons import NO_COMPILED_WALK
+from tmlr_runtime.artifact import elf
+
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("torch")
 pytest.importorskip("cuda.bindings")
@@ -31,11 +34,14 @@ assert calls == ['add4'] * 3 + ['nop_args'] * 3, calls
     subprocess.run([sys.executable, "-c", probe], check=True, cwd=tmp_path)
 
 
-def test_results_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("walk", ["compiled", "python"])
+def test_results_file(tmp_path: Path, walk: str) -> None:
+    if walk == "compiled" and elf._walk is None:
+        pytest.skip(NO_COMPILED_WALK)
     out = tmp_path / "r.json"
     subprocess.run([sys.executable, str(ROOT / "tools" / "elf_check_cost.py"), "--rounds", "1", "--loads", "2",
-                    "--json", str(out)], check=True, capture_output=True, text=True)
+                    *(["--python-walk"] if walk == "python" else []), "--json", str(out)], check=True, capture_output=True, text=True)
     doc = json.loads(out.read_text())
-    assert doc["gpu"] is False and doc["device"] == "none (driver faked)" and doc["rounds"] == 1
+    assert doc["gpu"] is False and doc["device"] == "none (driver faked)" and doc["rounds"] == 1 and doc["ELF walk"] == walk
     for row in doc["artifacts"].values():
         assert row["with/without"]["median"] == pytest.approx(row["with"]["median"] / row["without"]["median"])

@@ -21,7 +21,7 @@ import harness  # noqa: E402
 import serve_startup as ss  # noqa: E402
 import serve_workload  # noqa: E402
 
-FIRST = {"triton_cold": 12.0, "triton_warm": 0.6, "tmlr_serve": 0.004}  # first_launches per mode, seconds
+FIRST = {"triton_cold": 12.0, "triton_warm": 0.6, "tmlr_serve": 0.004}  # kernels_own per mode, seconds
 
 
 def _args(**kw: Any) -> argparse.Namespace:
@@ -79,7 +79,8 @@ class FakeProcesses:
         first = FIRST.get(step, 0.004)
         doc: dict[str, Any] = {
             "kernels": n, "ok": n, "ops": {f"op{i}": {"s": first / n} for i in range(n)}, "triton_blocked": "--block-triton" in cmd,
-            "phases_s": {"torch": 2.0, "serve_call": 0.001, "model_imports": 0.3, "first_launches": first, "kernels_share": first + 0.3},
+            "phases_s": {"torch": 2.0, "runtime_start": 0.001, "model_imports": 0.3, "first_launches": first + 0.05,
+                         "after_torch": first + 0.35, "in_launches": first - 0.001, "kernels_own": first},
             "spawn_to_first_s": 2.5 + first, "rss_kib": {"VmRSS": 600 * 1024, "VmHWM": 700 * 1024}, "torch_has_triton": False}
         if "--compare" in cmd:
             doc["compare"] = {f"op{i}": {"equal": i != 0 or n == 7, "allclose": True, "max_abs_diff": 0.0 if i else 1e-7}
@@ -111,8 +112,9 @@ def test_a_full_run_writes_a_valid_results_file_with_ratios_and_targets(tmp_path
     on_disk = json.loads(open(path, encoding="utf-8").read())
     assert harness.problems(on_disk) == [] and on_disk["questions"].keys() == doc["questions"].keys()
     m = doc["questions"]["serve_startup"]["measurements"]
-    assert m["triton_cold÷tmlr_serve/first_launches"]["median"] == pytest.approx(12.0 / 0.004)
-    assert m["triton_warm÷tmlr_serve/first_launches"]["samples"] == [150.0] * 3
+    assert m["triton_cold÷tmlr_serve/kernels_own"]["median"] == pytest.approx(12.0 / 0.004)
+    assert m["triton_warm÷tmlr_serve/kernels_own"]["samples"] == [150.0] * 3
+    assert m["triton_cold÷tmlr_serve/first_launches"]["median"] == pytest.approx(12.05 / 0.054)
     assert m["tmlr_serve/rss"]["median"] == 600.0 and m["triton_cold/process_wall"]["n"] == 3
     # every round has each mode once, in rotated order, the cold ones each in an empty cache of their own
     steps = [s for s, _ in fake.calls if s in ss.MODES]
@@ -129,15 +131,15 @@ def test_a_full_run_writes_a_valid_results_file_with_ratios_and_targets(tmp_path
     build_env = dict(next(env for s, env in fake.calls if s == "build"))
     assert build_env["CUDA_VISIBLE_DEVICES"] == ""
     targets = {t["measurement"]: t["met"] for t in doc["questions"]["serve_startup"]["facts"]["targets"]}
-    assert targets == {"serve_startup/triton_cold÷tmlr_serve/first_launches": True,
-                       "serve_startup/triton_warm÷tmlr_serve/first_launches": True,
+    assert targets == {"serve_startup/triton_cold÷tmlr_serve/kernels_own": True,
+                       "serve_startup/triton_warm÷tmlr_serve/kernels_own": True,
                        "serve_steady/k00_add/served÷direct": True, "serve_steady/_rms_norm_forward_kernel/served÷direct": True}
     disk = doc["questions"]["serve_startup"]["facts"]["disk"]
     art = disk["artifacts (recorded, built on the GPU host's CPU)"]
     assert art["files"] == 2 and doc["questions"]["serve_startup"]["facts"]["disk_bytes_per_artifact"] == art["bytes"] // 23
     assert os.path.exists(tmp_path / "out" / "serve-startup" / "spec.json")
     text = ss.summary(doc)
-    assert "triton_cold÷tmlr_serve/first_launches: 3000 [3000–3000], target >= 100: met" in text
+    assert "triton_cold÷tmlr_serve/kernels_own: 3000 [3000–3000], target >= 100: met" in text
     assert "proof: 22/23 ops bit-equal" in text and "No stage failed." in text
 
 
@@ -190,7 +192,7 @@ def test_stages_past_the_budget_are_skipped_and_said_so(tmp_path: Any, prebuilt:
 
 def test_startup_ratios_pair_rounds_and_skip_missing_samples() -> None:
     def s(first: float) -> dict[str, Any]:
-        return {"phases_s": {"first_launches": first, "kernels_share": first}, "spawn_to_first_s": first,
+        return {"phases_s": {"first_launches": first, "after_torch": first, "kernels_own": first}, "spawn_to_first_s": first,
                 "process_wall_s": first, "rss_kib": {"VmRSS": 1024, "VmHWM": 2048}}
     m = ss.startup_measurements({"triton_cold": [s(8), None, s(6), s(4)], "triton_warm": [s(1)] * 4,
                                  "tmlr_serve": [s(2), s(2), None, s(1)]})
@@ -277,3 +279,21 @@ def test_the_workload_reports_an_op_that_fails_and_runs_the_others() -> None:
     report, outputs = serve_workload.first_calls([("a", lambda: 1), ("b", broken), ("c", lambda: 3)], torch)
     assert outputs == {"a": 1, "c": 3} and report["b"]["error"] == "ValueError: no artifact serves this launch"
     assert set(report) == {"a", "b", "c"} and len(synced) == 2
+
+
+def test_the_launch_clock_times_the_outermost_launch_only_and_survives_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    import serve_workload as sw
+
+    now = iter([0.0, 2.0, 10.0, 10.5])
+    monkeypatch.setattr(sw.time, "perf_counter", lambda: next(now))
+    clock = sw.LaunchClock()
+    inner = clock.wrap(lambda x: x + 1)  # as JITFunction.run under Autotuner.run: not counted again
+    outer = clock.wrap(lambda x: inner(x) * 2)
+    assert outer(1) == 4
+
+    def fails() -> None:
+        raise ValueError("a launch error")
+
+    with pytest.raises(ValueError):
+        clock.wrap(fails)()
+    assert (clock.s, clock.calls) == (2.5, 2)

@@ -8,7 +8,10 @@ several functions (a factory's closures over different functions): its text adds
 
 A call's value is recognised by duck typing (neither Triton nor torch is imported): a ``triton.language`` dtype by its
 type's module and name and its ``.name``, a torch dtype (the dtype of the same Triton type) by its text, a
-``JITFunction`` by its ``.fn``'s module and qualname; or the text itself.
+``JITFunction`` by its ``.fn``'s module and qualname; or the text itself. ``tmlr_runtime.serve``'s stand-in for Triton
+(serving/stand_in.py) names its classes' modules as Triton does, so its ``tl.bfloat16`` and ``@triton.jit`` functions
+are recognised by the same rules; a ``tl.constexpr(...)`` around a value (Triton's or the stand-in's) is that value
+(:func:`unwrap`).
 """
 from __future__ import annotations
 
@@ -54,6 +57,15 @@ def parse(text: str) -> TritonObject | None:
         if name is not None:
             return TritonObject(DTYPE, name)
     return TritonObject(JIT_FUNCTION, word) if IS_JIT_TEXT(word) else None
+
+
+def unwrap(value: Any) -> Any:
+    """The value a ``tl.constexpr(...)`` holds (a call may pass ``BLOCK=tl.constexpr(128)``, ``DT=tl.constexpr(tl.float16)``,
+    as Triton takes them); ``value`` itself for anything else. Triton's constructor unwraps a wrapped one: one level."""
+    cls = type(value)
+    if cls.__name__ == "constexpr" and (getattr(cls, "__module__", "") or "").startswith("triton.language"):
+        return getattr(value, "value", value)
+    return value
 
 
 def of(value: Any) -> TritonObject | None:

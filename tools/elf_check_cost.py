@@ -1,6 +1,6 @@
 """What the cubin cross-check costs a first ``Kernel.load``: loads with and without it, alternating in one process.
 
-    python3 tools/elf_check_cost.py [--gpu] [--rounds 5] [--loads 200] [--json OUT]
+    python3 tools/elf_check_cost.py [--gpu] [--rounds 5] [--loads 200] [--python-walk] [--json OUT]
 
 The cross-check (``artifact.metadata.check_cubin``: the ELF header's SM against the variant's target, every section
 inside the file, the kernel's parameter layout from ``EIATTR_KPARAM_INFO``) runs in every first load of a cubin.
@@ -12,7 +12,8 @@ with ``--json``: per artifact, the median and the spread over the rounds of each
 
 Without ``--gpu`` the CUDA driver is faked (tools/runtime_ab.py's: its calls return at once), so the ratio is over
 tmlr's own share of a load; with ``--gpu`` the real driver loads each module (cuModuleLoadData and the rest), as a
-service's first load does. ``TMLR_PURE_PYTHON=1`` takes the Python launch path for the plan.
+service's first load does. ``TMLR_PURE_PYTHON=1`` takes the Python launch path for the plan and the Python ELF walk;
+``--python-walk`` only the latter (the check as it was before the walk in launch/_fastlaunch.c, ``elf_walk``).
 """
 from __future__ import annotations
 
@@ -67,8 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--loads", type=int, default=200)
     ap.add_argument("--gpu", action="store_true", help="the real driver (a GPU machine), not the fake")
+    ap.add_argument("--python-walk", action="store_true", help="the Python ELF walk, not the compiled one")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    from tmlr_runtime.artifact import elf
+
+    if a.python_walk:
+        elf._walk = None
     if a.gpu:
         import torch  # the CUDA context the loads use is torch's primary one, as in a service
 
@@ -85,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python3 tools/elf_check_cost.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d"), "device": device, "gpu": a.gpu, "cpus": os.cpu_count(),
         "python": platform.python_version(), "TMLR_PURE_PYTHON": os.environ.get("TMLR_PURE_PYTHON"),
+        "ELF walk": "python" if elf._walk is None else "compiled",
         "rounds": a.rounds, "loads per side and round": a.loads, "unit": "us", "artifacts": {}}
     for name in rounds[0]:
         row: dict[str, Any] = {}
@@ -97,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         report["artifacts"][name] = row
         print(f"{name:9s} with {row['with']['median']:8.1f} us  without {row['without']['median']:8.1f} us  "
               f"with/without {row['with/without']['median']:.3f} [{row['with/without']['min']:.3f}-"
-              f"{row['with/without']['max']:.3f}]  cost {row['cost (us)']:.1f} us  ({device})")
+              f"{row['with/without']['max']:.3f}]  cost {row['cost (us)']:.1f} us  ({device}, {report['ELF walk']} ELF walk)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -256,12 +256,16 @@ def _record_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_the_command_records_a_script_and_returns_its_status(tmp_path: Path) -> None:
+PROBE = "import importlib.util\nassert importlib.util.find_spec('triton')  # as torch probes, before Triton is imported\n"
+
+
+@pytest.mark.parametrize("probe", ["", PROBE], ids=["plain", "probed-first"])
+def test_the_command_records_a_script_and_returns_its_status(tmp_path: Path, probe: str) -> None:
     (tmp_path / "mykernels.py").write_text(
         "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef twice(x_ptr, n, BLOCK: tl.constexpr):\n"
         "    offs = tl.arange(0, BLOCK)\n    tl.store(x_ptr + offs, 2 * tl.load(x_ptr + offs))\n")
     (tmp_path / "serve.py").write_text(
-        "import sys\nimport mykernels\n\n\nclass T:\n    dtype = 'torch.float16'\n\n    def data_ptr(self):\n"
+        probe + "import sys\nimport mykernels\n\n\nclass T:\n    dtype = 'torch.float16'\n\n    def data_ptr(self):\n"
         "        return 4096\n\n\n"
         "try:\n    mykernels.twice[(1,)](T(), 1024, BLOCK=128)  # no GPU here: fails after the recorder saw it\n"
         "except Exception as e:\n    print('launch failed:', type(e).__name__)\nsys.exit(3)\n")

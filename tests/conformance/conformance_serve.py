@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from tmlr_runtime.objects import unwrap  # a tl.constexpr(...) argument as the plain value a user writes
+
 STAGES = ("build", "load", "launch")
 
 
@@ -64,11 +66,6 @@ def cache_entry(kernel: Any) -> str:
         raise ConformanceError(f"Triton's compiled kernel {kernel.name!r} has no metadata JSON in a cache folder "
                                f"({path or 'none named'}); is Triton's file cache switched off?")
     return os.path.dirname(os.fspath(path))
-
-
-def unwrap(value: Any) -> Any:
-    """A ``tl.constexpr(...)`` argument as the plain value a user writes on the command line; others as they are."""
-    return value.value if type(value).__name__ == "constexpr" and hasattr(value, "value") else value
 
 
 def bound_arguments(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:

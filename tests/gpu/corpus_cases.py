@@ -448,20 +448,32 @@ def moe_naive(a: Inputs) -> dict[str, Any]:
 
 
 # -- gemlite 0.6.0.post2: gemlite/triton_kernels/gemv_revsplitK_kernels.py, gemv_revsplitK_forward -------------
-def gemv_inputs(device: str, M: int = 1, K: int = 4096, N: int = 4096, group: int = 128, seed: int = 7) -> Inputs:
+def gemv_inputs(device: str, M: int = 4, K: int = 4096, N: int = 4096, group: int = 128, seed: int = 7,
+                nonzero: int = 16) -> Inputs:
     """An A16W4 layer as gemlite packs it (A16W4_HQQ_INT, packing_bitwidth 32, fma mode): 4-bit values q [K, N] packed
-    8 to an int32 along K (value k at bits 4 (k % 8) of W_q[k // 8]), W ~ q * scale + zero' per group of 128 rows."""
+    8 to an int32 along K (value k at bits 4 (k % 8) of W_q[k // 8]), W = q * scale + zero' per group of 128 rows.
+
+    The kernel adds each K split's partial sum into the bf16 output with atomics, in an order that changes from run to
+    run, and bf16 keeps 8 significant bits: with real-valued inputs the result depends on the order by a few bf16
+    steps. So the values are chosen to make every order exact: ``nonzero`` entries of each row of x are ±1, the rest
+    0; scales are 1 or 2 per group and zero' = -8 * scale, so W is an integer in [-16, 14]. Every partial sum, and
+    every sum of them, is then an integer of magnitude at most 16 * nonzero = 256, which bf16 holds exactly: any
+    split and any order give the reference's bits. The nonzero positions are random, so wrong unpacking, grouping
+    or split indexing still shows."""
     import torch
 
     g = _gen(device, seed)
     q = torch.randint(0, 16, (K, N), device=device, generator=g, dtype=torch.int64)
     packed = (q.view(K // 8, 8, N) << (4 * torch.arange(8, device=device)).view(1, 8, 1)).sum(1)
     W_q = torch.where(packed >= 2 ** 31, packed - 2 ** 32, packed).to(torch.int32)
-    scales = (0.01 + 0.01 * torch.rand(K // group, N, device=device, generator=g)).to(torch.bfloat16)
-    zeros = (-7.5 * scales.float()).to(torch.bfloat16)  # gemlite's fma mode stores -zero * scale
-    return {"x": torch.randn(M, K, device=device, generator=g).to(torch.bfloat16), "q": q, "W_q": W_q, "scales": scales,
-            "zeros": zeros, "c": torch.zeros(M, N, dtype=torch.bfloat16, device=device), "M": M, "K": K, "N": N,
-            "group": group}
+    scales = torch.randint(1, 3, (K // group, N), device=device, generator=g).to(torch.bfloat16)
+    zeros = (-8 * scales.float()).to(torch.bfloat16)  # gemlite's fma mode stores -zero * scale
+    x = torch.zeros(M, K, device=device)
+    for m in range(M):
+        where = torch.randperm(K, device=device, generator=g)[:nonzero]
+        x[m, where] = torch.randint(0, 2, (nonzero,), device=device, generator=g).float() * 2 - 1
+    return {"x": x.to(torch.bfloat16), "q": q, "W_q": W_q, "scales": scales, "zeros": zeros,
+            "c": torch.zeros(M, N, dtype=torch.bfloat16, device=device), "M": M, "K": K, "N": N, "group": group}
 
 
 def gemv_call(a: Inputs) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
@@ -487,9 +499,9 @@ def _dequantized(a: Inputs) -> Any:
 
 
 def gemv_reference(a: Inputs) -> Expected:
-    """x @ W in fp32 from the bf16 dequantized weights; the kernel adds the partial sums of its K splits into the bf16
-    output atomically, so the tolerance allows the roundings of those additions."""
-    return {"c": (a["x"].float() @ _dequantized(a), 3e-2, 0.1)}
+    """x @ W in fp32 from the dequantized weights: exact, as is the kernel's bf16 result for these inputs
+    (:func:`gemv_inputs`), so the check is exact too."""
+    return {"c": (a["x"].float() @ _dequantized(a), 0.0, 0.0)}
 
 
 def gemv_naive(a: Inputs) -> dict[str, Any]:

@@ -6,7 +6,9 @@ a CPU; nothing is built here) launched with the dtype or @triton.jit function th
   the dtype passed; ``apply_relu`` (ACT = object_kernels:relu) called with the function object writes torch.relu(x);
   another dtype is a ConstexprMismatchError and launches nothing.
 - ``test_objects_with_triton_blocked``: the same artifacts in a process where Triton cannot be imported (this file as a
-  script), called with torch dtypes and the text.
+  script), called with torch dtypes and the text; then served (``tmlr_runtime.serve(..., stand_in_triton=True)``):
+  object_kernels' own ``cast[grid](...)`` / ``apply[grid](...)`` with the stand-in's ``tl.float16``, ``tl.bfloat16``,
+  ``tl.constexpr(...)`` and its ``@triton.jit`` ``relu``.
 """
 from __future__ import annotations
 
@@ -77,7 +79,29 @@ def test_objects_against_torch() -> None:
 def test_objects_with_triton_blocked() -> None:
     from blocked_run import assert_checks_pass  # here: the file itself runs again where tests/ is not on the path
 
-    assert_checks_pass(__file__, ("cast", "apply"))
+    assert_checks_pass(__file__, ("cast", "apply", "served"))
+
+
+def _served(torch) -> None:
+    """The model's launches under serve, Triton blocked: the stand-in's objects are taken as Triton's (issue 30)."""
+    import tmlr_runtime as tr
+
+    server = tr.serve(ARTIFACTS, stand_in_triton=True)
+    sys.path.insert(0, HERE)
+    import object_kernels as ok  # its `import triton` gets the stand-in
+
+    tl, grid = ok.tl, ((N + 1023) // 1024,)
+    x = torch.randn(N, device="cuda")
+    for dt, want in ((tl.float16, torch.float16), (tl.bfloat16, torch.bfloat16), (tl.constexpr(tl.bfloat16), torch.bfloat16)):
+        out = torch.zeros(N, device="cuda", dtype=want)
+        ok.cast[grid](x, out, N, DT=dt, BLOCK=1024)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x.to(want)), dt
+    out = torch.empty_like(x)
+    ok.apply[grid](x, out, N, ACT=ok.relu, BLOCK=tl.constexpr(1024))
+    torch.cuda.synchronize()
+    assert torch.equal(out, torch.relu(x))
+    server.close()
 
 
 def _main() -> None:
@@ -89,6 +113,8 @@ def _main() -> None:
     print("PASS cast (DT as torch.float16, 'fp16', 'tl.float16' or left out; a family by torch.bfloat16; equal torch's)")
     _apply(torch, "object_kernels:relu")
     print("PASS apply (ACT as 'object_kernels:relu': equal torch.relu)")
+    _served(torch)
+    print("PASS served (object_kernels' launches under serve's stand-in: tl.float16, tl.bfloat16, tl.constexpr(...), relu)")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pytest
 
 import tmlr_runtime as tr
 from fake_driver import A100, H200, installed, section_past_the_end
+from skip_reasons import NO_COMPILED_WALK
 from tmlr_runtime.abi import Target
 from tmlr_runtime.artifact import elf
 from tmlr_runtime.artifact.metadata import ArtifactMetadata, open_cubin
@@ -197,6 +198,17 @@ def test_verify_names_the_check_that_fails(tmp_path: Path, capsys: pytest.Captur
 
 
 # --- malformed cubins never give a raw struct error ---------------------------------------------------------------
+COMPILED_WALK = elf._walk  # launch/_fastlaunch.c's elf_walk; None on the pure-Python path (test_elf_walk.py)
+
+
+@pytest.fixture(params=["compiled walk", "python walk"])
+def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """elf.parse with its compiled walk, which hands what it does not read whole to the Python walk, and without."""
+    if request.param == "compiled walk" and COMPILED_WALK is None:
+        pytest.skip(NO_COMPILED_WALK)
+    monkeypatch.setattr(elf, "_walk", COMPILED_WALK if request.param == "compiled walk" else None)
+
+
 def read_all(data: bytes) -> None:
     """Everything tmlr reads of a cubin."""
     cubin = elf.parse(data, "k.cubin")
@@ -205,6 +217,7 @@ def read_all(data: bytes) -> None:
     elf.functions(cubin)
 
 
+@pytest.mark.usefixtures("walk")
 def test_every_truncation_is_an_integrity_error() -> None:
     data = (ADD / "add.sm_90a.cubin").read_bytes()
     for n in range(len(data)):
@@ -213,6 +226,7 @@ def test_every_truncation_is_an_integrity_error() -> None:
         assert "unpack" not in str(info.value) and "buffer" not in str(info.value)
 
 
+@pytest.mark.usefixtures("walk")
 def test_damaged_headers_and_tables_are_integrity_errors_or_read() -> None:
     """Every byte of the ELF header, the section table and .nv.info.add set to 0x00 or 0xff (sizes and offsets huge
     or zero, names and links out of range): read as a cubin, or refused as one that is not whole, never a raw error."""
@@ -234,6 +248,7 @@ def test_damaged_headers_and_tables_are_integrity_errors_or_read() -> None:
     assert refused > 100
 
 
+@pytest.mark.usefixtures("walk")
 def test_a_parameter_section_cut_anywhere_is_an_integrity_error_or_read() -> None:
     """.nv.info.add's recorded size set to each smaller value: read whole (none of its parameter records kept, or all)
     or refused (a record cut, some parameters missing)."""
@@ -262,6 +277,7 @@ def _kparam_block(data: bytes, entry: str) -> tuple[int, list[bytes]]:
     return first, [data[first + 16 * i: first + 16 * i + 16] for i in range(count)]
 
 
+@pytest.mark.usefixtures("walk")
 @pytest.mark.parametrize("order", ["ascending", "shuffled"])
 def test_parameter_records_in_any_order_read_alike(order: str) -> None:
     """ptxas writes the records last parameter first, which parse reads in one block; in any other order they are
@@ -276,6 +292,7 @@ def test_parameter_records_in_any_order_read_alike(order: str) -> None:
     assert elf.parse(other, "k.cubin", "nop_args").params == expected
 
 
+@pytest.mark.usefixtures("walk")
 def test_parameter_records_numbered_twice_are_an_integrity_error() -> None:
     data = (ARTIFACTS / "nop_args" / "nop_args.sm_90a.cubin").read_bytes()
     first, records = _kparam_block(data, "nop_args")
@@ -316,6 +333,7 @@ def test_the_committed_abi8_cubins_read_as_sm_90() -> None:
         assert elf.target_problem(cubin, Target(80, "sm_80")) == "an sm_90 cubin, but metadata.json says sm_80"
 
 
+@pytest.mark.usefixtures("walk")
 def test_an_elf_file_of_another_machine_is_not_a_cubin() -> None:
     data = bytearray((ADD / "add.sm_90a.cubin").read_bytes())
     struct.pack_into("<H", data, 18, 62)  # EM_X86_64

@@ -266,7 +266,23 @@ def test_a_stale_table_is_flagged_by_verify(tmp_path, fake):
 
 HOSTILE = [("args['n'] ** args['m']", {"n": 7, "m": 10 ** 7}), ("1 << 10**10", {}), ("10 ** 100", {}),
            ("args['n'] << args['m']", {"n": 1, "m": 1 << 40}), ("(args['n'] * args['n']) * (args['n'] * args['n'])", {"n": 1 << 40}),
-           ("next_power_of_2(args['x'])", {"x": 1e300}), ("int(args['x'])", {"x": 1e300}), ("args['n'] + 1", {"n": 1 << 100})]
+           ("next_power_of_2(args['n'])", {"n": (1 << 63) + 1}), ("int(args['x'])", {"x": 1e300}), ("args['n'] + 1", {"n": 1 << 100})]
+
+
+def test_next_power_of_2_is_tritons_for_every_n() -> None:
+    """A heuristic's next_power_of_2 (and triton.next_power_of_2 of serve's stand-in, the same function) gives what
+    Triton's gives: 0 for n <= 0 as well, and its arithmetic past 2**64; a float is refused as Triton refuses it."""
+    triton = pytest.importorskip("triton")  # the reference only: tmlr_runtime never imports it
+    from tmlr_runtime.serving import stand_in
+
+    assert stand_in.modules()["triton"].next_power_of_2 is next_power_of_2
+    big = [2**k + d for k in (31, 32, 33, 62, 63, 64, 65, 100) for d in (-1, 0, 1)]
+    for n in [*range(-2, 70), *big, *(-m for m in big)]:
+        assert next_power_of_2(n) == triton.next_power_of_2(n), n
+    assert next_power_of_2(0) == 0 and next_power_of_2(-5) == 0 and next_power_of_2(2**64 + 1) == 2**65 - 1
+    for fn in (next_power_of_2, triton.next_power_of_2):
+        with pytest.raises(TypeError):
+            fn(5.5)
 
 
 @pytest.mark.parametrize("text,args", HOSTILE)

@@ -298,3 +298,69 @@ def test_inspect_and_verify_show_the_objects(capsys: pytest.CaptureFixture[str])
     for name in ("cast_fp16", "cast_family", "apply_relu"):
         assert main(["verify", "--no-device", str(ARTIFACTS / name)]) == 0, name
     assert "v7 (this reader: v1, v2, v4, v5, v7, v9)" in capsys.readouterr().out
+
+
+SERVED_OBJECTS = f"""
+import sys
+sys.modules['triton'] = None  # a service without Triton: serve's stand-in answers object_kernels' imports
+sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}, {str(ARTIFACTS.parent)!r}]
+import torch
+import tmlr_runtime as tr
+from fake_driver import H200, installed
+with installed(H200) as fake:
+    tr.serve({str(ARTIFACTS)!r}, stand_in_triton=True)
+    import object_kernels as ok
+    tl = ok.tl
+    assert type(ok.cast).__module__ == 'triton.runtime.jit', type(ok.cast)
+    for dt in (tl.float16, 'fp16', 'tl.float16', torch.float16, tl.constexpr(tl.float16), tl.bfloat16, 'bf16', torch.bfloat16,
+               tl.constexpr(tl.bfloat16)):
+        ok.cast[(1,)]({X}, {OUT}, {N}, DT=dt, BLOCK=1024)
+    ok.cast[(1,)]({X}, {OUT}, {N}, tl.float16, tl.constexpr(1024))
+    for act in (ok.relu, 'object_kernels:relu', tl.constexpr(ok.relu)):
+        ok.apply[(1,)]({X}, {OUT}, {N}, ACT=act, BLOCK=1024)
+    ok.apply[(1,)]({X}, {OUT}, {N}, ACT=ok.relu, BLOCK=tl.constexpr(1024))
+    print('launched', len(fake.launches))
+    for kernel, value in ((ok.cast, tl.float32), (ok.cast, tl.constexpr(tl.float32)), (ok.apply, ok.cast)):
+        try:
+            kernel[(1,)]({X}, {OUT}, {N}, value, 1024)
+        except tr.UnservedKernelError as e:
+            print('unserved', e.specialization)
+    print('launched', len(fake.launches))
+"""
+
+
+def test_served_without_triton_the_stand_ins_objects_are_taken() -> None:
+    """Model code served without Triton passes the stand-in's ``tl.bfloat16``, its ``@triton.jit`` functions and
+    ``tl.constexpr(...)`` around either (vLLM's ``compute_type=tl.bfloat16``, an activation passed as a constexpr): the
+    artifacts built with the real objects take them as they take Triton's, and refuse another object by its text."""
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, "-c", SERVED_OBJECTS], capture_output=True, text=True, cwd=str(ROOT))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == [
+        "launched 14",
+        f"unserved x_ptr=i32:16, out_ptr=i32:16, n=i32, DT=tl.float32, BLOCK=1024",
+        f"unserved x_ptr=i32:16, out_ptr=i32:16, n=i32, DT=tl.float32, BLOCK=1024",
+        f"unserved x_ptr=i32:16, out_ptr=i32:16, n=i32, ACT=object_kernels:cast, BLOCK=1024",
+        "launched 14"], proc.stdout + proc.stderr
+
+
+def test_a_tl_constexpr_is_the_value_it_holds() -> None:
+    """Triton's ``tl.constexpr(...)`` around a call's value (as Triton takes one) is that value: 1 and True still differ."""
+    tl = pytest.importorskip("triton.language")
+    from tmlr_runtime.launch.convert import same_constexpr
+    from tmlr_runtime.objects import unwrap
+
+    assert unwrap(tl.constexpr(tl.float16)) is tl.float16 and unwrap(128) == 128
+    assert same_constexpr(tl.constexpr(1024), 1024) and same_constexpr(tl.constexpr(True), True)
+    assert not same_constexpr(tl.constexpr(True), 1) and not same_constexpr(tl.constexpr(1), True)
+    with installed(H200) as fake:
+        k = _load("cast_fp16")
+        k[1](X, OUT, N, tl.constexpr(tl.float16), tl.constexpr(1024))
+        k[1](X, OUT, N, DT=tl.constexpr(tl.float16))
+        with pytest.raises(tr.ConstexprMismatchError, match=r"got triton\.language\.float32; pass tl\.float16 \(or omit it\), or "
+                                                             r"rebuild with --constexpr DT=tl\.float32"):
+            k[1](X, OUT, N, DT=tl.constexpr(tl.float32))
+        family = tr.Kernel.load(str(ARTIFACTS / "cast_family"))
+        assert repr(family.choose(X, OUT, N, DT=tl.constexpr(tl.bfloat16)).constexprs["DT"]) == "tl.bfloat16"
+        family[1](X, OUT, N, DT=tl.constexpr(tl.bfloat16))  # the family's memo keys the value (Triton's wrapper has no hash)
+        assert len(fake.launches) == 3

@@ -303,7 +303,7 @@ class Constexpr:
         self.value = value
 
 
-Constexpr.__name__ = "constexpr"
+Constexpr.__name__, Constexpr.__module__ = "constexpr", "triton.language.core"
 NESTED = [[8, 8], "a", None, True, 1.5, []]  # as metadata.json records ((8, 8), 'a', None, True, 1.5, ())
 
 

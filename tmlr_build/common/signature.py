@@ -19,7 +19,7 @@ from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TL_DTYPES, TMA_DESC, TY
                                format_signature, split_top_level)
 from tmlr_runtime.artifact.metadata import is_tuple_value, tuple_of
 
-from tmlr_runtime.objects import TritonObject, of as of_object, parse as parse_object
+from tmlr_runtime.objects import TritonObject, of as of_object, parse as parse_object, unwrap
 from tmlr_runtime.tuples import TupleParam, call_params, split_path
 
 from .errors import SignatureError
@@ -123,9 +123,8 @@ def given_constexpr(value: Any) -> Any:
     """A constexpr's value given in Python (the API's ``constexprs``, a call's argument): a Triton object (``tl.int8``,
     a @triton.jit function) as its record (tmlr_runtime/objects.py), a ``tl.constexpr(...)`` as its value; others as
     they are (a value metadata.json cannot hold is refused where the signature is checked)."""
+    value = unwrap(value)
     found = of_object(value)
-    if found is None and type(value).__name__ == "constexpr" and hasattr(value, "value"):
-        return given_constexpr(value.value)
     if type(value) is tuple:  # a tuple constexpr: its tl.constexpr elements as their values
         return tuple(given_constexpr(x) for x in value)
     return value if found is None else found

@@ -82,19 +82,28 @@ def _unwrap() -> None:
 
 
 class _AfterTriton(importlib.abc.MetaPathFinder):
-    """Wraps Triton's methods once the ``triton`` package has been imported (its ``__init__`` imports both)."""
+    """Wraps Triton's methods once the ``triton`` package has been imported (its ``__init__`` imports both).
+
+    It stays on ``sys.meta_path`` until Triton's ``__init__`` has run, not only until the first ``find_spec``: code
+    that probes for Triton without importing it (torch does, ``importlib.util.find_spec("triton")``) would otherwise
+    take the patched spec away, and the real import would get a fresh, unwrapped loader."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "triton":
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        at = sys.meta_path.index(self)
+        del sys.meta_path[at]
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(at, self)
         loader = getattr(spec, "loader", None)
         if loader is not None and hasattr(loader, "exec_module"):
             run = loader.exec_module
 
             def exec_then_wrap(module: Any) -> None:
                 run(module)
+                sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
                 if ACTIVE:
                     _wrap()
 

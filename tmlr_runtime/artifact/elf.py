@@ -5,13 +5,18 @@ file, and reads what a load checks: the SM architecture the header names and, fo
 offset and size of each of its parameters as ptxas recorded them (``EIATTR_KPARAM_INFO`` in ``.nv.info.<entry>``).
 :func:`functions` reads the function symbols and their register counts (``EIATTR_REGCOUNT``) from the same parse.
 
-Each first ``Kernel.load`` parses one cubin, right after reading the artifact's files; there, calls into C code not
-run since (``re``, ``struct``, ``zip``, ``sorted``) cost more than the interpreter's own operations on the bytes, so
-what a load reads is read in one call, the parameter records as one block (measured with tools/elf_check_cost.py).
+Each first ``Kernel.load`` parses one cubin, right after reading the artifact's files; there the walk below runs cold,
+at 15-30 us, where it costs 6 warm (measured with tools/elf_check_cost.py). So :func:`parse` first asks the compiled
+walk (``elf_walk`` in launch/_fastlaunch.c, where the launch path is compiled), which reads a whole cubin laid out as
+ptxas writes it in a few; for anything else it answers None and the walk below, the reference, reads the file: the
+errors and their messages are this module's alone. Here, what a load reads is read in one call, the parameter records
+as one block: calls into C code not run since (``re``, ``struct``, ``zip``, ``sorted``) cost more than the
+interpreter's own operations on the bytes.
 """
 from __future__ import annotations
 
 import functools
+import os
 import struct
 from dataclasses import dataclass
 from operator import add
@@ -19,6 +24,13 @@ from typing import NamedTuple
 
 from ..abi import Target
 from ..errors import IntegrityError
+
+try:  # parse's walk in C (launch/_fastlaunch.c: a C module, which imports nothing of the runtime), unless TMLR_PURE_PYTHON
+    from ..launch._fastlaunch import elf_walk as _walk
+except ImportError:
+    _walk = None
+if os.environ.get("TMLR_PURE_PYTHON", "") not in ("", "0"):  # is set, as launch/compiled.py reads it
+    _walk = None
 
 EM_CUDA = 190  # e_machine of a CUDA ELF
 _SHT_SYMTAB, _SHT_NOBITS = 2, 8
@@ -73,6 +85,9 @@ def parse(data: bytes, where: str = "cubin", entry: str | None = None) -> Cubin:
     """The cubin ``data`` (its path ``where``) read as far as its section table, and the parameters of kernel ``entry``
     (:func:`kernel_params`); raises :class:`IntegrityError` if it is not a 64-bit CUDA ELF file or a table, section or
     record reaches past its end."""
+    found = _walk and _walk(data, entry)  # None: a damaged file or a rarer layout, which only the Python walk reads
+    if found is not None:
+        return Cubin(data, where, *header_sm(data), *found)
     if len(data) < 64 or not data.startswith(_MAGIC):
         raise IntegrityError(f"{where}: not a 64-bit little-endian ELF file, so not a cubin; rebuild it with tmlr-build",
                              where)

@@ -12,9 +12,13 @@ from ..errors import short_repr
 
 
 def next_power_of_2(n: int) -> int:
-    """The smallest power of two >= ``n`` (1 for n <= 1), as ``triton.next_power_of_2``."""
-    n = int(n)
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+    """``triton.next_power_of_2``, its own arithmetic step by step, so that a heuristic and a model's wrapper under
+    serve's stand-in get what Triton's gives for every ``n``: the smallest power of two >= ``n`` for 1 <= n <= 2**64,
+    0 for n <= 0, past 2**64 what shifts of up to 32 bits make (not always a power of two); a float is a TypeError."""
+    n -= 1
+    for shift in (1, 2, 4, 8, 16, 32):
+        n |= n >> shift
+    return n + 1
 
 
 def cdiv(x: int, y: int) -> int:

@@ -16,6 +16,7 @@ from ..launch.bind import MISSING, Binder, option_names
 from ..launch.execute import call_grid
 from ..launch.convert import same_constexpr
 from ..launch.options import members_with, recorded, same, shown
+from ..objects import unwrap
 from .bench import GRID_META, benchmark
 from .choose import accepts, autotune_key, dtype_name, exact, fast_key, fast_key_parts, int_entry, pointer_entry, specialization
 from .members import Member, failed_params, leaf_params, read_members
@@ -163,7 +164,8 @@ class KernelFamily:
         """(the positional values up to the last runtime parameter, the constexprs and launch options given by name)."""
         given: dict[str, Any] = {}  # the launch options (num_warps=...: as Triton, heuristics see them), then the constexprs
         values = self._binder.bind(args, kwargs, given)
-        given.update((n, v) for (n, k), v in zip(self.params, values) if k == "constexpr" and v is not MISSING)
+        # a tl.constexpr(...) as the value it holds: heuristics compute with it, and the memo's key holds it
+        given.update((n, unwrap(v)) for (n, k), v in zip(self.params, values) if k == "constexpr" and v is not MISSING)
         for i in range(self.npos):
             if values[i] is MISSING:
                 values[i] = self._only_value(self.names[i])

@@ -1,6 +1,7 @@
 /* tmlr_runtime.launch._fastlaunch: the compiled per-call path. It executes the LaunchPlan made at
- * load (launch/plan.py; launch/compiled.py hands it over) and nothing else: read the arguments, check them as the
- * Python path does, pack them into a prebuilt buffer, take the stream, call the driver.
+ * load (launch/plan.py; launch/compiled.py hands it over): read the arguments, check them as the
+ * Python path does, pack them into a prebuilt buffer, take the stream, call the driver. Besides, it walks a cubin's
+ * ELF tables for the first load (elf_walk, at the end; artifact/elf.py calls it).
  *
  * How it reaches the driver: through the function pointers cuda-python's cuGetProcAddress hands out
  * at load (passed in as ints). So this file needs no CUDA headers or libraries to build, works with
@@ -936,8 +937,115 @@ static PyTypeObject MethodType = {
     .tp_dealloc = (destructor)method_dealloc,
 };
 
+/* ---- a cubin's ELF walk at first load (artifact/elf.py) ------------------------------------------------ */
+/* elf.parse's walk, for the first Kernel.load of each cubin: there it runs cold, right after the file reads, where
+ * the same walk in Python costs 15-30 us (docs/performance.md). It answers only for a file it finds whole and laid
+ * out as ptxas writes it; for anything else it returns None and elf.py's Python walk, the reference, reads the file
+ * again: it raises the typed error, and its message, for a damaged file, and reads the rarer layouts. Each read below
+ * is checked against the file's size first. */
+static uint64_t le(const unsigned char *p, int n) {  /* n little-endian bytes */
+    uint64_t v = 0;
+    while (n--) v = v << 8 | p[n];
+    return v;
+}
+
+static int inside(uint64_t offset, uint64_t size, uint64_t len) { return offset <= len && size <= len - offset; }
+
+static const unsigned char KPARAM[4] = {4, 0x17, 12, 0};  /* EIFMT_SVAL, EIATTR_KPARAM_INFO, 12 bytes: elf._KPARAM */
+
+/* elf._kparams for the .nv.info section of `size` bytes at `at`: (offsets from the first one's, sizes) by ordinal, when
+ * its KPARAM_INFO records are one block of 16-byte records, last parameter first; ((), ()) when it holds none */
+static PyObject *kparams(const unsigned char *d, uint64_t at, uint64_t size, uint64_t len) {
+    uint64_t first = 0, p, end = at + size;
+    Py_ssize_t count = 0;
+    if (!inside(at, size, len)) Py_RETURN_NONE;
+    for (p = at; p + 4 <= end; p++)
+        if (!memcmp(d + p, KPARAM, 4) && !count++) first = p;
+    if (!count) {  /* elf._records' walk: the records fill the section, and no KPARAM_INFO of another size */
+        for (p = at; p + 4 <= end; p += d[p] == 4 ? 4 + le(d + p + 2, 2) : 4)
+            if (d[p] == 4 && d[p + 1] == 0x17) Py_RETURN_NONE;
+        if (p != end) Py_RETURN_NONE;
+        return Py_BuildValue("(()())");
+    }
+    if ((first - at) % 4 || (uint64_t)count > (end - first) / 16) Py_RETURN_NONE;
+    PyObject *offsets = PyTuple_New(count), *sizes = PyTuple_New(count), *out = NULL;
+    long base = (long)le(d + first + 16 * (count - 1) + 10, 2);  /* parameter 0's offset, in the last record */
+    Py_ssize_t j = 0;
+    for (; offsets && sizes && j < count; j++) {
+        const unsigned char *r = d + first + 16 * (count - 1 - j);  /* header, index:u32, ordinal:u16, offset:u16, flags:u32 */
+        if (memcmp(r, KPARAM, 4) || le(r + 8, 2) != (uint64_t)j) break;
+        PyObject *offset = PyLong_FromLong((long)le(r + 10, 2) - base), *size = PyLong_FromLong((long)(le(r + 12, 4) >> 18));
+        PyTuple_SET_ITEM(offsets, j, offset);  /* a tuple frees what it holds and skips a NULL */
+        PyTuple_SET_ITEM(sizes, j, size);  /* the size: flags' bits 18-31 */
+        if (!offset || !size) break;
+    }
+    if (j == count) out = PyTuple_Pack(2, offsets, sizes);
+    else if (!PyErr_Occurred()) out = Py_NewRef(Py_None);  /* not that block: the Python walk reads it */
+    Py_XDECREF(offsets);
+    Py_XDECREF(sizes);
+    return out;
+}
+
+/* elf_walk(data: bytes, entry: str | None) -> (table, names, params) as elf.parse reads them, or None (see above) */
+static PyObject *elf_walk(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
+    const char *entry = NULL;
+    Py_ssize_t n = 0;
+    if (nargs != 2 || !PyBytes_Check(args[0])) Py_RETURN_NONE;
+    if (args[1] != Py_None && !(PyUnicode_Check(args[1]) && (entry = PyUnicode_AsUTF8AndSize(args[1], &n)))) {
+        PyErr_Clear();  /* no UTF-8 for it: Python's encode() says so */
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    uint64_t len = (uint64_t)PyBytes_GET_SIZE(args[0]);
+    /* the header: 64-bit little-endian ELF, machine EM_CUDA, 64-byte section and 56-byte program headers */
+    if (len < 64 || memcmp(d, "\x7f" "ELF\x02\x01", 6) || le(d + 18, 2) != 190 || le(d + 58, 2) != 64) Py_RETURN_NONE;
+    uint64_t phnum = le(d + 56, 2), shnum = le(d + 60, 2), shstrndx = le(d + 62, 2);
+    if ((phnum && le(d + 54, 2) != 56) || !inside(le(d + 32, 8), phnum * 56, len) || !inside(le(d + 40, 8), shnum * 64, len)
+        || !shstrndx || shstrndx >= shnum) Py_RETURN_NONE;
+    const unsigned char *sh = d + le(d + 40, 8), *names = sh + 64 * shstrndx;
+    uint64_t strings = le(names + 24, 8), strings_size = le(names + 32, 8), best = UINT64_MAX;
+    if (!inside(strings, strings_size, len)) Py_RETURN_NONE;
+    PyObject *table = PyTuple_New((Py_ssize_t)(5 * shnum)), *out = NULL;
+    Py_ssize_t found = -1;
+    for (uint64_t i = 0; table && i < shnum; i++) {  /* name, type, offset, size, link of each */
+        const unsigned char *s = sh + 64 * i;
+        uint64_t name = le(s, 4), f[5] = {name, le(s + 4, 4), le(s + 24, 8), le(s + 32, 8), le(s + 40, 4)};
+        if (f[1] != 8 && !inside(f[2], f[3], len)) goto done;  /* past the end, and not SHT_NOBITS (no bytes in the file) */
+        for (int k = 0; k < 5; k++) {
+            PyObject *v = PyLong_FromUnsignedLongLong(f[k]);
+            if (!v) goto done;
+            PyTuple_SET_ITEM(table, (Py_ssize_t)(5 * i) + k, v);
+        }
+        /* ".nv.info.<entry>\0" at this name; the lowest such offset in .shstrtab wins, as elf.parse's find does */
+        if (entry && name < best && (uint64_t)n + 10 <= strings_size && name <= strings_size - n - 10
+            && !memcmp(d + strings + name, ".nv.info.", 9) && !memcmp(d + strings + name + 9, entry, n)
+            && !d[strings + name + 9 + n]) {
+            best = name;
+            found = (Py_ssize_t)i;
+        }
+    }
+    PyObject *params = found < 0 ? Py_NewRef(Py_None)  /* no such section: the Python walk's answer too */
+        : kparams(d, le(sh + 64 * found + 24, 8), le(sh + 64 * found + 32, 8), len);
+    if (!params || (found >= 0 && params == Py_None)) {  /* kparams' None: another layout, or damaged */
+        Py_XDECREF(params);
+        goto done;
+    }
+    out = Py_BuildValue("(O(KK)N)", table, (unsigned long long)strings, (unsigned long long)strings_size, params);
+done:
+    Py_XDECREF(table);
+    if (!out && !PyErr_Occurred()) Py_RETURN_NONE;
+    return out;
+}
+
+static PyMethodDef functions[] = {
+    {"elf_walk", (PyCFunction)(void (*)(void))elf_walk, METH_FASTCALL,
+     "elf_walk(data, entry): a cubin's section table, section names and entry's parameters as artifact.elf.parse reads "
+     "them, or None where elf.py's Python walk must read it"},
+    {NULL, NULL, 0, NULL},
+};
+
 /* ---- the module ---------------------------------------------------------------------------------- */
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlaunch", "The compiled per-call launch path.", -1, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlaunch", "The compiled per-call launch path, and the first load's ELF walk.", -1, functions};
 
 PyMODINIT_FUNC PyInit__fastlaunch(void) {
     if (PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&FamilyKeyType) < 0 || PyType_Ready(&MethodType) < 0) return NULL;

@@ -25,30 +25,24 @@ def _equals(value: Any, expected: Any) -> bool:
 def same_constexpr(value: Any, expected: Any) -> bool:
     """Equal as constexpr values: 1 and 1.0 are, 1 and True are not; a Triton object (objects.TritonObject) takes
     what stands for it (tl.float32, torch.float32, 'fp32'); a tuple a tuple of as many such values (a list is not
-    one, as Triton compiles a list apart); a ``tl.constexpr(...)`` is its value."""
+    one, as Triton compiles a list apart); a ``tl.constexpr(...)`` is the value it holds."""
+    if type(value).__name__ == "constexpr":  # Triton's or serve's stand-in's wrapper (objects.unwrap)
+        from ..objects import unwrap  # a rare value: `import tmlr_runtime` imports no objects.py
+
+        value = unwrap(value)
     accepts = getattr(expected, "accepts", None)
     if accepts is not None:
         return accepts(value)
     if type(expected) is tuple:
-        value = unwrapped(value)
         return isinstance(value, tuple) and len(value) == len(expected) and all(map(same_constexpr, value, expected))
-    if _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool):
-        return True
-    inner = unwrapped(value)
-    return inner is not value and same_constexpr(inner, expected)
-
-
-def unwrapped(value: Any) -> Any:
-    """A ``tl.constexpr(...)`` as the value it holds (recognised by its class name: the runtime imports no Triton);
-    others as they are."""
-    return value.value if type(value).__name__ == "constexpr" and hasattr(value, "value") else value
+    return _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool)
 
 
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not same_constexpr(value, p.value):
         from .diagnose import constexpr_mismatch  # a rare path: `import tmlr_runtime` does not import it
 
-        raise constexpr_mismatch(p, unwrapped(value))
+        raise constexpr_mismatch(p, value)
 
 
 def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:

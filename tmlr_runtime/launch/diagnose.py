@@ -42,11 +42,12 @@ def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | No
 
 
 def constexpr_mismatch(p: Parameter, value: object) -> ConstexprMismatchError:
-    """The error of a call's ``value`` (a ``tl.constexpr(...)`` unwrapped) for constexpr ``p``, which was compiled with
-    another: both as they are written, and the rebuild that takes the call's value."""
-    from ..objects import of  # a rare path: `import tmlr_runtime` imports neither
+    """The error of a call's ``value`` for constexpr ``p``, which was compiled with another: both as they are written,
+    and the rebuild that takes the call's value."""
+    from ..objects import of, unwrap  # a rare path: `import tmlr_runtime` imports neither
     from ..tuples import split_path
 
+    value = unwrap(value)  # tl.constexpr(tl.float32): said as tl.float32
     found = of(value)  # a Triton object: written as tmlr-build reads it (tl.float16 for torch.float16 too)
     written = repr(found) if found is not None else short_repr(value)
     root = split_path(p.name)[0]

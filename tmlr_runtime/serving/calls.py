@@ -1,6 +1,6 @@
 """What a launch of a ``@triton.jit`` function is, in the words of a spec: each argument's Triton entry (``*fp16:16``,
-``i32``, a constexpr's value), as Triton's JIT would specialize it. For messages (the specialization no artifact
-serves) and for the pending spec's lines; the artifacts themselves decide what they serve."""
+``i32``, a constexpr's value; a dtype as ``tl.float16``), as Triton's JIT would specialize it. For messages (the
+specialization no artifact serves) and for the pending spec's lines; the artifacts themselves decide what they serve."""
 from __future__ import annotations
 
 import inspect
@@ -12,6 +12,7 @@ from typing import Any, Callable
 from ..errors import short_repr
 from ..family.choose import int_entry, pointer_entry
 from ..launch.bind import OPTION_NAMES
+from ..objects import of, unwrap
 
 _MISSING = inspect.Parameter.empty
 
@@ -23,6 +24,10 @@ def is_constexpr(annotation: Any) -> bool:
 
 
 def _entry(value: Any, constexpr: bool) -> str:
+    value = unwrap(value)
+    found = of(value)  # a dtype or a @triton.jit function (Triton's or the stand-in's): as a spec writes it, tl.float16
+    if found is not None:
+        return repr(found)
     if constexpr or value is None or isinstance(value, str):
         return repr(value) if not isinstance(value, str) else f"'{value}'"
     if hasattr(value, "data_ptr") or hasattr(value, "__cuda_array_interface__"):

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from .. import driver
 from ..abi import TL_DTYPES, TYPES
-from ..artifact.heuristics import cdiv
+from ..artifact.heuristics import cdiv, next_power_of_2
 from .server import Server
 
 _PREFIX = "tmlr_runtime.serve's stand-in for Triton"
@@ -48,8 +48,15 @@ def _body_only(name: str) -> Callable[..., Any]:
 
 
 # -- triton.language --------------------------------------------------------------------------------------------
+# The classes whose objects a call passes as constexprs (a dtype, a @triton.jit function, tl.constexpr(...)) name as
+# their module the one Triton's are of (triton.language..., triton.runtime.jit), which is also where the stand-in's
+# modules hold them: tmlr_runtime.objects recognises Triton's objects by their type's module and name without
+# importing Triton, and so recognises these by the same rules (a launch takes the stand-in's tl.bfloat16 where the
+# artifact was built with Triton's).
 class constexpr:
     """``tl.constexpr``: the annotation of a compile-time parameter (and a wrapper of a value, as Triton's)."""
+
+    __module__ = "triton.language"
 
     def __init__(self, value: Any = None) -> None:
         self.value = value.value if isinstance(value, constexpr) else value
@@ -60,6 +67,8 @@ class constexpr:
 
 class dtype:
     """A ``tl`` element type: ``tl.float16`` (``str()`` is Triton's short name, ``fp16``)."""
+
+    __module__ = "triton.language"
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -120,14 +129,6 @@ class _ActiveDriver:
 
 
 # -- triton: the decorators and their kernel objects -----------------------------------------------------------
-def next_power_of_2(n: int) -> int:
-    """Triton's own arithmetic (0 for n <= 0), which a model's wrapper computes its launch with."""
-    n -= 1
-    for shift in (1, 2, 4, 8, 16, 32):
-        n |= n >> shift
-    return n + 1
-
-
 class Config:
     def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
                  maxnreg: int | None = None, pre_hook: Callable[..., Any] | None = None, **_: Any) -> None:
@@ -168,6 +169,8 @@ class KernelInterface:
 
 class JITFunction(KernelInterface):
     """What ``@triton.jit`` makes of a function: its launches are served; it never compiles."""
+
+    __module__ = "triton.runtime.jit"
 
     def __init__(self, fn: Callable[..., Any], **options: Any) -> None:
         import inspect
