@@ -149,7 +149,7 @@ def _ptx(doc: dict[str, Any], rng: random.Random) -> None:
     v["ptx"] = {"file": rng.choice(["k.ptx", "add.compute_80.ptx", "a-b..ptx"]), "sha256": "".join(rng.choices("0123456789abcdef", k=64)),
                 "size": _int(rng, 1), "arch": f"compute_{rng.randint(0, 200)}"}
     if rng.random() < 0.9:  # else a version 1 or 2 document with PTX: invalid to both
-        doc["schema_version"] = 4
+        doc["schema_version"] = max(doc["schema_version"], 4)  # raised only: what it held stays valid
 
 
 def _object(doc: dict[str, Any], rng: random.Random) -> None:
@@ -165,7 +165,16 @@ def _object(doc: dict[str, Any], rng: random.Random) -> None:
     p["object"] = rng.choice(["dtype", "jit_function"])
     p["value"] = rng.choice(list(abi.TL_DTYPES) if p["object"] == "dtype" else ["kernels:relu", "pkg.acts:Act.gelu", "a:b\n"])
     if rng.random() < 0.9:  # else an older document with an object: invalid to both
-        doc["schema_version"] = 7
+        doc["schema_version"] = max(doc["schema_version"], 7)
+
+
+def _tuple_value(doc: dict[str, Any], rng: random.Random) -> None:
+    """Make a constexpr's value a tuple (an array, nested too) of a version 9 document (the version knob may turn it back
+    to an older one, which holds no such value: invalid to both)."""
+    constexprs = [p for p in doc["signature"] if p["kind"] == "constexpr"]
+    if constexprs:
+        rng.choice(constexprs)["value"] = rng.choice([[8, 8], [[8, 8], "a", None, True, 1.5, []], [[]], [1, [2, [3]]]])
+        doc["schema_version"] = 9
 
 
 def _provenance(v: dict[str, Any], rng: random.Random) -> None:
@@ -188,8 +197,8 @@ def _provenance(v: dict[str, Any], rng: random.Random) -> None:
 VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     lambda doc, rng: doc.update(name=_ident(rng)),
     # version 1 with a tensordesc parameter is invalid: expected_valid says so, and the reader must agree
-    # and so is version 1 or 2 with a variant's PTX
-    lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0, 2, 2.0, 2, 4, 4.0])),
+    # and so is version 1 or 2 with a variant's PTX; 9, the newest, holds whatever an older one does
+    lambda doc, rng: doc.update(schema_version=rng.choice([1, 1.0, 2, 2.0, 2, 4, 4.0, 9])),
     lambda doc, rng: _signature(doc["signature"], rng),
     lambda doc, rng: _another_variant(doc["variants"], rng),
     _variant_knob(lambda v, rng: _target(v["target"], rng)),
@@ -206,6 +215,7 @@ VALID_KNOBS: list[Callable[[dict[str, Any], random.Random], None]] = [
     _variant_knob(_provenance),
     _ptx,
     _object,
+    _tuple_value,
 ]
 
 

@@ -36,3 +36,13 @@ def spec_entries(spec: dict[str, Any]) -> list[dict[str, Any]]:
     from tmlr_build.common.triton_check import release_in_range
 
     return [k for k in spec["kernels"] if "triton" not in k or release_in_range(API.version, k["triton"])]
+
+
+class FakeTensor:
+    """What Triton's JIT reads from a tensor: dtype and data_ptr (so no GPU is needed)."""
+
+    def __init__(self, ptr: int, dtype: str = "torch.float32") -> None:
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr

@@ -148,8 +148,10 @@ class Parameter:
         doc = {key: getattr(self, key) for key in _JSON_KEYS[self.kind]}
         if self.kind == "constexpr" and hasattr(self.value, "object"):  # a Triton object: its text, and what it is
             return {**doc, "value": self.value.text, "object": self.value.object}
-        if self.kind == "constexpr" and self.value == ():
-            doc["value"] = []  # an empty tuple, as JSON writes it
+        if self.kind == "constexpr" and type(self.value) is tuple:
+            import json  # the build's and the CLI's path: `import tmlr_runtime` imports no json
+
+            doc["value"] = json.loads(json.dumps(self.value))  # a tuple (an empty one too), as JSON writes it: an array
         return doc if self.descriptor is None else {**doc, "descriptor": self.descriptor.to_json()}
 
 

@@ -13,7 +13,7 @@ from tmlr_build import BuildConfig, BuildError, InputError, build, jit, parse_ar
 from tmlr_build.builder.jit_specialize import specialize
 from tmlr_build.common.errors import UnsupportedArchError
 from tmlr_build.common.triton_check import release_in_range
-from triton_facts import API
+from triton_facts import API, FakeTensor
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "kernels"))
@@ -21,16 +21,6 @@ import matmul as matmul_module  # noqa: E402
 import vector_add  # noqa: E402
 
 SIG = "*fp32:16, *fp32:16, *fp32:16, i32, 1024"
-
-
-class FakeTensor:
-    """What Triton's JIT reads from a tensor: dtype and data_ptr (so no GPU is needed)."""
-
-    def __init__(self, ptr: int, dtype: str = "torch.float32") -> None:
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self) -> int:
-        return self.ptr
 
 
 def _triton_entries(fn: Any, args: tuple[Any, ...], constexprs: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ from tmlr_build.builder.jit_specialize import specialize
 from tmlr_build.cli import run
 from tmlr_build.common import signature as sig
 from tmlr_runtime.objects import DTYPE, JIT_FUNCTION, TritonObject
-from triton_facts import committed_triton_only, spec_entries
+from triton_facts import FakeTensor, committed_triton_only, spec_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "tests" / "gpu"
@@ -34,16 +34,6 @@ import object_kernels  # noqa: E402
 
 F16 = {"name": "DT", "kind": "constexpr", "value": "fp16", "object": "dtype"}
 RELU = {"name": "ACT", "kind": "constexpr", "value": "object_kernels:relu", "object": "jit_function"}
-
-
-class FakeTensor:
-    """What Triton's JIT reads from a tensor: dtype and data_ptr (so no GPU is needed)."""
-
-    def __init__(self, ptr: int, dtype: str = "torch.float32") -> None:
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self) -> int:
-        return self.ptr
 
 
 def _meta(artifact: Path) -> dict[str, Any]:

@@ -12,8 +12,7 @@ import pytest
 import tmlr_runtime as tr
 from tmlr_build.cli import main, run
 from tmlr_build.common.errors import PtxTargetError, SpecError
-from fake_driver import H200, installed
-from tmlr_runtime import driver
+from fake_driver import H200, installed, needs_cuda_python
 from tmlr_runtime.artifact.metadata import read_cubin, read_ptx
 from triton_facts import committed_triton_only
 
@@ -120,10 +119,7 @@ def test_family_members_carry_ptx(tmp_path: Path) -> None:
         meta = tr.ArtifactMetadata.read(member)
         (v,) = meta.variants
         assert v.ptx is not None and read_ptx(member, v) and meta.pick(9, 0) == (v, True)
-    try:
-        driver.api()  # the fake driver takes its enums from cuda-python's bindings
-    except tr.CudaUnavailableError as e:
-        pytest.skip(f"loading on the fake driver needs cuda-python: {e}")
+    needs_cuda_python()
     for member in members:
         with installed(H200) as fake, pytest.warns(tr.PtxJitWarning):
             tr.Kernel.load(member)  # on an sm_90 device each variant loads its own PTX

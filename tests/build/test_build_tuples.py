@@ -21,7 +21,7 @@ from tmlr_build.common.errors import SignatureError
 from tmlr_build.common.kernel_facts import AutotuneFact, ConfigFact, HeuristicFact, KernelFacts, ParamFact
 from tmlr_runtime.abi import format_signature
 from tmlr_runtime.tuples import format_nested
-from triton_facts import committed_triton_only, spec_entries
+from triton_facts import FakeTensor, committed_triton_only, spec_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "tests" / "gpu"
@@ -121,16 +121,6 @@ def test_a_mismatched_tuple_signature_for_a_cache_entry_is_refused(tmp_path: Pat
     with pytest.raises(Exception, match="runtime parameters|in the IR"):
         build([request(entry, signature="(*fp32:16, *fp32:16), i32, 1024", arg_names=["ptrs", "n", "BLOCK"])],
               BuildConfig(out=str(tmp_path / "out"), progress=False))
-
-
-class FakeTensor:
-    """What Triton's JIT reads from a tensor: dtype and data_ptr (so no GPU is needed)."""
-
-    def __init__(self, ptr: int, dtype: str = "torch.float32") -> None:
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self) -> int:
-        return self.ptr
 
 
 def _triton_text(ty: Any, key: Any) -> str:

@@ -19,14 +19,13 @@ from pathlib import Path
 import pytest
 
 import tmlr_runtime as tr
-from fake_driver import H200, installed
+from fake_driver import H200, installed, needs_cuda_python
 from tmlr_build import BuildConfig, RecordMismatchError, SignatureError, build, parse_arch_list, request
 from tmlr_build.cli import run
 from tmlr_build.common.ir_signature import from_ir, from_signature
 from tmlr_build.common.mlir_text import read_function
 from tmlr_build.common.signature import parse_signature
 from tmlr_build.common.triton_check import release_in_range
-from tmlr_runtime import driver
 from tmlr_runtime.abi import split_top_level
 from tmlr_runtime.cli import main
 from tmlr_runtime.launch.plan import Layout
@@ -81,19 +80,12 @@ def test_a_bare_import_keeps_the_names_the_ir_records_and_says_how_to_call_it(en
     assert _inspect_call(tmp_path / "scale_add", capsys) == f"scale_add[grid]({', '.join(pointers)}, " \
                                                             f"{names[3]}: i32, {names[4]}: fp32)"
     # the runtime's usage line, on a call made as for the Triton kernel, says the same
-    _needs_cuda_python()
+    needs_cuda_python()
     with installed(H200):
         k = tr.Kernel.load(str(tmp_path / "scale_add"))
         with pytest.raises(tr.ArgumentCountError, match=r"unknown argument 'BLOCK'; call it as scale_add\[grid\]\("
                                                          + f"{names[0]}: \\*fp32, {names[1]}: \\*fp32"):
             k[1](0x1000, 0x2000, 0x3000, 1000, 2.0, BLOCK=256, USE_ALPHA=True)
-
-
-def _needs_cuda_python() -> None:
-    try:
-        driver.api()  # the fake driver takes its enums from cuda-python's bindings
-    except tr.CudaUnavailableError as e:
-        pytest.skip(f"loading on the fake driver needs cuda-python: {e}")
 
 
 def _restore(entry: Path, out: Path, *flags: str) -> list[dict]:
@@ -112,7 +104,7 @@ def test_constexprs_given_back_make_it_callable_as_the_triton_kernel(entry: Path
     assert [p["name"] for p in signature] == ALL
     assert [p.get("value") for p in signature[5:]] == [256, True]
     assert (tmp_path / "scale_add" / "scale_add.sm_90a.cubin").read_bytes() == (entry / "scale_add.cubin").read_bytes()
-    _needs_cuda_python()
+    needs_cuda_python()
     with installed(H200) as fake:
         k = tr.Kernel.load(str(tmp_path / "scale_add"))
         k[4](0x1000, 0x2000, 0x3000, 1000, 2.0, BLOCK=256, USE_ALPHA=True)  # as scale_add[grid](...) is called
@@ -248,7 +240,7 @@ def test_a_tuple_kernel_imports_with_the_tuples_the_entry_records(release: str, 
     run([str(entry), "-o", str(tmp_path / "full"), "-q", "--constexpr", "BLOCK=1024"])
     assert _inspect_call(tmp_path / "full" / "tuple_add", capsys) == (
         "tuple_add[grid](ptrs: (*fp32:16, *fp32, *fp32), n: i32, BLOCK=1024)")
-    _needs_cuda_python()
+    needs_cuda_python()
     with installed(H200) as fake:
         for out in ("bare", "full"):
             k = tr.Kernel.load(str(tmp_path / out / "tuple_add"))
@@ -369,7 +361,7 @@ def test_unsigned_types_come_back_with_the_signature(tmp_path: Path) -> None:
     with pytest.raises(SignatureError, match="parameter v is u32 in the signature but i64 in the IR"):
         build([request(str(entry), signature="*u64:16, u32, i32, 256", arg_names=tuple(names[1].split(",")))],
               BuildConfig(out=str(tmp_path / "w"), progress=False))
-    _needs_cuda_python()
+    needs_cuda_python()
     with installed(H200) as fake:
         k = tr.Kernel.load(str(tmp_path / "u" / "fill"))
         fake.param_sizes = Layout.build(k.metadata.runtime_params, k.variant.hidden_params).sizes

@@ -10,16 +10,7 @@ import pytest
 from tmlr_runtime.family.choose import int_entry, pointer_entry
 
 pytest.importorskip("triton")
-
-
-class FakeTensor:
-    """What Triton's JIT reads from a tensor: dtype and data_ptr (so no GPU is needed)."""
-
-    def __init__(self, ptr: int, dtype: str) -> None:
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self) -> int:
-        return self.ptr
+from triton_facts import FakeTensor  # noqa: E402
 
 
 def triton_entry(arg: Any) -> str:

@@ -20,19 +20,10 @@ from tmlr_build.common.errors import SpecError
 from tmlr_build.record import recorder as recorder_module, recording
 from tmlr_build.record.family import Family
 from tmlr_build.record.spec_doc import KernelSeen, merge
+from triton_facts import FakeTensor
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = "NVIDIA H100 80GB HBM3"
-
-
-class FakeTensor:
-    """What Triton's JIT reads from a tensor: dtype and data_ptr."""
-
-    def __init__(self, ptr: int, dtype: str = "torch.float32") -> None:
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self) -> int:
-        return self.ptr
 
 
 T = FakeTensor
@@ -341,7 +332,7 @@ def test_a_recorded_autotuned_kernel_builds_with_its_tuning_table(tmp_path: Path
 @pytest.mark.parametrize("entry, message", [
     ({"constexprs": {"BLOCK": []}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
     ({"constexprs": {"BLOCK": [1, 1]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
-    ({"constexprs": {"BLOCK": [[1]]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
+    ({"constexprs": {"BLOCK": [[1, {}]]}}, '"constexprs" BLOCK: give one value, or a list of distinct'),
     ({"tuning": [{"device": "x", "key": 3, "config": {}}]}, '"tuning" must be a list like'),
     ({"module": 3}, '"module" must be a string'),
     ({"recorded": "yes"}, '"recorded" must be true or false'),

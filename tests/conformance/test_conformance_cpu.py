@@ -26,14 +26,13 @@ import conformance_report as report  # noqa: E402
 import conformance_serve as serve  # noqa: E402
 import run  # noqa: E402
 import tmlr_runtime as tr  # noqa: E402
-from fake_driver import H200, installed  # noqa: E402
+from fake_driver import H200, installed, needs_cuda_python  # noqa: E402
 from scale_add import scale_add  # noqa: E402
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 from triton_calls_kernels import (Function, annotated_store_at, apply_closure, cast_kernel, make_mul,  # noqa: E402
-                                  m_to_the_n, masked_copy, timer_kernel)
-from tmlr_runtime import driver  # noqa: E402
+                                  m_to_the_n, masked_copy, reshape_kernel, timer_kernel)
 from tmlr_runtime.objects import DTYPE, TritonObject  # noqa: E402
 
 SCALE_ADD_SIGNATURE = dict(x_ptr="*fp32", y_ptr="*fp32", out_ptr="*fp32", n_elements="i32", alpha="fp32",
@@ -56,13 +55,6 @@ def compiled(fn: Any, signature: dict[str, Any], constants: dict[tuple[int, ...]
     monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
     attrs = {path: [["tt.divisibility", 16]] for path in aligned}
     return triton.compile(ASTSource(fn, signature, constants, attrs), target=GPUTarget("cuda", 90, 32))
-
-
-def _needs_cuda_python() -> None:
-    try:
-        driver.api()  # the fake driver takes its enums from cuda-python's bindings
-    except tr.CudaUnavailableError as e:
-        pytest.skip(f"loading on the fake driver needs cuda-python: {e}")
 
 
 # -- what a call gives tmlr-build -------------------------------------------------------------------------------------
@@ -93,7 +85,7 @@ def test_a_cache_entry_builds_and_launches_as_the_test_called_it(tmp_path: Path,
         calls.append(dict(fn=fn, args=a, grid=grid, warmup=warmup, kwargs=kw))
         return kernel
 
-    _needs_cuda_python()
+    needs_cuda_python()
     server = serve.Server(str(tmp_path / "work"))
     metas: list[dict[str, Any]] = []
 
@@ -151,7 +143,7 @@ class Buffer:
 def served(fn: Any, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], work: Path) -> tuple[Any, str]:
     """``fn[(1,)](*args, **kwargs)`` served by tmlr on the fake driver, Triton having compiled ``kernel``: the fake
     driver (its launches) and the artifact tmlr built."""
-    _needs_cuda_python()
+    needs_cuda_python()
     server = serve.Server(str(work))
     with installed(H200) as fake:
         server.serve(lambda fn, *a, grid, warmup, **kw: kernel, fn, args, (1,), kwargs)
@@ -257,6 +249,29 @@ def test_a_constexpr_parameter_given_a_tuple_is_a_tuple_of_constexprs(tmp_path: 
     assert tr.ArtifactMetadata.read(artifact).constexprs == {"shape[0]": 8, "shape[1]": 8}
     with installed(H200) as fake, pytest.raises(tr.ConstexprMismatchError, match=r"constexpr 'shape\[1\]' was compiled as 8"):
         tr.Kernel.load(artifact)[(1,)](args[0], (8, 4), (8, 1), (2, 3))
+    assert fake.launches == []
+
+
+def test_a_tuple_constexpr_is_built_whole_and_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_reshape[formats0]: ``out_tuple: tl.constexpr`` given (8, 8), the only tuple of the call: the cache entry is
+    built with --constexpr out_tuple=(8, 8) (the command line's words, and the API's constexprs as the plugin passes
+    them), recorded as [8, 8] (schema v9); the call's tuple is taken, another refused."""
+    from tmlr_build.cli import run as tmlr_build
+
+    kernel = compiled(reshape_kernel, dict(Z="*fp32", X="*fp32", out_tuple="constexpr"), {(2,): (8, 8)}, [(0,), (1,)],
+                      tmp_path / "cache", monkeypatch)
+    args = (Buffer(0x1000), Buffer(0x2000), (8, 8))
+    inputs = serve.build_inputs(reshape_kernel, kernel, args, {})
+    assert inputs.constexprs == {"out_tuple": (8, 8)} and inputs.signature is None
+    tmlr_build([inputs.entry, "--arg-names", "Z,X,out_tuple", "--constexpr", "out_tuple=(8, 8)", "-o", str(tmp_path / "cli"), "-q"])
+    cli = tmp_path / "cli" / "reshape_kernel"
+    doc = json.loads((cli / "metadata.json").read_text())
+    assert doc["schema_version"] == 9 and doc["signature"][2] == {"name": "out_tuple", "kind": "constexpr", "value": [8, 8]}
+    assert next(cli.glob("*.cubin")).read_bytes() == (Path(inputs.entry) / "reshape_kernel.cubin").read_bytes()
+    fake, artifact = served(reshape_kernel, kernel, args, {}, tmp_path / "work")
+    assert json.loads((Path(artifact) / "metadata.json").read_text())["signature"] == doc["signature"] and len(fake.launches) == 1
+    with installed(H200) as fake, pytest.raises(tr.ConstexprMismatchError, match=r"'out_tuple' was compiled as \(8, 8\), got \(4, 16\)"):
+        tr.Kernel.load(artifact)[(1,)](args[0], args[1], (4, 16))
     assert fake.launches == []
 
 

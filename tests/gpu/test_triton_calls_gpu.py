@@ -6,7 +6,7 @@ nothing (an object with only ``data_ptr()`` and ``dtype``: tests/gpu/test_runtim
 (tests/gpu/triton_calls_kernels.py), tmlr-build builds the cache entry, tmlr_runtime launches the call, and the
 result is checked: a dtype constexpr, pointers to unsigned ints (a torch.uint8 tensor, Triton's reinterpret wrapper
 of uint32), a NamedTuple holding a @triton.jit function defined in a function, a builtin function of Triton's, an int
-annotated tl.uint8, a tl.constexpr parameter given a tuple. ``python -m pytest -m gpu tests/gpu/test_triton_calls_gpu.py`` (Triton installed)."""
+annotated tl.uint8, a tl.constexpr parameter given a tuple (as its elements, and whole: test_reshape's). ``python -m pytest -m gpu tests/gpu/test_triton_calls_gpu.py`` (Triton installed)."""
 from __future__ import annotations
 
 import os
@@ -126,3 +126,8 @@ def test_conformance_losses_are_served_and_compute_what_triton_does(served) -> N
     expected = 8 * m
     served(k.m_to_the_n, (1,), m, m.shape, m.stride(), (2, 3))
     assert torch.equal(m, expected)
+
+    flat = torch.randn(64, device="cuda")  # test_reshape[formats0]: out_tuple: tl.constexpr given (8, 8), recorded whole
+    square = torch.zeros(8, 8, device="cuda")
+    served(k.reshape_kernel, (1,), square, flat, (8, 8))
+    assert torch.equal(square, flat.reshape(8, 8))

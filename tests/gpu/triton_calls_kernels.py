@@ -2,7 +2,7 @@
 (test_cast), pointers to unsigned ints (test_masked_load, test_reduce1d through reinterpret), a NamedTuple holding a
 @triton.jit function defined inside a function (test_namedtuple), a builtin function of Triton's as a constexpr
 (test_globaltimer), an int annotated unsigned (test_annotations.py), a tl.constexpr parameter given a tuple
-(test_passing_tuple_with_constexpr). Compiled by Triton's JIT or triton.compile, built
+(test_passing_tuple_with_constexpr; test_reshape's, a tuple constexpr recorded whole). Compiled by Triton's JIT or triton.compile, built
 from the cache entry by the conformance plugin's code: tests/conformance/test_conformance_cpu.py on the fake driver,
 tests/gpu/test_triton_calls_gpu.py on a GPU."""
 from typing import Any, NamedTuple
@@ -65,3 +65,10 @@ def m_to_the_n(X, shape: tl.constexpr, strides, m_n):
     for i in tl.range(0, m_n[1]):
         data = m_n[0] * data
     tl.store(Xs, data)
+
+
+@triton.jit
+def reshape_kernel(Z, X, out_tuple: tl.constexpr):
+    # test_core.py::test_reshape[formats0]: a tl.constexpr given the tuple (8, 8), x of shape (64,) reshaped to it
+    z = tl.reshape(tl.load(X + tl.arange(0, 64)), out_tuple)
+    tl.store(Z + tl.arange(0, 8)[:, None] * 8 + tl.arange(0, 8)[None, :], z)

@@ -301,7 +301,7 @@ ARTIFACTS = [
            tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
     Broken("parameter-type-unknown", "a parameter has type *fp17",
            edit(lambda d: d["signature"][0].update(type="*fp17")), tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),
-    Broken("schema-version-unknown", "schema_version 9 (a newer tmlr-build)", edit(lambda d: d.update(schema_version=9)),
+    Broken("schema-version-unknown", "schema_version 10 (a newer tmlr-build)", edit(lambda d: d.update(schema_version=10)),
            tr.SchemaError, "upgrade tmlr_runtime", SCHEMA),
     Broken("schema-version-of-a-family", "schema_version 3 (a family index's) without \"kind\": \"family\"",
            edit(lambda d: d.update(schema_version=3)), tr.SchemaError, "rebuild it with tmlr-build", SCHEMA),

@@ -58,11 +58,11 @@ def test_schema_errors_name_the_field(path, value, json_path):
     assert "tmlr-build" in str(e.value) or "tmlr_runtime" in str(e.value)
 
 
-READS = "v1, v2, v4, v5, v7"
+READS = "v1, v2, v4, v5, v7, v9"
 
 
 @pytest.mark.parametrize("version, kind, why", [
-    (9, None, "a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
+    (10, None, "a newer tmlr-build wrote it: upgrade tmlr_runtime to one that reads it, or rebuild the artifact with the "
               "tmlr-build of this tmlr_runtime"),
     (10, "family", "a newer tmlr-build wrote it: upgrade tmlr_runtime"),
     (3, None, '3 numbers a family index, but the document has no "kind": "family" - rebuild it with tmlr-build'),
@@ -82,7 +82,7 @@ def test_unknown_schema_version_says_which_it_has_which_are_read_and_what_to_do(
         tr.Kernel.load(str(tmp_path / "k"))
 
 
-@pytest.mark.parametrize("version", [1, 2, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 4, 5, 7, 9])
 def test_a_broken_document_names_its_own_version_not_the_newest(version):
     doc = mutated(("variants", 0, "launch", "num_warps"), "4")
     doc["schema_version"] = version
@@ -91,7 +91,7 @@ def test_a_broken_document_names_its_own_version_not_the_newest(version):
     assert str(e.value) == (f"m.json: $.variants[0].launch.num_warps: '4' is not an integer; not a valid tmlr metadata.json (it "
                             f"says schema v{version}; this tmlr_runtime reads {READS}) - rebuild it with tmlr-build")
     doc.pop("schema_version")
-    with pytest.raises(tr.SchemaError, match=r"\(it names no schema_version; this tmlr_runtime reads v1, v2, v4, v5, v7\)"):
+    with pytest.raises(tr.SchemaError, match=r"\(it names no schema_version; this tmlr_runtime reads v1, v2, v4, v5, v7, v9\)"):
         tr.ArtifactMetadata.from_dict(doc, "m.json")
 
 

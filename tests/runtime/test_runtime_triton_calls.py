@@ -1,6 +1,6 @@
 """Calls Triton's own launcher takes, which tmlr takes too (issue 29): pointer objects with only ``data_ptr()`` (and
 ``dtype``; Triton's ``reinterpret`` wrapper), any int32 for an i1, launch options beside the arguments (``num_warps=4``,
-equal to the build's), empty tuples, and empty grids (checked, nothing launched). Each on both launch paths (the
+equal to the build's), empty tuples, tuple constexprs (schema v9), and empty grids (checked, nothing launched). Each on both launch paths (the
 compiled one where it is built), with the fake driver."""
 from __future__ import annotations
 
@@ -291,8 +291,86 @@ def test_an_empty_tuple_needs_schema_version_5():
     with pytest.raises(tr.SchemaError, match=r"\$\.signature\[1\]\.value: \[\] \(an empty tuple\), which needs schema_version 5"):
         tr.ArtifactMetadata.from_dict(doc, "metadata.json")
     assert tr.ArtifactMetadata.from_dict({**doc, "schema_version": 5}, "metadata.json").signature[1].value == ()
-    with pytest.raises(tr.SchemaError, match="a number, boolean, string, null or \\[\\]"):
+    with pytest.raises(tr.SchemaError, match=r"\$\.signature\[0\]\.value: \[1\] \(a tuple\), which needs schema_version 9 \(this is 5\)"):
         tr.ArtifactMetadata.from_dict({**doc, "schema_version": 5, "signature": [constexpr("t", [1])]}, "metadata.json")
+
+
+# -- tuple constexprs (test_core.py::test_reshape: kernel(Z, X, out_tuple: tl.constexpr) called with (8, 8)) ------------
+class Constexpr:
+    """As ``tl.constexpr(value)`` (recognised by its class name: the runtime imports no Triton)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+Constexpr.__name__, Constexpr.__module__ = "constexpr", "triton.language.core"
+NESTED = [[8, 8], "a", None, True, 1.5, []]  # as metadata.json records ((8, 8), 'a', None, True, 1.5, ())
+
+
+def tuple_constexpr_doc() -> dict[str, Any]:
+    doc = metadata_doc([param("Z", "*fp32", 16), param("X", "*fp32", 16), constexpr("out_tuple", [8, 8]), constexpr("S", NESTED)])
+    return {**doc, "schema_version": 9}
+
+
+def test_a_tuple_constexpr_is_read_as_the_tuple_it_records():
+    meta = tr.ArtifactMetadata.from_dict(tuple_constexpr_doc(), "metadata.json")
+    assert meta.constexprs == {"out_tuple": (8, 8), "S": ((8, 8), "a", None, True, 1.5, ())} and meta.schema_version == 9
+    assert [p.to_json() for p in meta.signature][2:] == [constexpr("out_tuple", [8, 8]), constexpr("S", NESTED)]
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((ADDRESS, ADDRESS), {}),
+    ((ADDRESS, ADDRESS, (8, 8), ((8, 8), "a", None, True, 1.5, ())), {}),
+    ((ADDRESS, ADDRESS), {"out_tuple": (8, 8), "S": ((8.0, 8), "a", None, True, 1.5, ())}),
+    ((ADDRESS, ADDRESS, Constexpr((8, 8))), {"S": Constexpr(((Constexpr(8), 8), "a", None, True, 1.5, ()))}),
+], ids=["omitted", "positional", "keyword", "tl.constexpr"])
+def test_the_tuple_a_call_passes_is_taken(path, args, kwargs):
+    launch, fake = fake_launcher(tuple_constexpr_doc())
+    launch(1, args, kwargs, 0)
+    assert launched_params(fake)[:2] == [ADDRESS.to_bytes(8, "little")] * 2 and len(fake.launches) == 1
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("out_tuple", (8, 4), r"constexpr 'out_tuple' was compiled as \(8, 8\), got \(8, 4\); pass \(8, 8\) \(or omit it\), or rebuild "
+                          r"with --constexpr out_tuple=\(8, 4\)"),
+    ("out_tuple", [8, 8], r"compiled as \(8, 8\), got \[8, 8\]; pass \(8, 8\) \(or omit it\): a list is another value than the tuple"),
+    ("out_tuple", (8, 8, 1), r"compiled as \(8, 8\), got \(8, 8, 1\)"),
+    ("out_tuple", Constexpr((4, 16)), r"compiled as \(8, 8\), got \(4, 16\); .*--constexpr out_tuple=\(4, 16\)"),
+    ("out_tuple", 8, r"compiled as \(8, 8\), got 8"),
+    ("S", ((8, 8), "a", None, 1, 1.5, ()), r"constexpr 'S' was compiled as \(\(8, 8\), 'a', None, True, 1.5, \(\)\)"),
+    ("S", ((8, 8), "a", None, True, 1.5), r"constexpr 'S' was compiled as"),
+], ids=repr)
+def test_another_tuple_is_refused_naming_both(path, name, value, message):
+    launch, fake = fake_launcher(tuple_constexpr_doc())
+    with pytest.raises(tr.ConstexprMismatchError, match=message) as e:
+        launch(1, (ADDRESS, ADDRESS), {name: value}, 0)
+    assert e.value.param == name and fake.launches == []
+
+
+def test_a_reader_before_version_9_refuses_it_by_its_number(monkeypatch):
+    from tmlr_runtime.artifact import metadata
+
+    assert metadata.SCHEMA_VERSIONS == (1, 2, 4, 5, 7, 9) and tr.SCHEMA_VERSION == 9
+    monkeypatch.setattr(metadata, "SCHEMA_VERSIONS", (1, 2, 4, 5, 7))  # the reader before this version
+    monkeypatch.setattr(metadata, "_READS", "v1, v2, v4, v5, v7")
+    with pytest.raises(tr.SchemaError, match=r"schema_version 9 is not one this tmlr_runtime reads \(kernel metadata of v1, v2, v4, "
+                                             r"v5, v7\); a newer tmlr-build wrote it: upgrade tmlr_runtime"):
+        tr.ArtifactMetadata.from_dict(tuple_constexpr_doc(), "metadata.json")
+
+
+def test_a_tuple_constexpr_needs_schema_version_9_and_older_documents_still_load():
+    doc = tuple_constexpr_doc()
+    for version in (1, 5, 7):
+        with pytest.raises(tr.SchemaError, match=rf"\$\.signature\[2\]\.value: \[8, 8\] \(a tuple\), which needs schema_version 9 "
+                                                 rf"\(this is {version}\)"):
+            tr.ArtifactMetadata.from_dict({**doc, "schema_version": version}, "metadata.json")
+    for bad in ([8, {"a": 1}], [[8, [1, {}]]]):
+        with pytest.raises(tr.SchemaError, match=r"is not a number, boolean, string, null or an array of them"):
+            tr.ArtifactMetadata.from_dict({**doc, "signature": [constexpr("t", bad)]}, "metadata.json")
+    assert tr.ArtifactMetadata.from_dict(empty_tuple_doc(), "metadata.json").schema_version == 5  # v5, v7: as before
+    v7 = {**metadata_doc([param("x", "*fp32"), {**constexpr("DT", "bf16"), "object": "dtype"}, constexpr("t", [])]), "schema_version": 7}
+    assert tr.ArtifactMetadata.from_dict(v7, "metadata.json").constexprs == {"DT": tr.ArtifactMetadata.from_dict(
+        v7).signature[1].value, "t": ()}
 
 
 # -- empty grids -------------------------------------------------------------------------------------------------

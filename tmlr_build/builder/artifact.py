@@ -25,12 +25,13 @@ SUMS_FILE = "SHA256SUMS"
 VARIANTS_DIR = "v"  # a family's variants, one artifact each (family.py)
 # schema_version of a document: 1 unless it needs what version 2 added (host tensor descriptor
 # parameters), what version 4 added (a variant's PTX), what version 5 added (tuple parameters) or what version 7
-# added (constexprs that are Triton objects), so that a runtime that reads version 1 only still loads every
-# artifact it can launch (3, 6 and 8 are family indexes)
+# added (constexprs that are Triton objects) or what version 9 added (constexprs whose value is a non-empty tuple), so
+# that a runtime that reads version 1 only still loads every artifact it can launch (3, 6 and 8 are family indexes)
 _DESCRIPTOR_SCHEMA = 2
 _PTX_SCHEMA = 4
 _TUPLE_SCHEMA = 5
 _OBJECT_SCHEMA = 7
+_TUPLE_VALUE_SCHEMA = 9
 
 
 def cubin_file_name(name: str, arch: str) -> str:
@@ -68,9 +69,10 @@ def metadata_document(name: str, results: Sequence[JobResult]) -> dict[str, Any]
     version = _DESCRIPTOR_SCHEMA if any(p.get("type") == TENSORDESC for p in signature) else 1
     version = _PTX_SCHEMA if any(r.ptx is not None for r in results) else version
     tuples = [p.to_json() for p in call_params(p["name"] for p in signature) if isinstance(p, TupleParam)]
-    empty = any(p["kind"] == "constexpr" and p["value"] in ((), []) for p in signature)  # an empty tuple, written []
-    version = _TUPLE_SCHEMA if tuples or empty else version
+    arrays = [p["value"] for p in signature if p["kind"] == "constexpr" and isinstance(p["value"], (tuple, list))]  # tuples
+    version = _TUPLE_SCHEMA if tuples or arrays else version  # an empty tuple, written []
     version = _OBJECT_SCHEMA if any("object" in p for p in signature) else version
+    version = _TUPLE_VALUE_SCHEMA if any(arrays) else version  # (8, 8), written [8, 8]
     # the tuple parameters, as their elements' names make them (tmlr_runtime/tuples.py)
     return {"schema_version": version, "name": name, "signature": signature, **({"tuples": tuples} if tuples else {}),
             "variants": variants}

@@ -26,7 +26,7 @@ from typing import Any
 from ..common import devices
 from ..common.arch import Target, parse_arch_list
 from ..common.errors import BuildError, SpecError
-from ..common.signature import parse_arg_names, spec_constexpr
+from ..common.signature import is_tuple_value, parse_arg_names, spec_constexpr
 from ..common.triton_check import release_range
 from .sources import KernelRequest, check_name, parse_source
 
@@ -114,9 +114,10 @@ def _constexprs(path: str, where: str, value: Any, stage: str) -> dict[str, Any]
             raise SpecError(f'{path}: {where}: "constexprs" {name}: a list of values builds variants of a Python '
                             "kernel only; give one value")
         if not v or len({json.dumps(x) for x in v}) != len(v) or not all(
-                x is None or isinstance(x, (bool, int, float, str)) for x in v):
+                x is None or isinstance(x, (bool, int, float, str)) or is_tuple_value(x, list) for x in v):
             raise SpecError(f'{path}: {where}: "constexprs" {name}: give one value, or a list of distinct numbers, '
-                            "booleans, strings or nulls (one variant each), e.g. [128, 256]")
+                            "booleans, strings, nulls or arrays (tuples) (one variant each), e.g. [128, 256] or "
+                            "[[8, 8], [16, 16]]")
     return {n: [spec_constexpr(x) for x in v] if isinstance(v, list) else spec_constexpr(v) for n, v in value.items()}
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 # through this module (sig.Parameter, sig.format_signature)
 from tmlr_runtime.abi import (PARAM_TYPES, SCALAR_TYPES, TL_DTYPES, TMA_DESC, TYPES, Parameter, format_entry,
                                format_signature, split_top_level)
+from tmlr_runtime.artifact.metadata import is_tuple_value, tuple_of
 
 from tmlr_runtime.objects import TritonObject, of as of_object, parse as parse_object, unwrap
 from tmlr_runtime.tuples import TupleParam, call_params, split_path
@@ -50,11 +51,25 @@ class SigEntry:
         keys = [f".{f}" for f in self.fields] if self.fields is not None else [f"[{i}]" for i in range(len(self.items))]
         return [p for key, item in zip(keys, self.items) for p in item.leaves(name + key)]
 
+    def tuple_value(self) -> tuple[Any, ...] | None:
+        """A tuple entry whose elements are all values, ``(8, (4, 4))``, as that tuple (a tl.constexpr's value); None
+        for any other entry (an element that is a type, a NamedTuple)."""
+        if self.kind == "constexpr" and type(self.value) is tuple:
+            return self.value  # (): the empty tuple
+        if self.kind != "tuple" or self.fields is not None:
+            return None
+        values = [item.value if item.kind == "constexpr" else item.tuple_value() for item in self.items]
+        if any(v is None and item.kind != "constexpr" for v, item in zip(values, self.items)):
+            return None
+        return tuple(values)
+
 
 def parse_constexpr_value(text: str) -> Any:
-    """A constexpr value written on the command line: int, float, bool, None, a quoted string, or a Triton object
-    (tl.bfloat16, a @triton.jit function as module:qualname)."""
+    """A constexpr value written on the command line: int, float, bool, None, a quoted string, a Triton object
+    (tl.bfloat16, a @triton.jit function as module:qualname), or a tuple of values ((8, 8), nested too)."""
     word = text.strip()
+    if word[:1] in "([" and word[-1:] in ")]":
+        return _tuple_value(word)
     if word in ("True", "true"):
         return True
     if word in ("False", "false"):
@@ -72,6 +87,19 @@ def parse_constexpr_value(text: str) -> Any:
     if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
         return ast.literal_eval(word)
     return triton_object(word)
+
+
+def _tuple_value(word: str) -> tuple[Any, ...]:
+    """The tuple ``(8, (4, 4))`` writes; a list's brackets are refused, as Triton's tuple constexpr is a tuple."""
+    if word[0] == "[":
+        raise SignatureError(f"constexpr value {word!r}: write a tuple in parentheses, ({word[1:-1]}): Triton passes a "
+                             "tuple constexpr as a tuple (a list is another value to Triton), and a call passes it so")
+    entry = parse_tuple(word)
+    value = entry.tuple_value() if entry is not None else None
+    if value is None:
+        raise SignatureError(f"constexpr value {word!r}: a tuple constexpr's elements are values (numbers, True/False, "
+                             "None, quoted strings, tuples of them), e.g. (8, 8); a NamedTuple or a type has no constexpr value")
+    return value
 
 
 def triton_object(word: str) -> TritonObject:
@@ -97,12 +125,16 @@ def given_constexpr(value: Any) -> Any:
     they are (a value metadata.json cannot hold is refused where the signature is checked)."""
     value = unwrap(value)
     found = of_object(value)
+    if type(value) is tuple:  # a tuple constexpr: its tl.constexpr elements as their values
+        return tuple(given_constexpr(x) for x in value)
     return value if found is None else found
 
 
 def spec_constexpr(value: Any) -> Any:
     """A spec file's constexpr value: JSON's, but a string that names a Triton object (``"tl.bfloat16"``,
-    ``"kernels:relu"``) is that object."""
+    ``"kernels:relu"``) is that object, and an array (a value in a list of variants) a tuple."""
+    if isinstance(value, list):
+        return tuple_of(value)
     found = parse_object(value) if isinstance(value, str) else None
     return value if found is None else found
 
@@ -289,6 +321,9 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
             params.append(Parameter(n, "constexpr", value=constexprs[n]))
         elif n in by_name:
             e = by_name[n]
+            if e.kind == "tuple" and n in constexpr_params and e.tuple_value() is not None:
+                params.append(Parameter(n, "constexpr", value=e.tuple_value()))  # a tuple constexpr: (8, 8)
+                continue
             if e.kind == "tuple":
                 params.extend(_tuple_leaves(kernel, n, e, n in constexpr_params))
                 continue
@@ -326,16 +361,19 @@ def may_leave_out(names: Sequence[str], optional: Sequence[str]) -> str:
 
 def _tuple_leaves(kernel: str, name: str, entry: SigEntry, constexpr: bool) -> list[Parameter]:
     if constexpr:
-        raise SignatureError(f"{kernel}: parameter {name} is a tl.constexpr; give it one value, not a tuple (a tuple of "
-                             "constexprs is a plain parameter whose elements are values: drop tl.constexpr)")
+        raise SignatureError(f"{kernel}: parameter {name} is a tl.constexpr; give it a value (a plain tuple of "
+                             "values, (8, 8), is one), not types or a NamedTuple (a tuple of types is a plain parameter: drop "
+                             "tl.constexpr)")
     return entry.leaves(name)
 
 
 def check_json_value(kernel: str, p: Parameter) -> None:
     """A constexpr's value must be one metadata.json can record."""
-    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None), TritonObject)) and p.value != ():
+    if p.kind == "constexpr" and not isinstance(p.value, (int, float, bool, str, type(None), TritonObject)) and \
+            not is_tuple_value(p.value):
         raise SignatureError(f"{kernel}: constexpr {p.name} = {p.value!r} cannot be recorded in metadata.json; "
-                             "only numbers, booleans, strings, None, (), Triton dtypes and @triton.jit functions can")
+                             "only numbers, booleans, strings, None, tuples of them (nested too), Triton dtypes and "
+                             "@triton.jit functions can")
 
 
 def check_against_ir(kernel: str, params: Sequence[Parameter], ir_params: Sequence[Parameter],

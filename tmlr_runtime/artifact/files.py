@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ArtifactError, SchemaError
 
-FAMILY_VERSION = 3  # a family index; kernel metadata is version 1, 2, 4, 5 or 7 (metadata.SCHEMA_VERSIONS)
+FAMILY_VERSION = 3  # a family index; kernel metadata is version 1, 2, 4, 5, 7 or 9 (metadata.SCHEMA_VERSIONS)
 # 6: the index of a family whose kernel has tuple parameters (its variants say 5). Numbered past the kernel
 # metadata's versions so that a runtime without tuple families names the version it cannot read
 FAMILY_TUPLE_VERSION = 6

@@ -7,6 +7,7 @@ it (``_PARAMETER``, ``_DESCRIPTOR``, ``_VARIANT``, made by ``rules``) while it b
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -23,17 +24,19 @@ from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid,
 from .targets import choose
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
-SCHEMA_VERSION = 7  # the newest this reader reads
+SCHEMA_VERSION = 9  # the newest this reader reads
 # 2 added tensordesc parameters (a document without one says 1); 3 is a family index (files.FAMILY_VERSION);
 # 4 added a variant's PTX (a document without any says 1 or 2, as before); 5 added tuple parameters (tuples.py: a
 # document without any says 1, 2 or 4, as before); 6 is a family index of tuple variants; 7 added constexprs that
 # are Triton objects (objects.py: a document without any says 1, 2, 4 or 5, as before); 8 is a family index with
-# variants that failed to compile (files.FAMILY_FAILED_VERSION)
-SCHEMA_VERSIONS = (1, 2, 4, 5, 7)
+# variants that failed to compile (files.FAMILY_FAILED_VERSION); 9 added constexprs whose value is a non-empty tuple
+# ((8, 8), nested too: an array of numbers, booleans, strings, nulls and arrays; a document without any says 1 to 7, as before)
+SCHEMA_VERSIONS = (1, 2, 4, 5, 7, 9)
 _READS = ", ".join(f"v{n}" for n in SCHEMA_VERSIONS)  # what the kernel metadata reader reads, said when it refuses
 PTX_VERSION = 4
 TUPLE_VERSION = 5
 OBJECT_VERSION = 7
+TUPLE_VALUE_VERSION = 9
 METADATA_FILE = "metadata.json"
 
 
@@ -143,6 +146,20 @@ class ArtifactMetadata:
         return self.pick(major, minor)[0]
 
 
+_SCALAR_VALUES = (int, float, str, type(None))  # bool is an int
+
+
+def is_tuple_value(value: Any, sequence: type = tuple) -> bool:
+    """Whether ``value`` is a tuple constexpr's value metadata.json records as an array (schema v9; () since v5): a
+    ``sequence`` (a tuple; a list as JSON reads it) of numbers, booleans, strings, None and such sequences."""
+    return type(value) is sequence and all(isinstance(x, _SCALAR_VALUES) or is_tuple_value(x, sequence) for x in value)
+
+
+def tuple_of(value: Any) -> Any:
+    """A constexpr's value read from JSON: arrays as tuples, at any depth (``[8, [4, 4]]`` -> ``(8, (4, 4))``)."""
+    return tuple(tuple_of(x) for x in value) if type(value) is list else value
+
+
 # --- the document, in the order of schema/metadata.schema.json -----------------------------------
 CUBIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.cubin").fullmatch
 PTX_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.ptx").fullmatch
@@ -171,8 +188,9 @@ _PARAMETER = {
                         "type": string(PARAM_TYPES.__contains__, "a Triton scalar, pointer, nvTmaDesc or tensordesc type")}),
     TENSORDESC: obj({"name": _NAME, "kind": ANY, "type": ANY, "descriptor": _descriptor,
                          "divisibility": one_of((1,), "1 (a tensordesc parameter has no divisibility)")}),
-    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(lambda v: v == [] if isinstance(v, list) else not isinstance(v, dict),
-                                                                         "a number, boolean, string, null or [] (an empty tuple)")},
+    "constexpr": obj({"name": _NAME, "kind": ANY, "value": test(
+        lambda v: is_tuple_value(v, list) if isinstance(v, list) else not isinstance(v, dict),
+        "a number, boolean, string, null or an array of them (a tuple; [] the empty tuple)")},
                      {"object": one_of(OBJECT_KINDS, f"one of {list(OBJECT_KINDS)} (a Triton object this tmlr_runtime "
                                                      "does not know cannot be checked: upgrade tmlr_runtime)")}),
     "equal_to_1": obj({"name": _NAME, "kind": ANY, "type": string(SCALAR_TYPES.__contains__, f"one of {list(SCALAR_TYPES)}")}),
@@ -211,7 +229,7 @@ def _parameter(p: Any) -> Parameter:
         obj({"kind": ANY})(p)
     d = _PARAMETER[TENSORDESC if kind == "runtime" else kind](p)
     value = _object(d["object"], d["value"]) if "object" in d else 1 if kind == "equal_to_1" else \
-        () if d.get("value") == [] else d.get("value")  # []: an empty tuple
+        tuple_of(d.get("value"))  # an array: a tuple ([]: the empty tuple)
     return record(Parameter, {"name": d["name"], "kind": kind, "type": d.get("type"), "divisibility": int(d.get("divisibility", 1)),
                                "value": value, "descriptor": d.get("descriptor")})
 
@@ -292,6 +310,11 @@ def _document(doc: Any, version: int) -> tuple[str, tuple[Parameter, ...], tuple
     if version < TUPLE_VERSION and empty is not None:
         raise at(at(at(Invalid(f"[] (an empty tuple), which needs schema_version {TUPLE_VERSION} (this is {version})"), "value"), empty),
                  "signature")
+    full = next((i for i, p in enumerate(signature) if type(p.value) is tuple and p.value and p.kind == "constexpr"), None)
+    if version < TUPLE_VALUE_VERSION and full is not None:
+        problem = Invalid(f"{json.dumps(signature[full].value)} (a tuple), which needs schema_version {TUPLE_VALUE_VERSION} "
+                          f"(this is {version})")
+        raise at(at(at(problem, "value"), full), "signature")
     if version < PTX_VERSION and any(v.ptx is not None for v in variants):
         raise at(Invalid(f"{version}, but a variant has ptx, which needs schema_version {PTX_VERSION}"), "schema_version")
     if version < OBJECT_VERSION and any(type(p.value) is TritonObject for p in signature):

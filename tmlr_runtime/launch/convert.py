@@ -7,7 +7,7 @@ import operator
 import struct
 from typing import Any
 
-from ..errors import ArgumentError, ConstexprMismatchError, ScalarArgumentError, TmlrError, short_repr
+from ..errors import ArgumentError, ScalarArgumentError, TmlrError, short_repr
 from ..abi import Parameter
 from .plan import BF16, BOOL, CONSTEXPR, DIV16, ONE, PTR, TENSORDESC, TMA
 from .pointers import any_pointer
@@ -24,7 +24,8 @@ def _equals(value: Any, expected: Any) -> bool:
 
 def same_constexpr(value: Any, expected: Any) -> bool:
     """Equal as constexpr values: 1 and 1.0 are, 1 and True are not; a Triton object (objects.TritonObject) takes
-    what stands for it (tl.float32, torch.float32, 'fp32'); a ``tl.constexpr(...)`` is the value it holds."""
+    what stands for it (tl.float32, torch.float32, 'fp32'); a tuple a tuple of as many such values (a list is not
+    one, as Triton compiles a list apart); a ``tl.constexpr(...)`` is the value it holds."""
     if type(value).__name__ == "constexpr":  # Triton's or serve's stand-in's wrapper (objects.unwrap)
         from ..objects import unwrap  # a rare value: `import tmlr_runtime` imports no objects.py
 
@@ -32,25 +33,16 @@ def same_constexpr(value: Any, expected: Any) -> bool:
     accepts = getattr(expected, "accepts", None)
     if accepts is not None:
         return accepts(value)
+    if type(expected) is tuple:
+        return isinstance(value, tuple) and len(value) == len(expected) and all(map(same_constexpr, value, expected))
     return _equals(value, expected) and isinstance(value, bool) == isinstance(expected, bool)
 
 
 def check_constexpr(p: Parameter, value: Any) -> None:
     if not same_constexpr(value, p.value):
-        # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
-        from ..objects import of, unwrap  # a rare path: `import tmlr_runtime` imports neither
-        from ..tuples import split_path
+        from .diagnose import constexpr_mismatch  # a rare path: `import tmlr_runtime` does not import it
 
-        value = unwrap(value)  # tl.constexpr(tl.float32): said as tl.float32
-        found = of(value)  # a Triton object: written as tmlr-build reads it (tl.float16 for torch.float16 too)
-        written = repr(found) if found is not None else short_repr(value)
-        root = split_path(p.name)[0]
-        rebuild = f"--constexpr {p.name}={written}" if root == p.name else \
-            f"{written} in the place of {p.name} in {root}'s --signature entry"
-        if p.value == ():  # an empty tuple parameter or element, typed () in --signature
-            rebuild = f"{p.name}'s --signature entry typed for {written} (() is the empty tuple)"
-        raise ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
-                                     f"(or omit it), or rebuild with {rebuild}", p.name)
+        raise constexpr_mismatch(p, value)
 
 
 def convert(code: int, p: Parameter, value: Any, device: int, checks: bool) -> Any:
