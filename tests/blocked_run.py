@@ -1,4 +1,5 @@
-"""A GPU test's own file run again in a process where Triton cannot be imported, as a deployed service runs.
+"""A GPU test's own file run again in a process where Triton cannot be imported, as a deployed service runs (or, with
+``blocked=False``, in a process of its own with Triton as installed).
 
 The file's ``__main__`` prints one ``PASS <check>`` or ``FAIL <check>`` line per check; :func:`assert_checks_pass`
 runs it and asserts that exactly ``checks`` passed, in that order."""
@@ -14,11 +15,12 @@ _BLOCKED_RUN = "import runpy, sys\nsys.modules['triton'] = None\nsys.argv = sys.
 
 
 def assert_checks_pass(path: str, checks: Sequence[str], args: Sequence[str] = (), env: dict[str, str] | None = None,
-                       timeout: int = 300) -> None:
-    """Run ``path`` with ``args`` (and ``env`` added to the environment) where Triton cannot be imported."""
+                       timeout: int = 300, blocked: bool = True) -> None:
+    """Run ``path`` with ``args`` (and ``env`` added to the environment) where Triton cannot be imported (``blocked``)."""
     run_env = {**os.environ, **(env or {})}
     run_env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-c", _BLOCKED_RUN, path, *args], capture_output=True, text=True,
+    prefix = [sys.executable, "-c", _BLOCKED_RUN] if blocked else [sys.executable]
+    proc = subprocess.run([*prefix, path, *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=run_env)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and [line.split()[1] for line in lines] == list(checks), proc.stdout + proc.stderr

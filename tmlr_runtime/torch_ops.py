@@ -14,7 +14,16 @@ from . import ArgumentError, Kernel, TmlrError
 
 __all__ = ["OpKernel", "TorchOpError", "custom_op", "wrap"]
 
-_state = threading.local()  # .faking: True while this thread runs a launch function to derive its fake
+
+class _State(threading.local):
+    """The one home of the faking flag: True while this thread runs a launch function on FakeTensors to derive its
+    fake. :class:`OpKernel` and the served launches of ``tmlr_runtime.serve`` (serving/server.py, which finds this
+    module in ``sys.modules`` and never imports it) do nothing while it is set."""
+
+    faking = False
+
+
+_state = _State()
 
 
 class TorchOpError(TmlrError):
@@ -37,7 +46,7 @@ class OpKernel:
         self.kernel = kernel
 
     def __call__(self, grid: Any, *args: Any, **kwargs: Any) -> None:
-        if getattr(_state, "faking", False):
+        if _state.faking:
             return None
         return self.kernel(grid, *args, **kwargs)
 
@@ -70,7 +79,8 @@ def custom_op(name: str, launch: Callable[..., Any] | None = None, /, *, mutates
               device_types: str | Iterable[str] | None = None) -> Any:
     """Make ``launch`` (a function that allocates outputs and launches tmlr kernels) the torch custom operator
     ``name`` ("namespace::op") as ``torch.library.custom_op`` does, with its fake implementation (``fake``, else
-    ``launch`` run on FakeTensors with :func:`wrap`-ped kernel calls skipped); a decorator, or called with ``launch``.
+    ``launch`` run on FakeTensors with :func:`wrap`-ped kernel calls skipped, and the launches ``tmlr_runtime.serve``
+    serves); a decorator, or called with ``launch``.
     ``mutates_args`` names every tensor argument a kernel writes in place (docs/torch.md). Outputs must be new
     tensors, never an input or a view of one. Returns torch's ``CustomOpDef``."""
     if not hasattr(torch.library, "custom_op"):
@@ -111,7 +121,7 @@ class _NoAddresses(torch.overrides.TorchFunctionMode):
 def _derived_fake(name: str, launch: Callable[..., Any]) -> Callable[..., Any]:
     """``launch`` on FakeTensors with wrapped kernels doing nothing: what torch calls for the outputs' metadata."""
     def fake(*args: Any, **kwargs: Any) -> Any:
-        before = getattr(_state, "faking", False)
+        before = _state.faking
         _state.faking = True
         try:
             with _NoAddresses(name):

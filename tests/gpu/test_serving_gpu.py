@@ -12,7 +12,6 @@ torch's results.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pytest
@@ -36,13 +35,9 @@ def test_kernlib_ops_served_with_triton_blocked() -> None:
 @pytest.mark.needs_sm(9, 0)
 def test_kernlib_ops_served_with_triton_installed_never_compile(tmp_path: str) -> None:
     pytest.importorskip("triton")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
-               TMLR_CACHE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, __file__, "--with-triton"], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT, env=env)
-    lines = proc.stdout.strip().splitlines()
-    assert proc.returncode == 0 and [line.split()[1] for line in lines] == list(WITH_TRITON), proc.stdout + proc.stderr
-    assert all(line.startswith("PASS ") for line in lines), proc.stdout + proc.stderr
+    from blocked_run import assert_checks_pass
+
+    assert_checks_pass(__file__, WITH_TRITON, ["--with-triton"], {"TMLR_CACHE_DIR": str(tmp_path)}, blocked=False)
 
 
 def _ops(**serve: object) -> tuple[object, object]:
