@@ -141,6 +141,16 @@ def child(folder: str, triton: bool, rounds: int, burst: int, gpu: bool) -> dict
     return {"samples": samples, "errors": errors, "launch_path": compiled.describe()}
 
 
+def runtime_commit() -> str | None:
+    """The commit of the measured tmlr_runtime (this checkout's), "-dirty" when it differs from it; None outside git."""
+    def git(*args: str) -> str | None:
+        p = subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    return commit and commit + ("-dirty" if git("status", "--porcelain", "--", "tmlr_runtime") else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -180,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                 measurements[f"{key}: direct"] = harness.stats(s["direct"], "µs")
                 measurements[f"{key}: served ÷ direct"] = harness.ratio(s["served"], s["direct"])
                 measurements[f"{key}: served − direct"] = harness.difference(s["served"], s["direct"], "µs")
+    facts["runtime_commit"] = runtime_commit()
     settings = {"rounds": a.rounds, "burst": a.burst,
                 "driver": "the GPU's" if a.gpu else "tools/compiled_probe.py stub driver (C do-nothing launches)"}
     return harness.finish({"serve_steady": harness.question(measurements, settings=settings, facts=facts, errors=errors)},
