@@ -6,12 +6,10 @@ process, and with the stand-in in a subprocess without Triton (as tests/runtime/
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -86,28 +84,6 @@ def test_the_most_specialized_artifact_first_and_the_strict_error_on_the_fast_pa
             ops.add[(4,)](x, y, out)
         assert len(fake.launches) == 4
     assert no_compile == []
-
-
-def test_fallback_from_the_fast_path_warns_and_runs_tritons_jit(model: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from triton.runtime.jit import JITFunction
-
-    jit_runs: list[dict[str, Any]] = []
-    monkeypatch.setattr(JITFunction, "run", lambda self, *args, grid, warmup, **kw: jit_runs.append(dict(kw, grid=grid)))
-    pending = tmp_path / "pending.jsonl"
-    with tr.serve(ARTIFACTS, mode="fallback", pending_spec=pending), installed() as fake:
-        ops = model("add_op")
-        x, y, out = _tensors()
-        ops.add[(4,)](x, y, out, 4096, BLOCK=1024)
-        assert isinstance(ops.add[(4,)].func, ServedKernel)
-        with pytest.warns(tr.UnservedKernelWarning, match="BLOCK=512.*Triton's JIT compiles it now"):
-            ops.add[(8,)](x, y, out, 4096, BLOCK=512)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # once per kernel and specialization
-            ops.add[(8,)](x, y, out, 4096, BLOCK=512)
-        ops.add[(4,)](x, y, out, 4096, BLOCK=1024)
-        assert jit_runs == [{"BLOCK": 512, "grid": (8,)}] * 2 and len(fake.launches) == 2
-    assert [json.loads(line) for line in pending.read_text().splitlines()] == [
-        {"source": "vector_add", "kernel": "add", "signature": "*fp32:16, *fp32:16, *fp32:16, i32:16, 512"}]
 
 
 def test_heuristics_are_computed_by_the_models_function_at_every_launch(model: Any, no_compile: list[str],

@@ -5,8 +5,9 @@ runs no Python of the server (docs/serving.md, "Steady-state launches").
 artifact bound to ``grid``, as ``Kernel.__getitem__`` does: a :class:`ServedKernel`, which hands a call it refuses for
 its specialization to the next artifact, and the last to the general route (``Server.run``: every artifact tried again
 for the reasons, then the strict error or Triton's JIT). A wrapper (@triton.autotune / @triton.heuristics) built as a
-family gets a launcher that tries its families in order (:func:`trying`); one whose Python must run (Server._through)
-goes the general route."""
+family gets a launcher that tries its families in order (:func:`trying`); a @triton.heuristics wrapper over plain
+artifacts computes its values, then launches as the function under it does (:func:`with_heuristics`); an
+@triton.autotune wrapper over plain artifacts goes the general route (Server._through)."""
 from __future__ import annotations
 
 import functools
@@ -94,8 +95,9 @@ def with_heuristics(obj: Any, below: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def hook_getitem(server: Any, cls: type) -> None:
-    """``obj[grid]`` of ``cls``'s kernel objects: ``partial(launcher, grid)``, the launcher being ``server.fast[id(obj)]`` (a
-    ServedKernel, or :func:`trying`'s), else what ``server.bind`` gives; ``server.close()`` puts the method back."""
+    """``obj[grid]`` of ``cls``'s kernel objects: ``partial(launcher, grid)``, the launcher being
+    ``server.fast[id(obj)]`` (a ServedKernel, or :func:`trying`'s), else what ``server.bind`` gives;
+    ``server.close()`` puts the method back."""
     had = "__getitem__" in cls.__dict__
     original = cls.__getitem__  # type: ignore[attr-defined]
     fast, bind, partial, key = server.fast, server.bind, functools.partial, id
