@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import tmlr_runtime as tr
-from family_sample import signature, write_variant
+from family_sample import make_family, signature, write_variant
 from fake_driver import installed
 from test_serving import ARTIFACTS, ROOT, _tensors, _without_triton, _write_index, model, no_compile  # noqa: F401
 from tmlr_runtime.serving.fast import ServedKernel
@@ -83,6 +83,28 @@ def test_the_most_specialized_artifact_first_and_the_strict_error_on_the_fast_pa
         with pytest.raises(tr.ArgumentCountError):  # the call's own error, as it is
             ops.add[(4,)](x, y, out)
         assert len(fake.launches) == 4
+    assert no_compile == []
+
+
+def test_a_family_of_specializations_is_tried_first_on_the_fast_path(model: Any, tmp_path: Path, no_compile: list[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # built without autotune or heuristics, the family is the @triton.jit function's own artifact (no ServedKernel chain:
+    # a launcher tries it, then the general route)
+    make_family(str(tmp_path / "add_family"), [(None, signature(n="16")), (None, signature())], num_warps=[4, 8])
+    _write_index(tmp_path, [("add_family", "vector_add", "add", VECTOR_ADD)])
+    with tr.serve(tmp_path), installed() as fake:
+        ops = model("add_op")
+        x, y, out = _tensors()
+        ops.add[(4,)](x, y, out, 4096, BLOCK=1024)
+        assert isinstance(ops.add[(4,)], functools.partial) and not isinstance(ops.add[(4,)].func, ServedKernel)
+        with monkeypatch.context() as m:
+            _no_server_python(m)
+            ops.add[(4,)](x, y, out, 4095, BLOCK=1024)
+            ops.add[(4,)](x, y, out, 4096, BLOCK=1024)
+        assert [launch["block"][0] for launch in fake.launches] == [128, 256, 128]
+        with pytest.raises(tr.UnservedKernelError, match="BLOCK=512.*artifact add_family: ") as e:
+            ops.add[(8,)](x, y, out, 4096, BLOCK=512)
+        assert e.value.__context__ is None and len(fake.launches) == 3
     assert no_compile == []
 
 
