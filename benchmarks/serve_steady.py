@@ -69,36 +69,46 @@ class _Target:
         return GPUTarget("cuda", 90, 32)
 
 
-def cases(folder: str, torch: Any, tr: Any, device: str) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
-    """Case -> (served call, direct call), each as the model code / a careful engineer writes it."""
+Case = tuple[Any, dict[str, Any], Any, dict[str, Any], Any, tuple[Any, ...]]  # served, its kwargs, direct, its kwargs, grid, args
+
+
+def cases(folder: str, torch: Any, tr: Any, device: str) -> dict[str, Case]:
+    """Each case: the served kernel object and the loaded artifact, called with the same grid and positional arguments
+    and the keywords the model code and a careful engineer write."""
     x, y, out = (torch.empty(4096, device=device) for _ in range(3))
     load = lambda name: tr.Kernel.load(os.path.join(folder, name))  # noqa: E731
+    block, warps = {"BLOCK": 1024}, {"BLOCK": 1024, "num_warps": 4}
     if folder == EXAMPLES:
         import add_op
         import launch_latency as ll
         import vector_add as va
 
-        nop, add4, add = load("nop"), load("add4"), load("add")
-        g1, g4 = (1,), (4,)
+        add, add_args = load("add"), (x, y, out, 4096)
         return {
-            "nop: kernel[(1,)]()": (lambda: ll.nop[g1](), lambda: nop(g1)),
-            "add4: positional, BLOCK too": (lambda: ll.add4[g1](x, y, out, 1024, 1024), lambda: add4(g1, x, y, out, 1024, 1024)),
-            "add: BLOCK=, num_warps=": (lambda: va.add[g4](x, y, out, 4096, BLOCK=1024, num_warps=4),
-                                        lambda: add(g4, x, y, out, 4096, BLOCK=1024, num_warps=4)),
-            "@heuristics over a plain artifact": (lambda: add_op.add_heuristic[g4](x, y, out, 4096),
-                                                  lambda: add(g4, x, y, out, 4096, BLOCK=1024)),
-            "@autotune over a plain artifact (2nd config served)": (lambda: add_op.add_tuned[g4](x, y, out, 4096),
-                                                                   lambda: add(g4, x, y, out, 4096, BLOCK=1024, num_warps=4)),
+            "nop: kernel[(1,)]()": (ll.nop, {}, load("nop"), {}, (1,), ()),
+            "add4: positional, BLOCK too": (ll.add4, {}, load("add4"), {}, (1,), (x, y, out, 1024, 1024)),
+            "add: BLOCK=, num_warps=": (va.add, warps, add, warps, (4,), add_args),
+            "@heuristics over a plain artifact": (add_op.add_heuristic, {}, add, block, (4,), add_args),
+            "@autotune over a plain artifact (2nd config served)": (add_op.add_tuned, {}, add, warps, (4,), add_args),
         }
     from kernlib.ops import heur, plain, tuned
 
-    scale, heur_family, tuned_family = load("scale"), load("heur_scale"), load("tuned_scale")
-    g = (1,)
+    args = (x, out, 1000)
     return {
-        "kernlib scale: BLOCK=": (lambda: plain.scale[g](x, out, 1000, BLOCK=1024), lambda: scale(g, x, out, 1000, BLOCK=1024)),
-        "@heuristics family": (lambda: heur.heur_scale[g](x, out, 1000), lambda: heur_family(g, x, out, 1000)),
-        "@autotune family": (lambda: tuned.tuned_scale[g](x, out, 1000), lambda: tuned_family(g, x, out, 1000)),
+        "kernlib scale: BLOCK=": (plain.scale, block, load("scale"), block, (1,), args),
+        "@heuristics family": (heur.heur_scale, {}, load("heur_scale"), {}, (1,), args),
+        "@autotune family": (tuned.tuned_scale, {}, load("tuned_scale"), {}, (1,), args),
     }
+
+
+def systems(case: Case) -> dict[str, Callable[[int], None]]:
+    """served ``k[g](*a, **kw)``; direct ``d(g, *a, **kw)``; direct[] ``d[g](*a, **kw)``, the same launch through
+    ``Kernel.__getitem__`` (a Python call and a partial: what a served launch is at best)."""
+    import harness
+
+    k, kw, d, dkw, g, a = case
+    return {"served": harness.repeated(lambda: k[g](*a, **kw)), "direct": harness.repeated(lambda: d(g, *a, **dkw)),
+            "direct[]": harness.repeated(lambda: d[g](*a, **dkw))}
 
 
 def child(folder: str, triton: bool, rounds: int, burst: int, gpu: bool) -> dict[str, Any]:
@@ -125,15 +135,16 @@ def child(folder: str, triton: bool, rounds: int, burst: int, gpu: bool) -> dict
     samples: dict[str, Any] = {}
     errors: dict[str, str] = {}
     sync = torch.cuda.synchronize if gpu else (lambda: None)
-    for name, (served, direct) in cases(folder, torch, tr, "cuda" if gpu else "cpu").items():
+    for name, case in cases(folder, torch, tr, "cuda" if gpu else "cpu").items():
         case_errors: dict[str, str] = {}
+        runs = systems(case)
         try:
-            served(), direct()  # the first launch loads and (the autotune family) tunes
+            for run in runs.values():
+                run(1)  # the first launch loads and (the autotune family) tunes
         except Exception as e:  # noqa: BLE001 - reported; the other cases still run
             errors[name] = harness.error_text(e)
             continue
-        got = harness.interleave({"served": harness.repeated(served), "direct": harness.repeated(direct)}, rounds, burst,
-                                 sync=sync, errors=case_errors)
+        got = harness.interleave(runs, rounds, burst, sync=sync, errors=case_errors)
         samples[name] = got
         errors.update({f"{name} / {k}": v for k, v in case_errors.items()})
     from tmlr_runtime.launch import compiled
@@ -190,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
                 measurements[f"{key}: direct"] = harness.stats(s["direct"], "µs")
                 measurements[f"{key}: served ÷ direct"] = harness.ratio(s["served"], s["direct"])
                 measurements[f"{key}: served − direct"] = harness.difference(s["served"], s["direct"], "µs")
+                if "direct[]" in s:
+                    measurements[f"{key}: direct[]"] = harness.stats(s["direct[]"], "µs")
+                    measurements[f"{key}: served ÷ direct[]"] = harness.ratio(s["served"], s["direct[]"])
     facts["runtime_commit"] = runtime_commit()
     settings = {"rounds": a.rounds, "burst": a.burst,
                 "driver": "the GPU's" if a.gpu else "tools/compiled_probe.py stub driver (C do-nothing launches)"}

@@ -35,7 +35,8 @@ def test_serve_steady_measures_every_case_with_the_stand_in_and_with_triton(tmp_
     assert q["errors"] == {} and q["settings"]["rounds"] == 3
     for label in ("stand-in", "Triton"):
         for case in CASES:
-            for what, unit in (("served", "µs"), ("direct", "µs"), ("served ÷ direct", "x"), ("served − direct", "µs")):
+            for what, unit in (("served", "µs"), ("direct", "µs"), ("direct[]", "µs"), ("served ÷ direct", "x"),
+                               ("served − direct", "µs"), ("served ÷ direct[]", "x")):
                 m = q["measurements"][f"{label}: {case}: {what}"]
                 assert m["unit"] == unit and m["n"] == 3
     assert "| stand-in: nop: kernel[(1,)](): served ÷ direct | x |" in proc.stdout
