@@ -329,6 +329,8 @@ class Bench:
                 q["m"][f"{kernel}/{system}"] = harness.stats(values, "us")
             if "served" in s and "direct" in s:
                 q["m"][f"{kernel}/served÷direct"] = harness.ratio(s["served"], s["direct"])
+            if "served" in s and "direct[]" in s:  # against the same launch through Kernel.__getitem__ (no target)
+                q["m"][f"{kernel}/served÷direct[]"] = harness.ratio(s["served"], s["direct[]"])
         q["facts"]["launch_path"] = doc.get("launch_path")
         q["facts"]["burst"] = 200
 

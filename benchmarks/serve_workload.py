@@ -10,7 +10,8 @@ in a service without Triton (tests/blocked_run.py does the same).
 Prints one line ``SERVE_WORKLOAD {json}``: the phases on the monotonic clock (Linux: one clock for all processes,
 so ``spawn_to_first_s`` counts from the parent's ``$SERVE_SPAWN_T``), each op's first-call time and error, the
 process's RSS, and with ``--compare`` each output against the reference file's. ``--steady N`` then times a served
-``kernel[grid](...)`` against ``Kernel.load(dir)(grid, ...)`` of the same artifact (N interleaved rounds).
+``kernel[grid](...)`` against ``Kernel.load(dir)(grid, ...)`` (and ``Kernel.load(dir)[grid](...)``) of the same artifact
+(N interleaved rounds).
 """
 from __future__ import annotations
 
@@ -166,8 +167,11 @@ def steady(directory: str, rounds: int, torch: Any) -> dict[str, Any]:
         except Exception as e:  # noqa: BLE001
             result[name] = {"errors": {"load": harness.error_text(e)}}
             continue
+        # direct: the call a careful engineer writes; direct[]: the same kernel launched as served code is, through
+        # Kernel.__getitem__ (a Python call and a partial), which is what a served launch is at best
         systems = {"served": harness.repeated(lambda k=kernel, g=grid, a=args, w=kw: k[g](*a, **w)),
-                   "direct": harness.repeated(lambda d=direct, g=grid, a=args, w=kw: d(g, *a, **w))}
+                   "direct": harness.repeated(lambda d=direct, g=grid, a=args, w=kw: d(g, *a, **w)),
+                   "direct[]": harness.repeated(lambda d=direct, g=grid, a=args, w=kw: d[g](*a, **w))}
         samples = harness.interleave(systems, rounds, 200, sync=torch.cuda.synchronize, errors=errors)
         result[name] = {"samples_us": samples, "errors": errors}
     return result

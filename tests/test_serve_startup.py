@@ -86,7 +86,8 @@ class FakeProcesses:
             doc["compare"] = {f"op{i}": {"equal": i != 0 or n == 7, "allclose": True, "max_abs_diff": 0.0 if i else 1e-7}
                               for i in range(n)}
         if step == "steady":
-            doc["steady"] = {"k00_add": {"samples_us": {"served": [10.2, 10.4, 10.1], "direct": [10.0, 10.0, 10.0]}, "errors": {}},
+            doc["steady"] = {"k00_add": {"samples_us": {"served": [10.2, 10.4, 10.1], "direct": [10.0, 10.0, 10.0],
+                                                        "direct[]": [10.1, 10.4, 10.1]}, "errors": {}},
                              "_rms_norm_forward_kernel": {"samples_us": {"served": [s * self.steady_ratio for s in (20.0, 21.0, 20.0)],
                                                                          "direct": [20.0, 21.0, 20.0]}, "errors": {}}}
         return doc
@@ -134,6 +135,8 @@ def test_a_full_run_writes_a_valid_results_file_with_ratios_and_targets(tmp_path
     assert targets == {"serve_startup/triton_cold÷tmlr_serve/kernels_own": True,
                        "serve_startup/triton_warm÷tmlr_serve/kernels_own": True,
                        "serve_steady/k00_add/served÷direct": True, "serve_steady/_rms_norm_forward_kernel/served÷direct": True}
+    steady = doc["questions"]["serve_steady"]["measurements"]  # against Kernel.__getitem__ too, for reading (no target)
+    assert steady["k00_add/served÷direct[]"]["samples"] == [1.0099, 1.0, 1.0] and "k00_add/direct[]" in steady
     disk = doc["questions"]["serve_startup"]["facts"]["disk"]
     art = disk["artifacts (recorded, built on the GPU host's CPU)"]
     assert art["files"] == 2 and doc["questions"]["serve_startup"]["facts"]["disk_bytes_per_artifact"] == art["bytes"] // 23

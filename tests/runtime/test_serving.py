@@ -26,6 +26,7 @@ import tmlr_runtime as tr
 from fake_driver import fake_cuda_tensor_type, installed
 from family_sample import autotune, make_family, signature
 from tmlr_runtime.artifact.serve_index import SERVE_SCHEMA_PATH, read_serve_index
+from tmlr_runtime.serving.fast import ServedKernel
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "examples" / "artifacts"
@@ -131,6 +132,7 @@ def test_fallback_warns_appends_a_pending_spec_line_and_runs_tritons_jit(model: 
         x, y, out = _tensors()
         ops.add[(4,)](x, y, out, 4096, BLOCK=1024)  # served: Triton's run is not called
         assert jit_runs == [] and len(fake.launches) == 1
+        assert isinstance(ops.add[(4,)].func, ServedKernel)  # what follows starts on the steady-state path (fast.py)
         with pytest.warns(tr.UnservedKernelWarning, match="BLOCK=512.*Triton's JIT compiles it now") as w:
             ops.add[(8,)](x, y, out, 4096, BLOCK=512)
         assert w[0].message.kernel == "vector_add:add" and jit_runs == [{"BLOCK": 512, "grid": (8,)}]
@@ -138,6 +140,8 @@ def test_fallback_warns_appends_a_pending_spec_line_and_runs_tritons_jit(model: 
             warnings.simplefilter("error")  # said once per kernel and specialization
             ops.add[(8,)](x, y, out, 4096, BLOCK=512)
         assert len(jit_runs) == 2
+        ops.add[(4,)](x, y, out, 4096, BLOCK=1024)
+        assert len(jit_runs) == 2 and len(fake.launches) == 2
     lines = [json.loads(line) for line in pending.read_text().splitlines()]
     assert lines == [{"source": "vector_add", "kernel": "add", "signature": "*fp32:16, *fp32:16, *fp32:16, i32:16, 512"}]
     assert JITFunction.run is not None and jit_runs  # close() put the (patched-in) run back

@@ -120,14 +120,16 @@ class Kernel:
                                      variant.entry)
                 self._contexts[handle] = plan
                 # kept apart from the plan: the executor refers to it (its helpers), so no cycle
-                self._executors[handle] = compiled.executor(plan, launch)
+                self._executors[handle] = compiled.executor(plan, self._python)
         self._fast, self._compiled = plan.fast, self._executors[handle]
         return plan
 
     # -- launching -------------------------------------------------------------------------------
     # kernel(grid, *args, stream=None, **kwargs): launch on grid (an int, up to 3 ints, or
     # lambda meta: ...) with args in signature order; constexprs may be omitted or passed by keyword;
-    # the plan's compiled executor runs it when there is one, else (and what it declines) execute.launch
+    # the plan's compiled executor runs it when there is one, else (and what it declines) the Python executor,
+    # execute.launch (a subclass may put another there: serving's ServedKernel)
+    _python = staticmethod(launch)
     __call__ = compiled.method("_compiled", launch)
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:

@@ -5,6 +5,7 @@ source file) launch it, the most specialized that accepts the call first; a laun
 (mode "fallback"). Shared by the hooks on Triton's classes (triton_hooks.py) and the stand-in (stand_in.py)."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -13,17 +14,12 @@ import threading
 import warnings
 from typing import Any, Callable
 
-from ..errors import (ConstexprMismatchError, DescriptorArgumentError, LaunchOptionMismatchError, NoCompatibleVariantError,
-                      PointerArgumentError, ScalarArgumentError, UnservedKernelError, UnservedKernelWarning)
+from ..errors import UnservedKernelError, UnservedKernelWarning
 from ..artifact.serve_index import ServedEntry
 from ..family.choose import specialization as specialized
 from ..launch.kernel import Kernel
 from . import calls
-
-# What an artifact answers to a call of another specialization (Triton's JIT would compile one for it): the next
-# artifact is tried. Any other error (argument count, grid, stream, driver) is the call's and is raised as it is.
-NOT_THIS_SPECIALIZATION = (ConstexprMismatchError, LaunchOptionMismatchError, PointerArgumentError, ScalarArgumentError,
-                           DescriptorArgumentError, NoCompatibleVariantError)
+from .fast import NOT_THIS_SPECIALIZATION, chain, heuristics, trying, with_heuristics
 _CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # a Config's launch options the runtime checks
 
 
@@ -36,7 +32,8 @@ class Served:
         self.name, self.directory, self.entries, self.stale, self.tuning = name, directory, entries, stale, tuning
         self._loaded: tuple[list[tuple[str, Any]], list[tuple[str, Any]]] | None = None
 
-    def _load(self) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    def loaded(self) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+        """(outer, inner): each a list of (artifact, loaded kernel), loaded at the first call."""
         if self._loaded is None:
             outer, inner = [], []
             for e in self.entries:
@@ -49,12 +46,12 @@ class Served:
 
     @property
     def wraps(self) -> bool:
-        return bool(self._load()[0])
+        return bool(self.loaded()[0])
 
     def launch(self, level: int, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any], reasons: list[str]) -> bool:
         """Launch with the first artifact of ``level`` (0: outer, 1: inner) that takes the call; else False, with each
         artifact's refusal added to ``reasons``."""
-        for artifact, kernel in self._load()[level]:
+        for artifact, kernel in self.loaded()[level]:
             try:
                 kernel(grid, *args, **kwargs)
                 return True
@@ -70,7 +67,12 @@ class Server:
                  tuning: str = "tune") -> None:
         self.directory, self.entries, self.mode, self.pending_spec, self.tuning = directory, entries, mode, pending_spec, tuning
         self.jit_types: tuple[type, ...] = ()  # Triton's JITFunction, or the stand-in's: where unwrapping stops
-        self._served: dict[Any, Served] = {}  # running kernel object -> its artifacts
+        # Kernel objects are keyed by id(), never hashed: Triton 3.5+ hashes a JITFunction by its cache_key (its source
+        # parsed the first time, a lock each time). _kept holds each object keyed, so that no other takes its id.
+        self._kept: dict[int, Any] = {}
+        self._served: dict[int, Served] = {}  # running @triton.jit function -> its artifacts
+        self.fast: dict[int, Callable[..., Any]] = {}  # kernel object -> what its kernel[grid] binds to grid (fast.py)
+        self._general: set[int] = set()  # kernel objects whose kernel[grid] goes the general route (bind)
         self._warned: set[tuple[str, str]] = set()  # (kernel, specialization) of each fallback warned about
         self._written: set[str] = set()  # the pending spec lines this process wrote
         self._lock = threading.Lock()
@@ -85,11 +87,15 @@ class Server:
         return obj
 
     def served(self, jit: Any) -> Served:
-        found = self._served.get(jit)
+        found = self._served.get(id(jit))
         if found is None:
             with self._lock:
-                found = self._served.setdefault(jit, self._resolve(jit))
+                found = self._served.setdefault(self._keep(jit), self._resolve(jit))
         return found
+
+    def _keep(self, obj: Any) -> int:
+        self._kept[id(obj)] = obj
+        return id(obj)
 
     def _resolve(self, jit: Any) -> Served:
         """The entries whose module attribute is this very kernel (or a wrapper of it), less those whose source file
@@ -123,6 +129,41 @@ class Server:
         return self._sums[path]
 
     # -- launches -----------------------------------------------------------------------------------------------------
+    def bind(self, obj: Any, grid: Any, getitem: Callable[[Any, Any], Any]) -> Any:
+        """``obj[grid]`` where ``self.fast`` has no launcher for ``obj`` (``fast.hook_getitem``): the one :meth:`launcher`
+        makes, else ``getitem`` (Triton's ``__getitem__``, which calls ``obj.run``: the general route)."""
+        launcher = self.launcher(obj)
+        return functools.partial(launcher, grid) if launcher is not None else getitem(obj, grid)
+
+    def launcher(self, obj: Any) -> Callable[..., Any] | None:
+        """``launcher(grid, *args, **kwargs)`` of ``obj``, made at its first ``obj[grid]`` (the artifacts load then) and
+        kept in ``self.fast``; None where its launches go the general route (:meth:`run`)."""
+        found = self.fast.get(id(obj))
+        if found is None and id(obj) not in self._general:
+            found = self._make_launcher(obj)
+            if found is None:
+                self._general.add(self._keep(obj))
+            else:
+                self.fast[self._keep(obj)] = found
+        return found
+
+    def _make_launcher(self, obj: Any) -> Callable[..., Any] | None:
+        jit = self.innermost(obj)
+        served = self.served(jit)
+        if not served.entries:
+            return None
+        outer, inner = served.loaded()
+        if obj is jit:
+            kernels = [k for _, k in inner]
+            route = lambda grid, args, kwargs: jit.run(*args, grid=grid, warmup=False, **kwargs)  # noqa: E731
+            return (chain(kernels, route) or trying(jit, tuple(kernels))) if kernels else None
+        if outer:  # families that apply the wrappers themselves
+            return trying(obj, tuple(k for _, k in outer))
+        if hasattr(obj, "values"):  # @triton.heuristics: computed, then the launch of the function under it
+            below = self.launcher(obj.fn)
+            return with_heuristics(obj, below) if below is not None else None
+        return None  # @triton.autotune: its configs are tried in order (_through)
+
     def run(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, warmup: bool,
             fallback: Callable[[], Any] | None) -> Any:
         """A launch of ``obj`` (a @triton.jit function or a wrapper of one) as ``obj[grid](*args, **kwargs)`` makes it;
@@ -153,8 +194,7 @@ class Server:
             tried.append(kwargs)
             return served.launch(1, grid, args, kwargs, reasons)
         if hasattr(obj, "values"):  # Heuristics
-            for name, heuristic in obj.values.items():
-                kwargs[name] = heuristic({**dict(zip(obj.arg_names, args)), **kwargs})
+            heuristics(obj, args, kwargs)
             return self._through(obj.fn, grid, args, kwargs, served, reasons, tried)
         for config in obj.configs:  # Autotuner
             options = {k: getattr(config, k, None) for k in _CONFIG_OPTIONS}

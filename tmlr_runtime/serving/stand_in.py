@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 from .. import driver
 from ..abi import TL_DTYPES, TYPES
 from ..artifact.heuristics import cdiv, next_power_of_2
+from . import fast
 from .server import Server
 
 _PREFIX = "tmlr_runtime.serve's stand-in for Triton"
@@ -282,5 +283,6 @@ def install(server: Server, extra: Iterable[str] = ()) -> None:
             _SERVER.remove(server)
 
     builtins.__import__ = stand_in_import
+    fast.hook_getitem(server, KernelInterface)
     _SERVER.append(server)
     server._undo.append(uninstall)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from . import fast
 from .server import Server
 
 
@@ -17,6 +18,8 @@ def install(server: Server) -> None:
     _patch(server, jit.JITFunction, "run", _jit_run)
     _patch(server, autotuner.Autotuner, "run", _wrapper_run)
     _patch(server, autotuner.Heuristics, "run", _wrapper_run)
+    for cls in (jit.JITFunction, autotuner.Autotuner, autotuner.Heuristics):
+        fast.hook_getitem(server, cls)
     if "get_benchmarker" in autotuner.Autotuner.__init__.__code__.co_names:
         _patch(server, autotuner.Autotuner, "__init__", _no_driver_at_decoration)
 

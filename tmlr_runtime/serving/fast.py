@@ -1,0 +1,111 @@
+"""The steady-state path of a served launch: ``kernel[grid](*args, **kwargs)`` once the kernel's artifacts are loaded
+runs no Python of the server (docs/serving.md, "Steady-state launches").
+
+``kernel[grid]`` of a @triton.jit function (Triton's class or the stand-in's: :func:`hook_getitem`) returns its first
+artifact bound to ``grid``, as ``Kernel.__getitem__`` does: a :class:`ServedKernel`, which hands a call it refuses for
+its specialization to the next artifact, and the last to the general route (``Server.run``: every artifact tried again
+for the reasons, then the strict error or Triton's JIT). A wrapper (@triton.autotune / @triton.heuristics) built as a
+family gets a launcher that tries its families in order (:func:`trying`); a @triton.heuristics wrapper over plain
+artifacts computes its values, then launches as the function under it does (:func:`with_heuristics`); an
+@triton.autotune wrapper over plain artifacts goes the general route (Server._through)."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ..errors import (ConstexprMismatchError, DescriptorArgumentError, LaunchOptionMismatchError, NoCompatibleVariantError,
+                      PointerArgumentError, ScalarArgumentError)
+from ..launch import compiled
+from ..launch.execute import launch
+from ..launch.kernel import Kernel
+
+# What an artifact answers to a call of another specialization (Triton's JIT would compile one for it): the next
+# artifact is tried. Any other error (argument count, grid, stream, driver) is the call's and is raised as it is.
+NOT_THIS_SPECIALIZATION = (ConstexprMismatchError, LaunchOptionMismatchError, PointerArgumentError, ScalarArgumentError,
+                           DescriptorArgumentError, NoCompatibleVariantError)
+
+Route = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]"], Any]  # route(grid, args, kwargs): where a refused call goes
+
+
+def _launch_or_pass_on(kernel: ServedKernel, grid: Any, *args: Any, **kwargs: Any) -> Any:
+    """A ServedKernel's Python executor: execute.launch's, or ``kernel.refused`` for a call of another specialization."""
+    try:
+        return launch(kernel, grid, *args, **kwargs)
+    except NOT_THIS_SPECIALIZATION:
+        pass
+    return kernel.refused(grid, args, kwargs)  # outside the except block: its error is no consequence of this refusal
+
+
+class ServedKernel(Kernel):
+    """A plain artifact of a running @triton.jit function as ``kernel[grid](...)`` launches it: a :class:`Kernel` of the
+    same artifact (its checks; its own plan and compiled executor, so that no Python runs on a call the executor
+    finishes), except that a call it refuses for its specialization goes on to ``refused`` instead of raising."""
+
+    _python = staticmethod(_launch_or_pass_on)
+    __call__ = compiled.method("_compiled", _launch_or_pass_on)
+
+    def __init__(self, kernel: Kernel, refused: Route) -> None:
+        self.refused = refused
+        super().__init__(kernel.metadata, kernel.directory, checks=kernel.checks, stats=kernel._read_stats)
+
+
+def _passing_to(kernel: Any) -> Route:
+    return lambda grid, args, kwargs: kernel(grid, *args, **kwargs)
+
+
+def chain(kernels: list[Any], route: Route) -> ServedKernel | None:
+    """``kernels`` (loaded artifacts, in the order they are tried) as ServedKernels, each passing a refused call on to
+    the next and the last to ``route``: the first; None where one is no plain Kernel (a family, tuple parameters)."""
+    if not kernels or any(type(k) is not Kernel for k in kernels):
+        return None
+    after = route
+    for k in reversed(kernels):
+        head = ServedKernel(k, after)
+        after = _passing_to(head)
+    return head
+
+
+def trying(obj: Any, kernels: tuple[Any, ...]) -> Callable[..., Any]:
+    """``launcher(grid, *args, **kwargs)``: the first of ``kernels`` that takes the call, else ``obj.run`` (the general
+    route); for kernels that cannot chain (families)."""
+    def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
+        for kernel in kernels:
+            try:
+                return kernel(grid, *args, **kwargs)
+            except NOT_THIS_SPECIALIZATION:
+                pass
+        return obj.run(*args, grid=grid, warmup=False, **kwargs)  # not in the except block (see _launch_or_pass_on)
+    return launcher
+
+
+def heuristics(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Each value of the @triton.heuristics wrapper ``obj`` computed into ``kwargs`` by the model's own function, in
+    order, as Triton's wrapper does."""
+    for name, heuristic in obj.values.items():
+        kwargs[name] = heuristic({**dict(zip(obj.arg_names, args)), **kwargs})
+
+
+def with_heuristics(obj: Any, below: Callable[..., Any]) -> Callable[..., Any]:
+    """``launcher(grid, *args, **kwargs)`` of a @triton.heuristics wrapper: its values computed, then ``below``'s launch
+    (the function under it: a call no artifact takes goes that function's general route, with the values)."""
+    def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
+        heuristics(obj, args, kwargs)
+        return below(grid, *args, **kwargs)
+    return launcher
+
+
+def hook_getitem(server: Any, cls: type) -> None:
+    """``obj[grid]`` of ``cls``'s kernel objects: ``partial(launcher, grid)``, the launcher being
+    ``server.fast[id(obj)]`` (a ServedKernel, or :func:`trying`'s), else what ``server.bind`` gives;
+    ``server.close()`` puts the method back."""
+    had = "__getitem__" in cls.__dict__
+    original = cls.__getitem__  # type: ignore[attr-defined]
+    fast, bind, partial, key = server.fast, server.bind, functools.partial, id
+
+    def __getitem__(obj: Any, grid: Any) -> Any:
+        launcher = fast.get(key(obj))
+        return partial(launcher, grid) if launcher is not None else bind(obj, grid, original)
+
+    __getitem__.__wrapped__ = original  # type: ignore[attr-defined]
+    cls.__getitem__ = __getitem__  # type: ignore[attr-defined]
+    server._undo.append(lambda: setattr(cls, "__getitem__", original) if had else delattr(cls, "__getitem__"))
