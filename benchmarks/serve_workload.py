@@ -44,9 +44,10 @@ def rss_kib() -> dict[str, int]:
 
 
 class LaunchClock:
-    """Seconds spent inside kernel launches, at the entry each mode has (Triton's ``run`` methods, or the server's
-    ``run``; the outermost call only): the kernels' own share of the first calls (compiles, cache reads, module
-    loads, argument checks), without the torch work of the ops around them (allocations, torch's own kernels
+    """Seconds spent in ``kernel[grid](...)``: its ``__getitem__`` and the launch it returns (the outermost launch only),
+    patched on the kernel objects' base class of each mode (Triton's ``KernelInterface``, or the stand-in's, after
+    ``serve()`` put its own ``__getitem__`` there): the kernels' own share of the first calls (compiles, cache reads,
+    module loads, argument checks), without the torch work of the ops around them (allocations, torch's own kernels
     loaded at their first use), which is the same whoever serves the kernels."""
 
     def __init__(self) -> None:
@@ -66,12 +67,18 @@ class LaunchClock:
                 self._depth -= 1
         return timed
 
-    def time_triton(self) -> None:
-        from triton.runtime.autotuner import Autotuner, Heuristics
-        from triton.runtime.jit import JITFunction
+    def time_getitem(self, cls: type) -> None:
+        original = cls.__getitem__  # type: ignore[attr-defined]
 
-        for cls in (JITFunction, Autotuner, Heuristics):
-            cls.run = self.wrap(cls.run)
+        def __getitem__(obj: Any, grid: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                launcher = original(obj, grid)
+            finally:
+                self.s += time.perf_counter() - t
+            return self.wrap(launcher)
+
+        cls.__getitem__ = __getitem__  # type: ignore[attr-defined]
 
 
 def liger_ops(torch: Any, g: Any) -> list[tuple[str, Callable[[], Any]]]:
@@ -198,11 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         import tmlr_runtime
 
         server = tmlr_runtime.serve(a.serve, stand_in_triton=True)
-        server.run = clock.wrap(server.run)  # every kernel[grid](...) of served code goes through it
-    elif not a.block_triton:
-        import triton  # noqa: F401 - Triton's own start-up, timed apart from the model's imports
+        from tmlr_runtime.serving import stand_in
 
-        clock.time_triton()
+        clock.time_getitem(stand_in.KernelInterface)
+    elif not a.block_triton:
+        from triton.runtime.jit import KernelInterface  # Triton's own start-up, timed apart from the model's imports
+
+        clock.time_getitem(KernelInterface)
     t_serve = time.monotonic()
     g = torch.Generator(device="cuda")
     g.manual_seed(0)

@@ -284,19 +284,27 @@ def test_the_workload_reports_an_op_that_fails_and_runs_the_others() -> None:
     assert set(report) == {"a", "b", "c"} and len(synced) == 2
 
 
-def test_the_launch_clock_times_the_outermost_launch_only_and_survives_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_launch_clock_times_getitem_and_the_outermost_launch_and_survives_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     import serve_workload as sw
 
-    now = iter([0.0, 2.0, 10.0, 10.5])
+    now = iter([0.0, 0.25, 1.0, 3.0, 10.0, 10.125, 20.0, 20.5])
     monkeypatch.setattr(sw.time, "perf_counter", lambda: next(now))
     clock = sw.LaunchClock()
-    inner = clock.wrap(lambda x: x + 1)  # as JITFunction.run under Autotuner.run: not counted again
-    outer = clock.wrap(lambda x: inner(x) * 2)
-    assert outer(1) == 4
 
-    def fails() -> None:
-        raise ValueError("a launch error")
+    class Kernel:  # as Triton's KernelInterface: kernel[grid] returns the launch
+        def __getitem__(self, grid: Any) -> Any:
+            return lambda x: self.run(x, grid)
 
+        def run(self, x: int, grid: Any) -> int:
+            if x < 0:
+                raise ValueError("a launch error")
+            return x + grid
+
+    clock.time_getitem(Kernel)
+    assert Kernel()[2](1) == 3  # getitem 0.25 s, the launch 2 s
     with pytest.raises(ValueError):
-        clock.wrap(fails)()
-    assert (clock.s, clock.calls) == (2.5, 2)
+        Kernel()[2](-1)  # getitem 0.125 s, the failed launch 0.5 s
+    assert (clock.s, clock.calls) == (2.875, 2)
+    inner = clock.wrap(lambda x: x + 1)  # a launch inside a timed launch (Triton's Autotuner.run calls fn.run)
+    monkeypatch.setattr(sw.time, "perf_counter", iter([30.0, 31.0]).__next__)
+    assert clock.wrap(lambda x: inner(x) * 2)(1) == 4 and (clock.s, clock.calls) == (3.875, 3)

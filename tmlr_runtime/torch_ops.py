@@ -5,25 +5,16 @@ running it on FakeTensors with every :func:`wrap`-ped kernel call skipped. This 
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any, Callable, Iterable
 
 import torch
 
 from . import ArgumentError, Kernel, TmlrError
+from .launch.faking import state as _state  # the faking flag: its one home
 
 __all__ = ["OpKernel", "TorchOpError", "custom_op", "wrap"]
 
 
-class _State(threading.local):
-    """The one home of the faking flag: True while this thread runs a launch function on FakeTensors to derive its
-    fake. :class:`OpKernel` and the served launches of ``tmlr_runtime.serve`` (serving/server.py, which finds this
-    module in ``sys.modules`` and never imports it) do nothing while it is set."""
-
-    faking = False
-
-
-_state = _State()
 
 
 class TorchOpError(TmlrError):

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..errors import (ConstexprMismatchError, DescriptorArgumentError, LaunchOptionMismatchError, NoCompatibleVariantError,
                       PointerArgumentError, ScalarArgumentError)
-from ..launch import compiled
+from ..launch import compiled, faking
 from ..launch.execute import launch
 from ..launch.kernel import Kernel
 
@@ -100,9 +100,11 @@ def hook_getitem(server: Any, cls: type) -> None:
     ``server.close()`` puts the method back."""
     had = "__getitem__" in cls.__dict__
     original = cls.__getitem__  # type: ignore[attr-defined]
-    fast, bind, partial, key = server.fast, server.bind, functools.partial, id
+    fast, bind, partial, key, state, nothing = server.fast, server.bind, functools.partial, id, faking.state, faking.nothing
 
     def __getitem__(obj: Any, grid: Any) -> Any:
+        if state.faking:  # torch_ops.custom_op derives a fake on FakeTensors: no launch (a launch would read no memory)
+            return nothing
         launcher = fast.get(key(obj))
         return partial(launcher, grid) if launcher is not None else bind(obj, grid, original)
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ..errors import UnservedKernelError, UnservedKernelWarning
 from ..artifact.serve_index import ServedEntry
 from ..family.choose import specialization as specialized
+from ..launch import faking
 from ..launch.kernel import Kernel
 from . import calls
 from .fast import NOT_THIS_SPECIALIZATION, chain, heuristics, trying, with_heuristics
@@ -168,8 +169,7 @@ class Server:
             fallback: Callable[[], Any] | None) -> Any:
         """A launch of ``obj`` (a @triton.jit function or a wrapper of one) as ``obj[grid](*args, **kwargs)`` makes it;
         ``fallback()`` is Triton's own run of it (None without Triton)."""
-        ops = sys.modules.get("tmlr_runtime.torch_ops")  # imported by the user only: this layer never imports torch
-        if ops is not None and ops._state.faking:
+        if faking.state.faking:
             return None  # torch_ops.custom_op derives an op's fake on FakeTensors: nothing launches, as a wrap()-ped kernel
         jit = self.innermost(obj)
         served = self.served(jit)
