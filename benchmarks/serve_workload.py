@@ -16,6 +16,7 @@ process's RSS, and with ``--compare`` each output against the reference file's. 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -52,6 +53,17 @@ class LaunchClock:
 
     def __init__(self) -> None:
         self.s, self.calls, self._depth = 0.0, 0, 0
+        self.gc_s, self.gc_runs, self._gc_t = 0.0, 0, 0.0  # Python's collections that ran inside the timed launches
+        gc.callbacks.append(self._gc)
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if not self._depth:
+            return
+        if phase == "start":
+            self._gc_t = time.perf_counter()
+        else:
+            self.gc_s += time.perf_counter() - self._gc_t
+            self.gc_runs += 1
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -72,9 +84,11 @@ class LaunchClock:
 
         def __getitem__(obj: Any, grid: Any) -> Any:
             t = time.perf_counter()
+            self._depth += 1
             try:
                 launcher = original(obj, grid)
             finally:
+                self._depth -= 1
                 self.s += time.perf_counter() - t
             return self.wrap(launcher)
 
@@ -233,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         "phases_s": {"torch": t_torch - T0, "runtime_start": t_serve - t_torch, "model_imports": t_imports - t_serve,
                      "first_launches": t_first - t_imports, "after_torch": t_first - t_torch,
                      "in_launches": clock.s, "kernels_own": t_serve - t_torch + clock.s},
-        "launch_calls": clock.calls,
+        "launch_calls": clock.calls, "gc_in_launches": {"s": clock.gc_s, "runs": clock.gc_runs},
+        "bytecode_cache": not sys.dont_write_bytecode,
         "spawn_to_first_s": t_first - spawn, "rss_kib": rss_kib(),
         "triton_in_sys_modules": sys.modules.get("triton") is not None}
     if server is not None:

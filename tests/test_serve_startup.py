@@ -290,6 +290,7 @@ def test_the_launch_clock_times_getitem_and_the_outermost_launch_and_survives_er
     now = iter([0.0, 0.25, 1.0, 3.0, 10.0, 10.125, 20.0, 20.5])
     monkeypatch.setattr(sw.time, "perf_counter", lambda: next(now))
     clock = sw.LaunchClock()
+    monkeypatch.setattr(sw.gc, "callbacks", [])  # no collection's timing here (its own test below)
 
     class Kernel:  # as Triton's KernelInterface: kernel[grid] returns the launch
         def __getitem__(self, grid: Any) -> Any:
@@ -308,3 +309,17 @@ def test_the_launch_clock_times_getitem_and_the_outermost_launch_and_survives_er
     inner = clock.wrap(lambda x: x + 1)  # a launch inside a timed launch (Triton's Autotuner.run calls fn.run)
     monkeypatch.setattr(sw.time, "perf_counter", iter([30.0, 31.0]).__next__)
     assert clock.wrap(lambda x: inner(x) * 2)(1) == 4 and (clock.s, clock.calls) == (3.875, 3)
+
+
+def test_the_launch_clock_counts_the_collections_inside_launches() -> None:
+    import gc
+
+    import serve_workload as sw
+
+    clock = sw.LaunchClock()
+    try:
+        clock.wrap(gc.collect)()
+        gc.collect()  # outside a launch: not counted
+    finally:
+        gc.callbacks.remove(clock._gc)
+    assert clock.gc_runs == 1 and 0 < clock.gc_s <= clock.s
