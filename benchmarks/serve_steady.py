@@ -126,6 +126,11 @@ def child(folder: str, triton: bool, rounds: int, burst: int, gpu: bool) -> dict
     os.environ["TMLR_CACHE_DIR"] = os.path.join(tmp, "cache")  # the autotune family's tuning cache
     if not gpu:
         driver.PROCESS = driver.Process(api=stub_driver(tmp), initialised=True)
+        current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        try:  # a CUDA build of torch on a machine without a usable GPU raises from it (tests/fake_driver.py, the same)
+            current is None or current(0)
+        except RuntimeError:
+            torch._C._cuda_getCurrentRawStream = (0).__mul__  # the stub's stream 0, which a launch given none asks for
         if triton:
             import triton as real
 
