@@ -166,6 +166,11 @@ class Bench:
     def env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ, **extra)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, self.work, self.path("deps"), os.environ.get("PYTHONPATH")) if p)
+        # bytecode cached for every process after the first, as an installed package has it (pip compiles it at
+        # install): without it each start-up compiles this checkout's and the unpacked wheels' sources again, while
+        # the installed Triton's are cached; kept in the work folder, so the checkout gets no __pycache__
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = self.path("pycache")
         return env
 
     def timeout(self, longest: float) -> float:

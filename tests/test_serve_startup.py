@@ -131,6 +131,8 @@ def test_a_full_run_writes_a_valid_results_file_with_ratios_and_targets(tmp_path
     assert all("--compare" in cmd for cmd in fake.commands if "serve_workload.py" in cmd[1])
     build_env = dict(next(env for s, env in fake.calls if s == "build"))
     assert build_env["CUDA_VISIBLE_DEVICES"] == ""
+    for _, env in fake.calls:  # every process caches bytecode in the work folder, as an installed package has it
+        assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "work" / "pycache") and "PYTHONDONTWRITEBYTECODE" not in env
     targets = {t["measurement"]: t["met"] for t in doc["questions"]["serve_startup"]["facts"]["targets"]}
     assert targets == {"serve_startup/triton_cold÷tmlr_serve/kernels_own": True,
                        "serve_startup/triton_warm÷tmlr_serve/kernels_own": True,
