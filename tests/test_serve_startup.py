@@ -311,6 +311,8 @@ def test_the_launch_clock_times_getitem_and_the_outermost_launch_and_survives_er
     inner = clock.wrap(lambda x: x + 1)  # a launch inside a timed launch (Triton's Autotuner.run calls fn.run)
     monkeypatch.setattr(sw.time, "perf_counter", iter([30.0, 31.0]).__next__)
     assert clock.wrap(lambda x: inner(x) * 2)(1) == 4 and (clock.s, clock.calls) == (3.875, 3)
+    clock.stop()  # the steady-state launches after the first calls: Kernel's own __getitem__ again, not timed
+    assert Kernel()[2](1) == 3 and clock.calls == 3
 
 
 def test_the_launch_clock_counts_the_collections_inside_launches() -> None:
