@@ -241,6 +241,19 @@ def test_a_spec_that_cannot_be_written_is_said_even_when_quiet(tmp_path: Path, k
     assert rec.error == "a value the merge cannot take"
 
 
+def test_a_system_without_file_locks_is_said_and_the_spec_left_alone(tmp_path: Path, kernlib: Any,
+                                                                    no_launch: list[Any],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmlr_runtime.artifact import locked_file
+
+    monkeypatch.setattr(locked_file, "CAN_LOCK", False)  # as on Windows (no fcntl)
+    spec = tmp_path / "spec.json"
+    with recording(spec, quiet=True) as rec:
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1024, BLOCK=256)
+    assert len(no_launch) == 1 and not spec.exists()
+    assert rec.error is not None and "no fcntl module" in rec.error and "record on Linux or macOS" in rec.error
+
+
 def test_merging_twice_is_merging_once() -> None:
     seen = KernelSeen("k.py", "k", "__main__", "k", None)
     seen.add(Family.of_launch(["*fp16:16", "i32"], {}, {"B": 1}, {}))

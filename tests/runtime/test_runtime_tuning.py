@@ -14,7 +14,7 @@ import torch
 import tmlr_runtime as tr
 from family_sample import autotune, dtype_family, make_family, signature
 from fake_driver import fake_cuda_tensor_type, installed
-from tmlr_runtime.artifact import tuning_table
+from tmlr_runtime.artifact import locked_file, tuning_table
 from tmlr_runtime.family import tuning
 from tmlr_runtime.cli import main
 
@@ -146,7 +146,7 @@ def test_several_processes_writing_the_cache_at_once_lose_nothing(tmp_path):
     assert [p.exitcode for p in procs] == [0] * 6
     entries = tuning_table.read_entries(path, 2)
     assert sorted(tuple(e["key"]) for e in entries) == [(w, i) for w in range(6) for i in range(15)]
-    assert [n for n in os.listdir(tmp_path / "tuning") if n.startswith(".tuning-")] == []  # no temp file left
+    assert sorted(os.listdir(tmp_path / "tuning")) == ["0" * 64 + ".json", "0" * 64 + ".json.lock"]  # no temp file left
 
 
 def test_nearest_key_and_table_errors(tmp_path):
@@ -241,7 +241,7 @@ def test_a_cache_that_cannot_be_written_keeps_choices_in_memory_and_launches(tmp
     def refuse(*args, **kwargs):
         tries.append(args)
         raise OSError(code, os.strerror(code), str(cache))
-    monkeypatch.setattr(os if call == "replace" else tuning.tempfile, call, refuse)
+    monkeypatch.setattr(os if call == "replace" else locked_file.tempfile, call, refuse)
     family = tr.Kernel.load(dtype_family(str(tmp_path / "add")))
     launches_then_reuses(fake, family)
     x, y, out = tensors(1024)
@@ -249,7 +249,7 @@ def test_a_cache_that_cannot_be_written_keeps_choices_in_memory_and_launches(tmp
     assert len(tries) == 1
     [said] = cache_warnings(recwarn)
     assert os.strerror(code) in said and "in memory only" in said
-    assert [n for n in os.listdir(cache / "tuning") if n.startswith(".tuning-")] == []  # no temp file left
+    assert [n for n in os.listdir(cache / "tuning") if n.endswith(".tmp")] == []  # no temp file left
 
 
 def test_a_lock_file_that_cannot_be_opened_warns_once_and_launches(tmp_path, fake, monkeypatch, recwarn):
@@ -257,7 +257,7 @@ def test_a_lock_file_that_cannot_be_opened_warns_once_and_launches(tmp_path, fak
         if str(path).endswith(".lock"):
             raise PermissionError(errno.EACCES, "Permission denied", path)
         return open(path, *args, **kwargs)
-    monkeypatch.setattr(tuning, "open", open_refusing_locks, raising=False)
+    monkeypatch.setattr(locked_file, "open", open_refusing_locks, raising=False)
     launches_then_reuses(fake, tr.Kernel.load(dtype_family(str(tmp_path / "add"))))
     [said] = cache_warnings(recwarn)
     assert "Permission denied" in said and ".lock" in said

@@ -7,22 +7,17 @@ of a spec merge into the bytes one build writes (:func:`merge`). A build into a 
 entries of the artifacts it did not write that are still there."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from tmlr_runtime import METADATA_FILE
+from tmlr_runtime.artifact import locked_file
 from tmlr_runtime.artifact.serve_index import SERVE_FILE, SERVE_VERSION
 
 from ..common.errors import ArtifactWriteError
 from ..common.jobs import JobResult, source_name
 from .sources import KernelRequest
-
-try:
-    import fcntl
-except ImportError:  # Windows: each write is still whole (os.replace); concurrent builds may lose an entry
-    fcntl = None  # type: ignore[assignment]
 
 
 def entry(req: KernelRequest, artifact: str, results: Sequence[JobResult]) -> dict[str, Any] | None:
@@ -70,20 +65,15 @@ def write(out: str, new: list[dict[str, Any]], written: Sequence[str]) -> str | 
     unreadable (it is replaced), else None. Concurrent builds into ``out`` take turns (a lock on the folder)."""
     path = os.path.join(out, SERVE_FILE)
     rebuilt = {os.path.basename(p) for p in written}
-    with _locked(out):
+    with locked_file.locked(out):  # the folder itself: it gets no lock file
         old, warning = _read(path)
         kept = [e for e in old if e.get("artifact") not in rebuilt
                 and os.path.isfile(os.path.join(out, str(e.get("artifact")), METADATA_FILE))]
         if not kept and not new and not os.path.exists(path):
             return warning
-        tmp = os.path.join(out, f".{SERVE_FILE}.{os.getpid()}.tmp")  # the lock makes the name ours
         try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text(merge(kept, new)))
-            os.replace(tmp, path)
+            locked_file.replace(path, text(merge(kept, new)))
         except OSError as e:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
             raise ArtifactWriteError(f"{path}: cannot write the serve index (the artifacts are written): {e}") from None
     return warning
 
@@ -101,15 +91,3 @@ def _read(path: str) -> tuple[list[dict[str, Any]], str | None]:
         return [], f"{path}: not a serve index of version {SERVE_VERSION}; written again from this build's kernels"
     return kernels, None
 
-
-@contextlib.contextmanager
-def _locked(folder: str) -> Iterator[None]:
-    if fcntl is None:
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import tempfile
 from typing import Any, Iterator
+
+from tmlr_runtime.artifact import locked_file
 
 from ..common.errors import SpecError
 
@@ -36,30 +37,17 @@ def read(path: str) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
-    """Hold the lock of the spec ``path`` (a file in the temp folder, so that the spec's folder gets nothing)."""
+    """Hold the lock of the spec ``path`` (a file in the temp folder, so that the spec's folder gets nothing).
+    SpecError where the system has no file locks (Windows): the processes of one recording would lose each
+    other's kernels."""
+    if not locked_file.CAN_LOCK:
+        raise SpecError(f"{path}: tmlr-build record merges each process's kernels into the spec under a file lock, "
+                        "and this system has none (no fcntl module, as on Windows); record on Linux or macOS (WSL works)")
     digest = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:16]
-    with open(os.path.join(tempfile.gettempdir(), f"tmlr-record-{digest}.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with locked_file.locked(os.path.join(tempfile.gettempdir(), f"tmlr-record-{digest}.lock")):
+        yield
 
 
 def write(path: str, doc: dict[str, Any]) -> None:
-    """Write ``doc`` to ``path`` whole (a temp file beside it, then renamed over it)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``doc`` to ``path`` whole (:func:`tmlr_runtime.artifact.locked_file.replace`)."""
+    locked_file.replace(path, json.dumps(doc, indent=2) + "\n")

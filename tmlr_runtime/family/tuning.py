@@ -7,21 +7,16 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import warnings
 from typing import Any, Iterator
 
 from .. import driver
+from ..artifact import locked_file
 from ..artifact.tuning_table import CACHE_KIND, TABLE_FILE, Key, entry, file_error, read_entries, table_doc
 from ..errors import ArgumentError, SchemaError, TuningCacheWarning, TuningFileError, UnseenKeyError, short_repr
 
 MODES = ("tune", "table", "strict")
 FALLBACKS = ("nearest", "default", "error")
-
-try:
-    import fcntl
-except ImportError:  # Windows: the temp-file + os.replace write is still atomic, merges may lose an entry
-    fcntl = None  # type: ignore[assignment]
 
 
 def check_mode(tuning: str, fallback: str) -> None:
@@ -50,18 +45,13 @@ def choices(entries: list[dict[str, Any]], device: str, index_sha256: str) -> di
 
 @contextlib.contextmanager
 def _locked(path: str) -> Iterator[None]:
-    """An exclusive ``fcntl`` lock on ``path + ".lock"`` for the block (cooperating tmlr processes). What the file
-    system refuses, here or in the block (folder, lock, temp file, replace), raises :class:`TuningFileError`."""
+    """The lock of ``path + ".lock"`` for the block (cooperating tmlr processes; :mod:`..artifact.locked_file`).
+    What the file system refuses, here or in the block (folder, lock, temp file, replace), raises
+    :class:`TuningFileError`."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".lock", "a+b") as lock:
-            if fcntl is not None:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                if fcntl is not None:
-                    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        with locked_file.locked(path + ".lock"):
+            yield
     except OSError as e:
         raise file_error(path, e, "written", "nothing there was changed; write the table where you may "
                          "(`tmlr tune --out PATH`) or make its folder writable") from None
@@ -69,8 +59,8 @@ def _locked(path: str) -> Iterator[None]:
 
 def write_entries(path: str, name: str, new: list[dict[str, Any]], configs: int) -> None:
     """Merge ``new`` into the file at ``path`` (an entry of the same device, index and key is replaced):
-    under the lock, read, merge, write a temp file beside it and ``os.replace`` it, so readers see the
-    old or the new file whole and writers from several processes lose nothing (:class:`TuningFileError` when
+    under the lock, read, merge and write the file whole (:func:`..artifact.locked_file.replace`), so readers see
+    the old or the new file whole and writers from several processes lose nothing (:class:`TuningFileError` when
     the file system refuses)."""
     with _locked(path):
         try:
@@ -81,16 +71,7 @@ def write_entries(path: str, name: str, new: list[dict[str, Any]], configs: int)
         ident = lambda e: (e["device"], e["index_sha256"], json.dumps(e["key"]))  # noqa: E731
         merged = {ident(e): e for e in old}
         merged.update((ident(e), e) for e in new)
-        fd, tmp = tempfile.mkstemp(prefix=".tuning-", suffix=".json", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(table_doc(name, list(merged.values())), f, indent=1)
-                f.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        locked_file.replace(path, json.dumps(table_doc(name, list(merged.values())), indent=1) + "\n")
 
 
 def check_writable(path: str) -> None:
