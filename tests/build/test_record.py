@@ -149,6 +149,20 @@ def test_autotune_configs_and_the_config_chosen_per_key(tmp_path: Path, kernlib:
     assert entry["tuning"] == [{"device": H100, "key": [4096, "fp32", "fp32"], "config": configs[1]}]
 
 
+def test_a_recorded_config_is_the_family_index_form() -> None:
+    """The recorder writes a triton.Config as the family index's Config.to_json does (one home), and the build
+    reads it back to the same config."""
+    import triton
+
+    from tmlr_build.builder.variants import config_from_dict
+    from tmlr_runtime.artifact.family_index import Config
+
+    config = triton.Config({"BLOCK": 64, "SPLIT": True}, num_warps=2, num_stages=5, maxnreg=128)
+    written = recorder_module._config(config)
+    assert written == Config({"BLOCK": 64, "SPLIT": True}, 2, 5, 1, 128).to_json()
+    assert config_from_dict(written, "here").to_json() == written
+
+
 def test_an_autotune_choice_without_a_device_name_is_reported(tmp_path: Path, kernlib: Any, no_launch: list[Any],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     tuner = kernlib.ops.tuned.tuned_scale

@@ -18,6 +18,7 @@ import sys
 import threading
 from typing import Any
 
+from tmlr_runtime.artifact.family_index import Config
 from tmlr_runtime.family.choose import autotune_key as runtime_autotune_key, dtype_name
 from tmlr_runtime.objects import TritonObject, parse as parse_object
 
@@ -207,8 +208,7 @@ def _config(config: Any) -> dict[str, Any]:
     from ..compile.triton_api import current
 
     f = current().config_fields(config)
-    out = {"kwargs": f["kwargs"], "num_warps": f["num_warps"], "num_stages": f["num_stages"],
-           "num_ctas": f["num_ctas"], "maxnreg": f["maxnreg"]}
+    out = Config(f["kwargs"], f["num_warps"], f["num_stages"], f["num_ctas"], f["maxnreg"]).to_json()
     return _json_value("an autotune config", out, "config")
 
 
