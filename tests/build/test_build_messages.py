@@ -154,3 +154,33 @@ def test_a_frontend_failure_of_a_call_names_its_arguments(tmp_path: Path) -> Non
                                 Diagnostics(str(log)))
         assert message.splitlines()[-1].startswith(fix)
         assert ("--signature" in message) is not from_call
+
+
+def test_the_cause_chain_has_one_home_for_messages_and_for_a_refused_device_question() -> None:
+    """diagnostics.chain walks what an exception was raised from: a compile failure's message follows what
+    Python shows (``from None`` hides the context), the import failure finds a refused device question a library
+    hid that way too (python_source uses the same walk)."""
+    from tmlr_build.compile.diagnostics import causes, chain
+    from tmlr_build.compile.python_source import _import_failure
+    from tmlr_build.compile.torch_cuda import DeviceQueryError
+
+    def raised(hide: bool) -> BaseException:
+        try:
+            try:
+                raise DeviceQueryError("torch.cuda.mem_get_info was asked")
+            except DeviceQueryError as refused:
+                if hide:
+                    raise RuntimeError("no GPU here") from None
+                raise RuntimeError("no GPU here") from refused
+        except RuntimeError as e:
+            return e
+
+    shown, hidden = raised(False), raised(True)
+    assert causes(shown) == ["DeviceQueryError: torch.cuda.mem_get_info was asked"]
+    assert causes(hidden) == [] and [type(c) for c in chain(hidden, suppressed=True)] == [DeviceQueryError]
+    for e in (shown, hidden):
+        assert _import_failure("k.py", e).endswith("importing the kernel file failed: torch.cuda.mem_get_info was asked")
+    looped = RuntimeError("a")
+    looped.__cause__ = ValueError("b")
+    looped.__cause__.__cause__ = looped  # a cycle ends the walk
+    assert causes(looped) == ["ValueError: b"]

@@ -49,19 +49,26 @@ def compiler_style(diagnostics: str, source: str) -> str:
     return "\n".join(out)
 
 
+def chain(e: BaseException, *, suppressed: bool = False) -> list[BaseException]:
+    """The exceptions ``e`` was raised from (``__cause__``) or while handling (``__context__``), outermost first,
+    ``e`` left out. A context hidden by ``raise ... from None`` is followed only when ``suppressed`` (a library may
+    hide the question it was refused that way)."""
+    out: list[BaseException] = []
+    seen = {id(e)}
+    cause = e.__cause__ or (None if e.__suppress_context__ and not suppressed else e.__context__)
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        out.append(cause)
+        cause = cause.__cause__ or (None if cause.__suppress_context__ and not suppressed else cause.__context__)
+    return out
+
+
 def causes(e: BaseException) -> list[str]:
-    """``Type: message`` of each exception ``e`` was raised from, outermost first.
+    """``Type: message`` of each exception ``e`` was raised from, outermost first (the first 8 of :func:`chain`).
 
     Triton's frontend raises a CompilationError whose text is only the caret under the failing
     call; the reason ("arange's range must be a power of 2") is in its ``__cause__``."""
-    out: list[str] = []
-    seen = {id(e)}
-    cause = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
-    while cause is not None and id(cause) not in seen and len(out) < 8:
-        seen.add(id(cause))
-        out.append(f"{type(cause).__name__}: {str(cause).strip() or '(no message)'}")
-        cause = cause.__cause__ or (None if cause.__suppress_context__ else cause.__context__)
-    return out
+    return [f"{type(c).__name__}: {str(c).strip() or '(no message)'}" for c in chain(e)[:8]]
 
 
 def stage_failure(job: Job, ext: str, e: Exception, diag: Diagnostics) -> str:

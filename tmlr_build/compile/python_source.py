@@ -25,6 +25,7 @@ from tmlr_runtime.objects import DTYPE, JIT_FUNCTION, TritonObject, of
 
 from ..common.errors import InputError, KernelNotFoundError, SignatureError
 from ..common.jobs import Job
+from .diagnostics import chain
 from .torch_cuda import DeviceQueryError
 
 
@@ -104,7 +105,7 @@ def _import_failure(file_name: str, e: Exception) -> str:
                 "as a module (pkg.mod:kernel) from the folder that holds the package")
     if isinstance(e, ModuleNotFoundError) and e.name:
         return f"{failed}: {_missing_module(e.name)}"
-    refused = next((c for c in _causes(e) if isinstance(c, DeviceQueryError)), None)
+    refused = next((c for c in [e, *chain(e, suppressed=True)] if isinstance(c, DeviceQueryError)), None)
     if refused is not None:
         return f"{failed}: {refused}"
     if "meta tensor" in str(e):  # torch's words for reading what torch_cuda.py made on the meta device
@@ -124,15 +125,6 @@ def _missing_module(name: str) -> str:
     return (f"No module named {name!r}: the kernel file or a module it imports needs the package {top}, which is not "
             f"installed where tmlr-build runs; install it (pip install {top}, or the name its project gives) and build "
             "again")
-
-
-def _causes(e: BaseException) -> list[BaseException]:
-    """``e`` and the exceptions it was raised from or while handling (a library may wrap a refused question)."""
-    chain: list[BaseException] = []
-    while e is not None and e not in chain:
-        chain.append(e)
-        e = e.__cause__ or e.__context__  # type: ignore[assignment]
-    return chain
 
 
 def unwrap_kernel(obj: Any) -> Any:
