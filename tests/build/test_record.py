@@ -87,6 +87,28 @@ def test_launches_of_a_kernel_become_one_family_entry(tmp_path: Path, kernlib: A
     assert spec.read_bytes() == before
 
 
+def test_a_tl_constexpr_argument_is_recorded_as_its_value(tmp_path: Path, kernlib: Any, no_launch: list[Any]) -> None:
+    """A call's ``BLOCK=tl.constexpr(256)`` is the value 256 (tmlr_runtime.objects.unwrap, the one home), in the
+    recorder and in the specialization it hands the build (jit_specialize)."""
+    from typing import NamedTuple
+
+    import triton.language as tl
+
+    from tmlr_build.builder.jit_specialize import _unwrapped
+
+    with recording(tmp_path / "spec.json", quiet=True):
+        kernlib.ops.plain.scale[(1,)](T(16), T(32), 1024, BLOCK=tl.constexpr(256))
+    assert _entry(_spec(tmp_path / "spec.json"), "scale")["constexprs"] == {"BLOCK": 256}
+
+    class Shape(NamedTuple):
+        m: Any
+        n: Any
+
+    assert _unwrapped((tl.constexpr(8), (tl.constexpr(4), 2))) == (8, (4, 2))
+    kept = _unwrapped(Shape(tl.constexpr(16), 32))
+    assert kept == Shape(16, 32) and type(kept) is Shape
+
+
 def test_types_that_change_together_share_a_variable_and_others_get_their_own() -> None:
     def launch(x: str, y: str, n: str = "i32") -> Family:
         return Family.of_launch([f"*{x}:16", f"*{y}:16", n], {}, {"BLOCK": 64}, {})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tmlr_runtime.abi import DTYPE_NAMES, TMA_DESC, Parameter, format_entry
-from tmlr_runtime.objects import JIT_FUNCTION, TritonObject, of
+from tmlr_runtime.objects import JIT_FUNCTION, TritonObject, of, unwrap
 
 from ..common.errors import SignatureError
 from ..common.signature import given_constexpr
@@ -153,6 +153,6 @@ def _tuple_entry(name: str, value: tuple[Any, ...], kernel: Any, constexpr_param
 def _unwrapped(value: Any) -> Any:
     """A tuple argument with its tl.constexpr elements unwrapped, as the runtime compares them (NamedTuples kept)."""
     if not isinstance(value, tuple):
-        return getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
+        return unwrap(value)
     items = [_unwrapped(x) for x in value]
     return type(value)(*items) if hasattr(value, "_fields") else tuple(items)

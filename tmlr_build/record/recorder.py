@@ -20,7 +20,7 @@ from typing import Any
 
 from tmlr_runtime.artifact.family_index import Config
 from tmlr_runtime.family.choose import autotune_key as runtime_autotune_key, dtype_name
-from tmlr_runtime.objects import TritonObject, parse as parse_object
+from tmlr_runtime.objects import TritonObject, parse as parse_object, unwrap
 
 from ..builder.jit_specialize import specialize
 from ..common.arch import supported_capabilities
@@ -90,7 +90,7 @@ class Recorder:
         self._seen.add(quick)
         entries, constexprs, heuristics = [], {}, {}
         for p, name, entry, value in zip(fn.params, spec.names, spec.entries, spec.values):
-            value = getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
+            value = unwrap(value)
             if name in facts["heuristics"]:
                 heuristics[name] = _json_value(name, value, "heuristic")
             elif name in facts["config_names"]:
