@@ -658,8 +658,8 @@ def tune_into_read_only_folder(w: World) -> None:
     """``tmlr tune DIR --out RO/tuning.json`` where RO is on a read-only file system: the OS refuses the lock file
     tmlr tune makes there before it benchmarks (EROFS, as Linux says it; simulated, since root may write into a
     chmod 0o555 folder)."""
+    from tmlr_runtime.artifact import locked_file
     from tmlr_runtime.cli.family import tune
-    from tmlr_runtime.family import tuning
 
     d = autotuned_family(w)
     (w.root / "read-only").mkdir()
@@ -668,7 +668,7 @@ def tune_into_read_only_folder(w: World) -> None:
 
     def read_only(path: str, *args: Any, **kwargs: Any) -> Any:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
-    with mock.patch.object(tuning, "open", read_only, create=True):
+    with mock.patch.object(locked_file, "open", read_only, create=True):
         tune(d, f"{cases}:cases", str(w.root / "read-only" / "tuning.json"))
 
 

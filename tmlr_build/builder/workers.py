@@ -130,19 +130,22 @@ class _Worker:
         # worker's fd 2 (MLIR/LLVM diagnostics) goes to a file in it.
         self.workdir = tempfile.mkdtemp(prefix="tmlr-build-")
         self.t0 = time.monotonic()
-        self.conn, send = CONTEXT.Pipe(duplex=False)
-        self.process = _Process(target=_child, args=(send, task, self.workdir))
-        # daemon: should Ctrl-C land after the fork but before the caller records this worker,
-        # multiprocessing's exit handler kills it instead of waiting for the compile to end
-        self.process.daemon = True
-        try:
+        send = None
+        try:  # from the folder made on: a Ctrl-C anywhere below removes it (it landed here under load, CI)
+            self.conn, send = CONTEXT.Pipe(duplex=False)
+            self.process = _Process(target=_child, args=(send, task, self.workdir))
+            # daemon: should Ctrl-C land after the fork but before the caller records this worker,
+            # multiprocessing's exit handler kills it instead of waiting for the compile to end
+            self.process.daemon = True
             self.process.start()
         except BaseException:
-            self.conn.close()
+            if send is not None:
+                self.conn.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
             raise
         finally:
-            send.close()  # the worker's copy is the only one left: its end closing is how a crash shows
+            if send is not None:
+                send.close()  # the worker's copy is the only one left: its end closing is how a crash shows
 
     def outcome(self) -> Any:
         """The task's result or BuildError, once ``conn`` is readable (sent, or the worker died)."""
