@@ -15,8 +15,6 @@ from .launch.faking import state as _state  # the faking flag: its one home
 __all__ = ["OpKernel", "TorchOpError", "custom_op", "wrap"]
 
 
-
-
 class TorchOpError(TmlrError):
     """A launch function cannot become a torch custom operator, or its fake implementation failed."""
 

@@ -18,7 +18,6 @@ service's first load does. ``TMLR_PURE_PYTHON=1`` takes the Python launch path f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -97,17 +96,14 @@ def main(argv: list[str] | None = None) -> int:
         row: dict[str, Any] = {}
         for side in ("with", "without"):
             values = [r[name][side] for r in rounds]
-            row[side] = {"median": statistics.median(values), "min": min(values), "max": max(values), "samples": values}
-        ratios = [r[name]["with"] / r[name]["without"] for r in rounds]
-        row["with/without"] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+            row[side] = {**runtime_ab.spread(values), "samples": values}
+        row["with/without"] = runtime_ab.spread([r[name]["with"] / r[name]["without"] for r in rounds])
         row["cost (us)"] = row["with"]["median"] - row["without"]["median"]
         report["artifacts"][name] = row
         print(f"{name:9s} with {row['with']['median']:8.1f} us  without {row['without']['median']:8.1f} us  "
               f"with/without {row['with/without']['median']:.3f} [{row['with/without']['min']:.3f}-"
               f"{row['with/without']['max']:.3f}]  cost {row['cost (us)']:.1f} us  ({device}, {report['ELF walk']} ELF walk)")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=1)
+    runtime_ab.save(a.json, report)
     return 0
 
 

@@ -119,6 +119,18 @@ def child(calls: int, loads: int, gpu: bool) -> dict[str, float]:
     return out
 
 
+def spread(values: list[float]) -> dict[str, float]:
+    """The median, min and max of a measure's samples (rounds), as the results files give them."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def save(path: str | None, report: dict[str, Any]) -> None:
+    """The results file ``path`` (--json), when one is named."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(report, f, indent=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("base")
@@ -144,15 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     for measure in runs["base"][0]:
         row = {}
         for which in ("base", "new"):
-            values = [run[measure] for run in runs[which]]
-            row[which] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+            row[which] = spread([run[measure] for run in runs[which]])
         row["new/base"] = row["new"]["median"] / row["base"]["median"]
         report["measures"][measure] = row
         print(f"{measure:26s} base {row['base']['median']:9.1f} [{row['base']['min']:.1f}-{row['base']['max']:.1f}]  "
               f"new {row['new']['median']:9.1f} [{row['new']['min']:.1f}-{row['new']['max']:.1f}]  new/base {row['new/base']:.3f}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=1)
+    save(a.json, report)
     return 0
 
 

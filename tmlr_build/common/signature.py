@@ -124,9 +124,9 @@ def given_constexpr(value: Any) -> Any:
     a @triton.jit function) as its record (tmlr_runtime/objects.py), a ``tl.constexpr(...)`` as its value; others as
     they are (a value metadata.json cannot hold is refused where the signature is checked)."""
     value = unwrap(value)
-    found = of_object(value)
     if type(value) is tuple:  # a tuple constexpr: its tl.constexpr elements as their values
         return tuple(given_constexpr(x) for x in value)
+    found = of_object(value)
     return value if found is None else found
 
 
@@ -321,8 +321,9 @@ def bind_python_signature(kernel: str, arg_names: Sequence[str], entries: Sequen
             params.append(Parameter(n, "constexpr", value=constexprs[n]))
         elif n in by_name:
             e = by_name[n]
-            if e.kind == "tuple" and n in constexpr_params and e.tuple_value() is not None:
-                params.append(Parameter(n, "constexpr", value=e.tuple_value()))  # a tuple constexpr: (8, 8)
+            whole = e.tuple_value() if e.kind == "tuple" and n in constexpr_params else None
+            if whole is not None:
+                params.append(Parameter(n, "constexpr", value=whole))  # a tuple constexpr: (8, 8)
                 continue
             if e.kind == "tuple":
                 params.extend(_tuple_leaves(kernel, n, e, n in constexpr_params))

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from tmlr_runtime.artifact.family_index import Config
-from tmlr_runtime.family.choose import autotune_key as runtime_autotune_key, dtype_name
+from tmlr_runtime.family.choose import autotune_key as runtime_autotune_key
 from tmlr_runtime.objects import TritonObject, parse as parse_object, unwrap
 
 from ..builder.jit_specialize import specialize

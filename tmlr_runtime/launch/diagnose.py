@@ -40,7 +40,6 @@ def diagnose_scalar(param: Parameter, value: object) -> ScalarArgumentError | No
     return None
 
 
-
 def constexpr_mismatch(p: Parameter, value: object) -> ConstexprMismatchError:
     """The error of a call's ``value`` for constexpr ``p``, which was compiled with another: both as they are written,
     and the rebuild that takes the call's value."""
@@ -51,13 +50,13 @@ def constexpr_mismatch(p: Parameter, value: object) -> ConstexprMismatchError:
     found = of(value)  # a Triton object: written as tmlr-build reads it (tl.float16 for torch.float16 too)
     written = repr(found) if found is not None else short_repr(value)
     root = split_path(p.name)[0]
-    # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
-    rebuild = f"--constexpr {p.name}={written}" if root == p.name else \
-        f"{written} in the place of {p.name} in {root}'s --signature entry"
-    if p.value == ():  # an empty tuple parameter or element, typed () in --signature
-        rebuild = f"{p.name}'s --signature entry typed for {written} (() is the empty tuple)"
     if type(value) is list and type(p.value) is tuple:  # no rebuild helps: a build records a tuple
-        rebuild = ""
-    return ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass {p.value!r} "
-                                  f"(or omit it){f', or rebuild with {rebuild}' if rebuild else ': a list is another value than the tuple to Triton'}",
-                                  p.name)
+        advice = ": a list is another value than the tuple to Triton"
+    elif p.value == ():  # an empty tuple parameter or element, typed () in --signature
+        advice = f", or rebuild with {p.name}'s --signature entry typed for {written} (() is the empty tuple)"
+    elif root == p.name:
+        advice = f", or rebuild with --constexpr {p.name}={written}"
+    else:  # a tuple's element (coef[1]) has its value in the tuple's signature entry: --constexpr takes parameters only
+        advice = f", or rebuild with {written} in the place of {p.name} in {root}'s --signature entry"
+    return ConstexprMismatchError(f"constexpr {p.name!r} was compiled as {p.value!r}, got {short_repr(value)}; pass "
+                                  f"{p.value!r} (or omit it){advice}", p.name)
