@@ -41,13 +41,12 @@ def fake_gpu() -> ContextManager[Any]:
     """The one use of the test seam: the fake driver installed (fresh caches), its device numbered
     -1, which is what a CPU tensor's ``get_device()`` says, so plain CPU tensors pass as its own
     (a tensor subclass posing as CUDA would time torch's subclass dispatch instead)."""
-    import dataclasses
-
     import torch  # noqa: F401  imported first: the fake driver then stands in for a CUDA torch's current stream
 
     import fake_driver
+    from tmlr_runtime import records
 
-    return fake_driver.installed(dataclasses.replace(fake_driver.H200, ordinal=-1))
+    return fake_driver.installed(records.replace(fake_driver.H200, ordinal=-1))
 
 
 def load_samples(copies: int, tmp: str) -> dict[str, list[float]]:

@@ -395,6 +395,7 @@ def short_sample(s: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {"ok": s.get("ok"), "kernels": s.get("kernels"), "import_errors": s.get("import_errors") or None,
             "phases_s": {k: round(v, 4) for k, v in s["phases_s"].items()}, "gc_in_launches": s.get("gc_in_launches"),
+            "slowest_launches_s": s.get("slowest_launches_s"),
             "slowest_ops_s": dict(sorted(((k, round(r["s"], 4)) for k, r in s["ops"].items()), key=lambda kv: -kv[1])[:3])}
 
 

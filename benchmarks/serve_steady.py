@@ -69,7 +69,8 @@ class _Target:
         return GPUTarget("cuda", 90, 32)
 
 
-Case = tuple[Any, dict[str, Any], Any, dict[str, Any], Any, tuple[Any, ...]]  # served, its kwargs, direct, its kwargs, grid, args
+# served, its kwargs, direct, its kwargs (or a function of the arguments that gives them), grid, args
+Case = tuple[Any, dict[str, Any], Any, Any, Any, tuple[Any, ...]]
 
 
 def cases(folder: str, torch: Any, tr: Any, device: str) -> dict[str, Case]:
@@ -89,6 +90,10 @@ def cases(folder: str, torch: Any, tr: Any, device: str) -> dict[str, Case]:
             "add4: positional, BLOCK too": (ll.add4, {}, load("add4"), {}, (1,), (x, y, out, 1024, 1024)),
             "add: BLOCK=, num_warps=": (va.add, warps, add, warps, (4,), add_args),
             "@heuristics over a plain artifact": (add_op.add_heuristic, {}, add, block, (4,), add_args),
+            # the same, the direct call computing BLOCK with the model's own heuristic as Triton's wrapper calls it (its
+            # arguments by name): what the served launch adds of its own, the model's Python left out
+            "@heuristics over a plain artifact, vs the heuristic computed by the caller":
+                (add_op.add_heuristic, {}, add, _caller_heuristics(add_op.add_heuristic), (4,), add_args),
             "@autotune over a plain artifact (2nd config served)": (add_op.add_tuned, {}, add, warps, (4,), add_args),
         }
     from kernlib.ops import heur, plain, tuned
@@ -101,12 +106,24 @@ def cases(folder: str, torch: Any, tr: Any, device: str) -> dict[str, Case]:
     }
 
 
+def _caller_heuristics(wrapper: Any) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
+    """The direct call's keywords: each of the @triton.heuristics wrapper's values computed by the caller, from the
+    arguments by name, as Triton's wrapper computes them."""
+    names, values = wrapper.arg_names, wrapper.values
+    return lambda a: {name: heuristic(dict(zip(names, a))) for name, heuristic in values.items()}
+
+
 def systems(case: Case) -> dict[str, Callable[[int], None]]:
     """served ``k[g](*a, **kw)``; direct ``d(g, *a, **kw)``; direct[] ``d[g](*a, **kw)``, the same launch through
-    ``Kernel.__getitem__`` (a Python call and a partial: what a served launch is at best)."""
+    ``Kernel.__getitem__`` (a Python call and a partial). A direct call's keywords may be computed per call."""
     import harness
 
     k, kw, d, dkw, g, a = case
+    if callable(dkw):
+        keywords = dkw
+        return {"served": harness.repeated(lambda: k[g](*a, **kw)),
+                "direct": harness.repeated(lambda: d(g, *a, **keywords(a))),
+                "direct[]": harness.repeated(lambda: d[g](*a, **keywords(a)))}
     return {"served": harness.repeated(lambda: k[g](*a, **kw)), "direct": harness.repeated(lambda: d(g, *a, **dkw)),
             "direct[]": harness.repeated(lambda: d[g](*a, **dkw))}
 

@@ -53,6 +53,7 @@ class LaunchClock:
 
     def __init__(self) -> None:
         self.s, self.calls, self._depth = 0.0, 0, 0
+        self.each: list[tuple[str, float]] = []  # (kernel, seconds) of each timed launch, its __getitem__ included
         self._undo: list[Callable[[], None]] = []
         self.gc_s, self.gc_runs, self._gc_t = 0.0, 0, 0.0  # Python's collections that ran inside the timed launches
         gc.callbacks.append(self._gc)
@@ -66,7 +67,7 @@ class LaunchClock:
             self.gc_s += time.perf_counter() - self._gc_t
             self.gc_runs += 1
 
-    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, fn: Callable[..., Any], name: str = "?", t_getitem: float = 0.0) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
             if self._depth:
                 return fn(*args, **kwargs)
@@ -75,8 +76,10 @@ class LaunchClock:
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.s += time.perf_counter() - t
+                took = time.perf_counter() - t
+                self.s += took
                 self.calls += 1
+                self.each.append((name, took + t_getitem))
                 self._depth -= 1
         return timed
 
@@ -90,8 +93,9 @@ class LaunchClock:
                 launcher = original(obj, grid)
             finally:
                 self._depth -= 1
-                self.s += time.perf_counter() - t
-            return self.wrap(launcher)
+                took = time.perf_counter() - t
+                self.s += took
+            return self.wrap(launcher, _kernel_name(obj), took)
 
         cls.__getitem__ = __getitem__  # type: ignore[attr-defined]
         self._undo.append(lambda: setattr(cls, "__getitem__", original))
@@ -102,6 +106,12 @@ class LaunchClock:
             self._undo.pop()()
         if self._gc in gc.callbacks:
             gc.callbacks.remove(self._gc)
+
+
+def _kernel_name(obj: Any) -> str:
+    while not hasattr(obj, "__name__") and hasattr(obj, "fn"):  # @triton.autotune / @triton.heuristics wrappers
+        obj = obj.fn
+    return getattr(obj, "__name__", type(obj).__name__)
 
 
 def liger_ops(torch: Any, g: Any) -> list[tuple[str, Callable[[], Any]]]:
@@ -207,6 +217,18 @@ def steady(directory: str, rounds: int, torch: Any) -> dict[str, Any]:
     return result
 
 
+def write_profile(profiler: Any, path: str) -> None:
+    """cProfile's statistics as text, the 60 largest by cumulative time and by own time."""
+    import io
+    import pstats
+
+    text = io.StringIO()
+    for order in ("cumulative", "tottime"):
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(60)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.getvalue())
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--block-triton", action="store_true", help="make `import triton` fail (a service without Triton)")
@@ -214,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("liger", "gen"), help="run only these ops")
     ap.add_argument("--save", metavar="OUT.pt", help="torch.save every op's output (on the CPU) here")
     ap.add_argument("--compare", metavar="REF.pt", help="compare every op's output with this file's")
+    ap.add_argument("--profile", metavar="FILE", help="write cProfile's statistics of the runtime's start and the first "
+                    "calls to FILE (text: by cumulative and by own time)")
     ap.add_argument("--steady", type=int, default=0, metavar="ROUNDS", help="then time served against direct launches")
     a = ap.parse_args(argv)
     if a.block_triton:
@@ -224,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     t_torch = time.monotonic()
     server, clock = None, LaunchClock()
+    profiler = None
+    if a.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     if a.serve:
         import tmlr_runtime
 
@@ -236,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
 
         clock.time_getitem(KernelInterface)
     t_serve = time.monotonic()
+    if profiler is not None:
+        profiler.disable()
     g = torch.Generator(device="cuda")
     g.manual_seed(0)
     ops, import_errors = [], {}
@@ -250,8 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     # every mode, not inside whichever first launch happens to tip the collector's threshold
     gc.collect()
     t_imports = time.monotonic()
+    if profiler is not None:
+        profiler.enable()
     report, outputs = first_calls(ops, torch)
     t_first = time.monotonic()
+    if profiler is not None:
+        profiler.disable()
+        write_profile(profiler, a.profile)
     clock.stop()
     spawn = float(os.environ.get("SERVE_SPAWN_T", "nan"))
     doc: dict[str, Any] = {
@@ -261,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                      "first_launches": t_first - t_imports, "after_torch": t_first - t_torch,
                      "in_launches": clock.s, "kernels_own": t_serve - t_torch + clock.s},
         "launch_calls": clock.calls, "gc_in_launches": {"s": clock.gc_s, "runs": clock.gc_runs},
+        "slowest_launches_s": [[k, round(s, 5)] for k, s in sorted(clock.each, key=lambda e: -e[1])[:6]],
         "bytecode_cache": not sys.dont_write_bytecode,
         "spawn_to_first_s": t_first - spawn, "rss_kib": rss_kib(),
         "triton_in_sys_modules": sys.modules.get("triton") is not None}

@@ -46,6 +46,7 @@ import tempfile
 from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
+from tmlr_runtime import records
 import tmlr_runtime as tr
 from tmlr_runtime import driver
 from tmlr_runtime.artifact import elf
@@ -58,7 +59,7 @@ H200 = driver.DeviceInfo(
     ordinal=0, name="NVIDIA H200 (fake)", major=9, minor=0, max_threads_per_block=1024, max_shared_optin=232448,
     max_grid=(2**31 - 1, 65535, 65535), cluster_launch=True, cooperative_launch=True,
 )
-A100 = dataclasses.replace(H200, name="NVIDIA A100 (fake)", major=8, minor=0, max_shared_optin=166912,
+A100 = records.replace(H200, name="NVIDIA A100 (fake)", major=8, minor=0, max_shared_optin=166912,
                            cluster_launch=False)
 
 _OK, _INVALID_VALUE, _INVALID_IMAGE, _INVALID_PTX, _NOT_FOUND = 0, 1, 200, 218, 500
@@ -501,7 +502,7 @@ def fake_launcher(doc: dict[str, Any], checks: bool = True, device: int = 0,
         v["entry"] = "nop"
         v["cubin"].update(sha256=hashlib.sha256(cubin).hexdigest(), size=len(cubin))
     major, minor = divmod(int(doc["variants"][0]["target"]["capability"]), 10)
-    dev = dataclasses.replace(H200, ordinal=device, major=major, minor=minor, max_grid=max_grid)
+    dev = records.replace(H200, ordinal=device, major=major, minor=minor, max_grid=max_grid)
     with tempfile.TemporaryDirectory() as d, installed(dev) as fake:
         kernel = tr.Kernel.load(write_artifact(d, doc, cubins), checks=checks)
         fake.param_sizes = Layout.build(kernel.metadata.runtime_params, kernel.variant.hidden_params).sizes

@@ -308,6 +308,7 @@ def test_the_launch_clock_times_getitem_and_the_outermost_launch_and_survives_er
     with pytest.raises(ValueError):
         Kernel()[2](-1)  # getitem 0.125 s, the failed launch 0.5 s
     assert (clock.s, clock.calls) == (2.875, 2)
+    assert clock.each == [("Kernel", 2.25), ("Kernel", 0.625)]  # per launch, its getitem included
     inner = clock.wrap(lambda x: x + 1)  # a launch inside a timed launch (Triton's Autotuner.run calls fn.run)
     monkeypatch.setattr(sw.time, "perf_counter", iter([30.0, 31.0]).__next__)
     assert clock.wrap(lambda x: inner(x) * 2)(1) == 4 and (clock.s, clock.calls) == (3.875, 3)

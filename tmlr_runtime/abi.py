@@ -4,12 +4,14 @@
 and its text form (:func:`format_signature`, :func:`split_top_level`), and the compile :class:`Target`.
 """
 from __future__ import annotations
-from dataclasses import dataclass
+
+import functools
 from typing import Any, Iterable
 
+from .records import Record
 
-@dataclass(frozen=True)
-class TritonType:
+
+class TritonType(Record):
     """One Triton type: how a kernel parameter of it is passed, and its names in other libraries."""
 
     name: str  # "i32", "fp16", "fp8e4nv", "nvTmaDesc"
@@ -85,8 +87,7 @@ SINGLE_FIELDS = {"tensormap": TMA_DESC, "base": "*", "padding:i1": "i1", "round_
 DESCRIPTOR_FIELDS = ("tensormap", "base", "shape:i32", "shape:i64", "strides:i64", "padding:i1", "round_f32_to_tf32:i1")
 
 
-@dataclass(frozen=True)
-class TensorMapMeta:
+class TensorMapMeta(Record):
     """What ``cuTensorMapEncodeTiled`` needs for a TMA descriptor besides the call's tensor."""
 
     elem_type: int  # CUtensorMapDataType
@@ -99,8 +100,7 @@ class TensorMapMeta:
         return {**vars(self), "block_size": list(self.block_size)}
 
 
-@dataclass(frozen=True)
-class Descriptor:
+class Descriptor(Record):
     """A ``tensordesc`` parameter's record: element type, block shape, the kernel parameters it becomes."""
 
     dtype: str  # Triton element type: "fp16"
@@ -128,8 +128,7 @@ _JSON_KEYS = {"runtime": ("name", "kind", "type", "divisibility"), "constexpr": 
               "equal_to_1": ("name", "kind", "type")}  # a signature entry's keys, by kind
 
 
-@dataclass(frozen=True)
-class Parameter:
+class Parameter(Record):
     """One parameter of the Python kernel, in declaration order, as metadata.json records it."""
 
     name: str
@@ -192,13 +191,17 @@ def split_top_level(text: str, brackets: str = "([{", quotes: str = "'\"") -> li
     return parts
 
 
-@dataclass(frozen=True, order=True)
-class Target:
+@functools.total_ordering
+class Target(Record):
     """A compile target: the compute capability (major * 10 + minor) and the arch name: ptxas's
-    ``--gpu-name`` for a cubin (``sm_90a``), the virtual arch for PTX (``compute_80``)."""
+    ``--gpu-name`` for a cubin (``sm_90a``), the virtual arch for PTX (``compute_80``). Ordered by (capability,
+    arch)."""
 
     capability: int  # 90
     arch: str  # "sm_90a": what ptxas --gpu-name was given
+
+    def __lt__(self, other: Target) -> bool:
+        return (self.capability, self.arch) < (other.capability, other.arch)
 
     @classmethod
     def from_capability(cls, capability: int) -> "Target":

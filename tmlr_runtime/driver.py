@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CudaUnavailableError, DriverError
+from .records import Record
 
 Stamp = tuple[int, int, int]  # what identifies a file's contents: mtime_ns, size, inode
 
 
-@dataclass
 class Process:
     """Everything tmlr_runtime keeps for the life of the process; tests swap in another (``tests/fake_driver.py``).
 
@@ -23,13 +22,13 @@ class Process:
     ``unusable_caches``: the tuning cache folders found unusable, each warned about once (``family/tuning.py``).
     """
 
-    api: Any = None
-    initialised: bool = False
-    devices: dict[int, Any] = field(default_factory=dict)
-    modules: dict[tuple[int, str, str], Any] = field(default_factory=dict)
-    loaded: dict[tuple[Any, ...], tuple[dict[str, Stamp | None], Any]] = field(default_factory=dict)
-    lock: Any = field(default_factory=threading.Lock)  # guards modules and loaded
-    unusable_caches: set[str] = field(default_factory=set)
+    def __init__(self, api: Any = None, initialised: bool = False, devices: dict[int, Any] | None = None) -> None:
+        self.api, self.initialised = api, initialised
+        self.devices: dict[int, Any] = {} if devices is None else devices
+        self.modules: dict[tuple[int, str, str], Any] = {}
+        self.loaded: dict[tuple[Any, ...], tuple[dict[str, Stamp | None], Any]] = {}
+        self.lock = threading.Lock()  # guards modules and loaded
+        self.unusable_caches: set[str] = set()
 
     def cached(self, key: tuple[Any, ...]) -> Any:
         """What was loaded for ``key``, while every file it read is unchanged; else None."""
@@ -115,8 +114,7 @@ def init() -> Any:
     return drv
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(Record):
     """Facts about one device that loading and launching check against."""
 
     ordinal: int

@@ -16,10 +16,10 @@ are recognised by the same rules; a ``tl.constexpr(...)`` around a value (Triton
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from .abi import DTYPE_NAMES, TL_DTYPES, TL_NAMES
+from .records import Record
 
 DTYPE, JIT_FUNCTION = "dtype", "jit_function"
 KINDS = (DTYPE, JIT_FUNCTION)
@@ -31,8 +31,7 @@ IS_JIT_TEXT = re.compile(rf"{_DOTTED}:({_DOTTED}|{_NESTED}@[0-9a-f]+)").fullmatc
 _DTYPE_PREFIXES = ("tl.", "triton.language.")
 
 
-@dataclass(frozen=True)
-class TritonObject:
+class TritonObject(Record):
     """A Triton object as a constexpr's recorded value: ``object`` says what it is, ``text`` names it."""
 
     object: str  # DTYPE | JIT_FUNCTION

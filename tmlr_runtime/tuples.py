@@ -8,18 +8,17 @@ them into leaves (:class:`Flattener`) and launches as for any kernel. Shared by 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterable, Sequence, Union
 
 from .abi import Parameter, format_entry
 from .errors import ArgumentError, short_repr
+from .records import Record
 
 _ROOT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STEP = re.compile(r"\[(0|[1-9][0-9]*)\]|\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
-@dataclass(frozen=True)
-class TupleParam:
+class TupleParam(Record):
     """A tuple parameter (``fields`` None) or a NamedTuple one (``fields``: its field names), or one nested in another:
     ``items`` are leaf names (``signature`` entries) and nested tuples, in order."""
 

@@ -45,6 +45,7 @@ torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
 import fake_driver  # noqa: E402
+from tmlr_runtime import records
 import tmlr_runtime as tr  # noqa: E402
 from fake_driver import A100, H200  # noqa: E402
 from skip_reasons import NEEDS_SM80, NEEDS_SM90, NEEDS_TWO_GPUS  # noqa: E402
@@ -280,9 +281,9 @@ class Broken:
     gpu: str = "any"  # where a real GPU can show it: "any", "sm80", "sm90", or "fake" (nowhere: fake device facts)
 
 
-NO_CLUSTERS = dataclasses.replace(H200, name="NVIDIA H200 without cluster launch (fake)", cluster_launch=False)
-NO_COOPERATIVE = dataclasses.replace(H200, name="NVIDIA H200 without cooperative launch (fake)", cooperative_launch=False)
-T4 = dataclasses.replace(A100, name="Tesla T4 (fake)", major=7, minor=5, max_shared_optin=65536)
+NO_CLUSTERS = records.replace(H200, name="NVIDIA H200 without cluster launch (fake)", cluster_launch=False)
+NO_COOPERATIVE = records.replace(H200, name="NVIDIA H200 without cooperative launch (fake)", cooperative_launch=False)
+T4 = records.replace(A100, name="Tesla T4 (fake)", major=7, minor=5, max_shared_optin=65536)
 
 ARTIFACTS = [
     Broken("no-such-directory", "the directory does not exist", remove(""), tr.ArtifactError,

@@ -10,7 +10,6 @@ again with TMLR_PURE_PYTHON=1): test_runtime_calls' eight threads share one exec
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tmlr_runtime import records
 import tmlr_runtime as tr
 from family_sample import make_family, signature
 from fake_driver import (H200, ROOT, constexpr, equal_to_1, fake_cuda_tensor_type, fake_launcher, installed, metadata_doc, nop_cubin, param,
@@ -48,7 +48,7 @@ def outcome(doc: dict[str, Any], path: str, args: list[Any], kwargs: dict[str, A
     try:
         launch, fake = fake_launcher(doc, checks=checks, device=device)
         try:
-            with installed(dataclasses.replace(H200, ordinal=device)):  # the Python path allocates global scratch through
+            with installed(records.replace(H200, ordinal=device)):  # the Python path allocates global scratch through
                 # the module's driver, and a pointer's device (of an object that has only data_ptr()) is asked of it
                 launch(grid, tuple(args), kwargs or {}, stream)
         except tr.TmlrError as e:
@@ -183,7 +183,7 @@ def test_another_context_goes_through_python_and_plans_for_it(tmp_path):
     cubin = nop_cubin()
     doc = metadata_doc([param("x", "*fp32", 16)], name="nop")
     doc["variants"][0]["cubin"].update(sha256=hashlib.sha256(cubin).hexdigest(), size=len(cubin))
-    with installed(dataclasses.replace(H200, ordinal=-1)) as fake:
+    with installed(records.replace(H200, ordinal=-1)) as fake:
         kernel = tr.Kernel.load(write_artifact(str(tmp_path), doc, cubin))
         x = torch.zeros(4)
         kernel(1, x)
@@ -234,7 +234,7 @@ def family_launches(path: str, tmp_path: Any) -> tuple[list[Any], int]:
     try:
         variants = [(None, signature(t, a, "16")) for t, a in (("fp32", True), ("fp32", False), ("fp16", True))]
         directory = make_family(str(tmp_path / path), variants)
-        with installed(dataclasses.replace(H200, ordinal=-1)) as fake:
+        with installed(records.replace(H200, ordinal=-1)) as fake:
             family = tr.Kernel.load(directory)
             for dtype, offset in ((torch.float32, 0), (torch.float32, 1), (torch.float16, 0), (torch.float32, 0)):
                 x, y, out = (torch.arange(4097, dtype=dtype)[offset:offset + 4096].clone() if i < 2 else
@@ -250,8 +250,8 @@ def family_launches(path: str, tmp_path: Any) -> tuple[list[Any], int]:
                     fake.cuLaunchKernel = lambda *a: (0,)
                     assert python_functions_run(lambda: family(4, x, y, out, 4096, stream=0)) == []
                     del fake.cuLaunchKernel
-        records = [(r["kernel"], r["grid"], [len(p) for p in r["params"]] if "params" in r else None) for r in fake.launches]
-        return records, fake.c_calls.get("cuLaunchKernel", 0)
+        launched = [(r["kernel"], r["grid"], [len(p) for p in r["params"]] if "params" in r else None) for r in fake.launches]
+        return launched, fake.c_calls.get("cuLaunchKernel", 0)
     finally:
         compiled.enabled = compiled.fastlaunch is not None
 

@@ -4,7 +4,6 @@ section table. Each lie below is made from a committed artifact and refused with
 sides; every committed artifact passes (no false positives: descriptors, tuples, PTX variants, scratch, gluon)."""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import shutil
@@ -15,6 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
+from tmlr_runtime import records
 import tmlr_runtime as tr
 from fake_driver import A100, H200, installed, section_past_the_end
 from skip_reasons import NO_COMPILED_WALK
@@ -31,7 +31,7 @@ FAMILIES = sorted(p.parent for p in [*ROOT.glob("examples/**/metadata.json"), *R
                   if json.loads(p.read_text()).get("kind") == "family")
 KERNELS = sorted(p.parent for p in [*ROOT.glob("examples/**/metadata.json"), *ROOT.glob("tests/gpu/artifacts/**/metadata.json")]
                  if json.loads(p.read_text()).get("kind") != "family")
-T4 = dataclasses.replace(A100, name="Tesla T4 (fake)", major=7, minor=5, max_shared_optin=65536)
+T4 = records.replace(A100, name="Tesla T4 (fake)", major=7, minor=5, max_shared_optin=65536)
 SM_80_IN_SM_90A = "add.sm_90a.cubin: an sm_80 cubin, but metadata.json says sm_90a"
 
 

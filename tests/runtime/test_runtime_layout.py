@@ -1,6 +1,6 @@
 """The runtime's folders show its design, and its imports point one way (read from the source, not run).
 
-Layers, each importing only those before it: ``errors`` and ``driver_errors``, ``abi``, ``tuples`` and ``objects``, ``driver`` (the root modules), ``artifact/``,
+Layers, each importing only those before it: ``errors``, ``driver_errors`` and ``records``, ``abi``, ``tuples`` and ``objects``, ``driver`` (the root modules), ``artifact/``,
 ``launch/``, ``family/``, ``serving/`` (``tmlr_runtime.serve``, imported by its call), the package itself (``tmlr_runtime/__init__.py``, the public names), the runtime inside
 other frameworks (``torch_ops.py``, and an ``integrations/`` folder should there be more), ``cli/`` and ``__main__``. Inside a
 folder, modules may import each other, but no import (at module level or inside a function) closes a circle.
@@ -18,7 +18,7 @@ import tmlr_runtime
 
 RUNTIME = Path(tmlr_runtime.__file__).parent
 ROOT = RUNTIME.parent
-LAYERS = (("errors", "driver_errors"), ("abi", "tuples", "objects"), "driver", "artifact", "launch", "family", "serving", "",
+LAYERS = (("errors", "driver_errors", "records"), ("abi", "tuples", "objects"), "driver", "artifact", "launch", "family", "serving", "",
           ("integrations", "torch_ops"), "cli", "__main__")
 UPWARD = {("tmlr_runtime.launch.kernel", "tmlr_runtime.family.dispatch")}  # Kernel.load meeting a family index
 
@@ -103,7 +103,7 @@ def test_nothing_outside_the_runtime_imports_a_private_module() -> None:
     assert bad == []
 
 
-IMPORT_BUDGET = 1800  # lines of tmlr_runtime that `import tmlr_runtime` reads (docs/contributing.md)
+IMPORT_BUDGET = 1860  # lines of tmlr_runtime that `import tmlr_runtime` reads (docs/contributing.md)
 
 
 def test_import_reads_no_more_than_its_budget() -> None:

@@ -132,7 +132,7 @@ def test_fallback_warns_appends_a_pending_spec_line_and_runs_tritons_jit(model: 
         x, y, out = _tensors()
         ops.add[(4,)](x, y, out, 4096, BLOCK=1024)  # served: Triton's run is not called
         assert jit_runs == [] and len(fake.launches) == 1
-        assert isinstance(ops.add[(4,)].func, ServedKernel)  # what follows starts on the steady-state path (fast.py)
+        assert isinstance(ops.add[(4,)].func.__self__, ServedKernel)  # what follows starts on the steady-state path (fast.py)
         with pytest.warns(tr.UnservedKernelWarning, match="BLOCK=512.*Triton's JIT compiles it now") as w:
             ops.add[(8,)](x, y, out, 4096, BLOCK=512)
         assert w[0].message.kernel == "vector_add:add" and jit_runs == [{"BLOCK": 512, "grid": (8,)}]

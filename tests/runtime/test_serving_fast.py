@@ -19,10 +19,13 @@ import tmlr_runtime as tr
 from family_sample import make_family, signature, write_variant
 from fake_driver import installed
 from test_serving import ARTIFACTS, ROOT, _tensors, _without_triton, _write_index, model, no_compile  # noqa: F401
+from tmlr_runtime.launch import compiled
 from tmlr_runtime.serving.fast import ServedKernel
 from tmlr_runtime.serving.server import Server
 
 VECTOR_ADD = ROOT / "examples" / "kernels" / "vector_add.py"
+# what kernel[grid] of a served kernel is: functools.partial on the Python path, the compiled path's Bound
+BOUND = (functools.partial,) + ((compiled.fastlaunch.Bound,) if compiled.fastlaunch is not None else ())
 
 
 def _no_server_python(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,7 +46,7 @@ def test_after_the_first_launch_kernel_grid_is_the_artifact_bound_to_the_grid(mo
         x, y, out = _tensors()
         ops.add[(4,)](x, y, out, 4096, BLOCK=1024)  # the first launch loads the artifacts
         bound = ops.add[(4,)]
-        assert isinstance(bound, functools.partial) and isinstance(bound.func, ServedKernel) and bound.args == ((4,),)
+        assert type(bound) in BOUND and isinstance(bound.func.__self__, ServedKernel) and bound.args == ((4,),)
         with monkeypatch.context() as m:
             _no_server_python(m)
             for _ in range(3):
@@ -96,7 +99,7 @@ def test_a_family_of_specializations_is_tried_first_on_the_fast_path(model: Any,
         ops = model("add_op")
         x, y, out = _tensors()
         ops.add[(4,)](x, y, out, 4096, BLOCK=1024)
-        assert isinstance(ops.add[(4,)], functools.partial) and not isinstance(ops.add[(4,)].func, ServedKernel)
+        assert type(ops.add[(4,)]) in BOUND and not isinstance(getattr(ops.add[(4,)].func, "__self__", None), ServedKernel)
         with monkeypatch.context() as m:
             _no_server_python(m)
             ops.add[(4,)](x, y, out, 4095, BLOCK=1024)
@@ -173,7 +176,7 @@ with installed() as fake:
     add_op.add[(4,)](x, y, out, 4096, BLOCK=1024)
     add_op.add_heuristic[(4,)](x, y, out, 4096)
     bound = add_op.add[(4,)]
-    assert isinstance(bound, functools.partial) and isinstance(bound.func, ServedKernel)
+    assert type(bound).__name__ in ("partial", "Bound") and isinstance(bound.func.__self__, ServedKernel)
     run = server.run
     server.run = lambda *a: general.append(a[0]) or run(*a)
     for _ in range(3):
@@ -204,3 +207,136 @@ def test_without_triton_the_stand_ins_launches_take_the_fast_path(tmp_path: Path
         "unserved vector_add:add x_ptr=*fp32:16, y_ptr=*fp32:16, out_ptr=*fp32:16, n=i32:16, BLOCK=512 None",
         "general ['add'] launches 8",
         "closed True True"], proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("compiled_path", [True, False], ids=["compiled", "python"])
+def test_the_getitem_hook_binds_the_launcher_binds_anew_or_fakes_on_either_path(compiled_path: bool,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmlr_runtime.launch import compiled, faking
+    from tmlr_runtime.serving import fast
+
+    if compiled_path and compiled.fastlaunch is None:
+        pytest.skip(f"the compiled launch path is not built: {compiled.why_not}")
+    monkeypatch.setattr(compiled, "enabled", compiled_path)
+
+    class Jit:  # a kernel class (Triton's JITFunction or the stand-in's)
+        def __getitem__(self, grid: Any) -> Any:
+            return ("Triton's getitem", grid)
+
+    served, unknown = Jit(), Jit()
+    bound: list[Any] = []
+
+    def bind(obj: Any, grid: Any, *, getitem: Any) -> Any:
+        bound.append(obj)
+        return getitem(obj, grid)
+
+    def launcher(grid: Any, *args: Any) -> Any:
+        return ("launched", grid, args)
+
+    server = type("S", (), {"fast": {id(served): launcher}, "bind": staticmethod(bind), "_undo": []})()
+    fast.hook_getitem(server, Jit)
+    hook = Jit.__dict__["__getitem__"]
+    assert (type(hook).__name__ == "Getitem") is compiled_path
+    assert served[(4,)](1, 2) == ("launched", (4,), (1, 2)) and bound == []
+    assert unknown[(2,)] == ("Triton's getitem", (2,)) and bound == [unknown]  # the server's bind, Triton's as its route
+    faking.state.faking = True
+    try:
+        assert served[(4,)] is faking.nothing and unknown[(1,)] is faking.nothing
+    finally:
+        faking.state.faking = False
+    with pytest.raises(TypeError):
+        hook(served)  # the grid missing
+    server._undo.pop()()
+    assert served[(3,)] == ("Triton's getitem", (3,))
+
+
+def test_the_compiled_bound_calls_its_launcher_with_the_grid_first_as_partial_does() -> None:
+    if compiled.fastlaunch is None:
+        pytest.skip(f"the compiled launch path is not built: {compiled.why_not}")
+    Bound = compiled.fastlaunch.Bound
+
+    def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
+        return grid, args, kwargs
+
+    class Kernel:  # a bound method as the launcher: it takes the slot Bound leaves free before the grid
+        def go(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
+            return self, grid, args, kwargs
+
+    for args in ((), (1, 2), tuple(range(40))):  # 40: more than Bound's stack holds
+        for kwargs in ({}, {"BLOCK": 64, "num_warps": 4}):
+            assert Bound(launcher, (4,))(*args, **kwargs) == functools.partial(launcher, (4,))(*args, **kwargs)
+            k = Kernel()
+            assert Bound(k.go, (2, 2))(*args, **kwargs) == (k, (2, 2), args, kwargs)
+    b = Bound(launcher, (8,))
+    assert b.func is launcher and b.args == ((8,),) and repr(b) == f"Bound({launcher!r}, (8,))"
+    with pytest.raises(ZeroDivisionError):
+        Bound(lambda grid: 1 / 0, (1,))()
+
+
+@pytest.mark.parametrize("compiled_path", [True, False], ids=["compiled", "python"])
+def test_trying_takes_the_first_that_accepts_then_the_route_and_lets_other_errors_through(
+        compiled_path: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmlr_runtime.serving import fast
+
+    if compiled_path and compiled.fastlaunch is None:
+        pytest.skip(f"the compiled launch path is not built: {compiled.why_not}")
+    monkeypatch.setattr(compiled, "enabled", compiled_path)
+    calls: list[str] = []
+
+    def kernel(name: str, refuse: Any) -> Any:
+        def call(grid: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            why = refuse(args)
+            if why:
+                raise tr.ConstexprMismatchError(f"{name} refuses") if why is True else why
+            return name, grid, args, kwargs
+        return call
+
+    class Wrapper:  # what obj.run is: Triton's general route
+        def run(self, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            calls.append("run")
+            return "general", grid, args, kwargs
+
+    bad = ValueError("bad")
+    launcher = fast.trying(Wrapper(), (kernel("a", lambda a: a[0] != 1),
+                                       kernel("b", lambda a: a[0] == 3 or (bad if a[0] == 4 else False))))
+    assert (type(launcher).__name__ == "Trying") is compiled_path
+    assert launcher((4,), 1, BLOCK=8) == ("a", (4,), (1,), {"BLOCK": 8}) and calls == ["a"]
+    calls.clear()
+    assert launcher((4,), 2) == ("b", (4,), (2,), {}) and calls == ["a", "b"]
+    calls.clear()
+    assert launcher((4,), 3, BLOCK=8) == ("general", (4,), (3,), {"BLOCK": 8}) and calls == ["a", "b", "run"]
+    with pytest.raises(ValueError, match="bad") as e:
+        launcher((4,), 4)  # not a refusal: the call's own error
+    assert e.value.__context__ is None  # a refusal before it is no part of it
+
+
+def test_autotune_over_a_plain_artifact_tries_the_config_that_launched_last_first(model: Any, no_compile: list[str],
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    refusals: list[str] = []
+    init = tr.ConstexprMismatchError.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        refusals.append(str(args[0])[:40])
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(tr.ConstexprMismatchError, "__init__", counted)
+    with tr.serve(ARTIFACTS), installed() as fake:
+        ops = model("add_op")
+        x, y, out = _tensors()
+        ops.add_tuned[(4,)](x, y, out, 4096)  # config 0 (BLOCK 256) refused, config 1 (BLOCK 1024) launched
+        assert len(refusals) >= 1
+        refusals.clear()
+        with monkeypatch.context() as m:
+            _no_server_python(m)
+            for _ in range(3):
+                out.zero_()
+                ops.add_tuned[(4,)](x, y, out, 4096)
+                assert bool((out == x + y).all())
+        assert refusals == [] and [launch["block"][0] for launch in fake.launches] == [128] * 4
+        h = torch.zeros(4096, dtype=torch.float16).as_subclass(type(x))
+        with pytest.raises(tr.UnservedKernelError, match="add"):  # no config's artifact takes fp16: the general route
+            ops.add_tuned[(4,)](h, h, h, 4096)
+    assert no_compile == []

@@ -5,7 +5,7 @@ plans the variants from them (builder/variants.py) and writes them into the fami
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tmlr_runtime.artifact.family_index import Config
@@ -19,11 +19,11 @@ class ParamFact:
     default: Any = None  # JSON-able defaults only; None for others
 
 
-@dataclass(frozen=True)
 class ConfigFact(Config):
-    """One triton.Config: the runtime's record (what the index holds, ``to_json``) and what only the build needs."""
+    """One triton.Config: the runtime's record (what the index holds, ``to_json``) and what only the build needs
+    (a frozen record as the runtime's, not a dataclass)."""
 
-    options: dict[str, Any] = field(default_factory=dict)  # compile options beyond the four above (3.3 warp-spec)
+    options: dict[str, Any] = {}  # compile options beyond the four above (3.3 warp-spec); never changed in place
     has_pre_hook: bool = False
 
     def compile_options(self) -> dict[str, Any]:

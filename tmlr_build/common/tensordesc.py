@@ -10,11 +10,11 @@ lowered it to TMA, what encoding the CUtensorMap needs besides the call's tensor
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from tmlr_runtime import records
 from tmlr_runtime.abi import POINTEE_TYPES, TENSORDESC, Parameter
 from tmlr_runtime.artifact.metadata import read_parameter
 
@@ -56,7 +56,7 @@ def read_sidecar_entry(doc: Any, path: str) -> Parameter:
     if parse_type(text) is None:
         return read_parameter(doc, path)
     # every other field by the same rules: the type stands in as a plain scalar while they are checked
-    return dataclasses.replace(read_parameter({**doc, "type": "i32"}, path), type=text)
+    return records.replace(read_parameter({**doc, "type": "i32"}, path), type=text)
 
 
 def tensormap(meta: dict[str, Any], where: str) -> dict[str, Any]:

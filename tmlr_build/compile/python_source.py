@@ -7,7 +7,6 @@ wherever the source tree is checked out.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import importlib.abc
@@ -20,6 +19,7 @@ import traceback
 import types
 from typing import Any
 
+from tmlr_runtime import records
 from tmlr_runtime.abi import TL_DTYPES
 from tmlr_runtime.objects import DTYPE, JIT_FUNCTION, TritonObject, of
 
@@ -152,7 +152,7 @@ def load_job_kernel(job: Job) -> tuple[types.ModuleType, Any]:
 def with_triton_objects(params: list[Any], module: types.ModuleType, label: str) -> list[Any]:
     """``params`` with each constexpr that is a recorded Triton object (tmlr_runtime/objects.py) made the real one, as
     Triton takes it: the triton.language dtype, or the @triton.jit function imported by its module:qualname."""
-    return [dataclasses.replace(p, value=_real(p.name, p.value, module, label)) if type(p.value) is TritonObject else p
+    return [records.replace(p, value=_real(p.name, p.value, module, label)) if type(p.value) is TritonObject else p
             for p in params]
 
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import functools
 import os
 import struct
-from dataclasses import dataclass
 from operator import add
 from typing import NamedTuple
 
 from ..abi import Target
 from ..errors import IntegrityError
+from ..records import Record
 
 try:  # parse's walk in C (launch/_fastlaunch.c: a C module, which imports nothing of the runtime), unless TMLR_PURE_PYTHON
     from ..launch._fastlaunch import elf_walk as _walk
@@ -75,8 +75,7 @@ class Cubin(NamedTuple):
         return [self.table[i: i + 5] for i in range(0, len(self.table), 5)]
 
 
-@dataclass(frozen=True)
-class CubinFunction:
+class CubinFunction(Record):
     name: str
     registers: int | None
 

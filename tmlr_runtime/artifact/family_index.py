@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,13 @@ from ..errors import short_repr
 from .heuristics import Heuristic
 from .files import FAMILY_FAILED_VERSION, FAMILY_TUPLE_VERSION, FAMILY_VERSION, FAMILY_VERSIONS
 from .rules import BOOL, IDENTIFIER, IS_ARCH, IS_SHA256, Invalid, array, at, check, integer, nullable, obj, one_of, string, test
+from ..records import Record
 
 FAMILY_SCHEMA_PATH = Path(__file__).with_name("schema") / "family.schema.json"
 _PARAM_KINDS = ("runtime", "constexpr")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Record):
     """One ``triton.Config``: constexpr values and launch options."""
 
     kwargs: dict[str, Any]
@@ -41,8 +40,7 @@ class Config:
         return f"{kw}{', ' if kw else ''}num_warps={self.num_warps}, num_stages={self.num_stages}"
 
 
-@dataclass(frozen=True)
-class Autotune:
+class Autotune(Record):
     """The ``@triton.autotune`` record: key, configs and what a benchmark must save or clear."""
 
     key: tuple[str, ...]
@@ -53,8 +51,7 @@ class Autotune:
     dtype_in_key: bool
 
 
-@dataclass(frozen=True)
-class FamilyVariant:
+class FamilyVariant(Record):
     dir: str  # relative to the family directory: "v/c0-3fa2b19c0d11"
     config: int | None
     signature: str  # the sub-artifact's full signature text
@@ -63,8 +60,7 @@ class FamilyVariant:
     cubin_sha256: dict[str, str] | None = None
 
 
-@dataclass(frozen=True)
-class FailedVariant:
+class FailedVariant(Record):
     """A variant the build planned but could not compile (schema v8): the family was written without it."""
 
     vid: str  # what its folder would have been named: "c0-3fa2b19c0d11"
@@ -73,8 +69,7 @@ class FailedVariant:
     error: str  # the first line of its compile error
 
 
-@dataclass(frozen=True)
-class FamilyIndex:
+class FamilyIndex(Record):
     """A parsed, checked family index."""
 
     name: str

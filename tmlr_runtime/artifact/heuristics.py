@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import numbers
 import operator
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import short_repr
+from ..records import Record
 
 
 def next_power_of_2(n: int) -> int:
@@ -116,8 +116,7 @@ def names_used(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class Heuristic:
+class Heuristic(Record):
     """One recorded ``@triton.heuristics`` value: ``expr`` None means the caller passes it by keyword."""
 
     name: str

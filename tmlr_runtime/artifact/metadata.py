@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from .elf import Cubin, parse, target_problem
 from .files import FAMILY_VERSIONS, read_file, read_json
 from .rules import ANY, BOOL, IDENTIFIER, IS_ARCH, IS_PTX_ARCH, SHA256, Invalid, array, at, check, integer, not_, obj, one_of, record, string, test
 from .targets import choose
+from ..records import Record
 
 SCHEMA_PATH = Path(__file__).with_name("schema") / "metadata.schema.json"
 SCHEMA_VERSION = 9  # the newest this reader reads
@@ -40,8 +40,7 @@ TUPLE_VALUE_VERSION = 9
 METADATA_FILE = "metadata.json"
 
 
-@dataclass(frozen=True)
-class Ptx:
+class Ptx(Record):
     """A variant's PTX (schema v4): what the driver compiles at load for a GPU that none of the cubins runs on."""
 
     target: Target  # compute_80
@@ -50,8 +49,7 @@ class Ptx:
     size: int
 
 
-@dataclass(frozen=True)
-class Variant:
+class Variant(Record):
     """One compiled cubin of the kernel, for one target architecture (and its PTX, when the build kept it)."""
 
     target: Target
@@ -93,8 +91,7 @@ class Variant:
         return self.target.runs_on(major, minor)
 
 
-@dataclass(frozen=True)
-class ArtifactMetadata:
+class ArtifactMetadata(Record):
     """A parsed, checked metadata.json."""
 
     name: str

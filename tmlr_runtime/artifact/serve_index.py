@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from ..errors import ArtifactError
 from .files import read_json
 from .metadata import METADATA_FILE
 from .rules import IDENTIFIER, SHA256, Invalid, array, at, check, obj, one_of, string
+from ..records import Record
 
 SERVE_SCHEMA_PATH = Path(__file__).with_name("schema") / "serve.schema.json"
 SERVE_FILE = "serve.json"
@@ -25,8 +25,7 @@ _INDEX = obj({"schema_version": one_of((SERVE_VERSION,), str(SERVE_VERSION)), "k
               "kernels": array(_ENTRY)})
 
 
-@dataclass(frozen=True)
-class ServedEntry:
+class ServedEntry(Record):
     """One artifact of the folder and the kernel it was built from (see the schema's descriptions)."""
 
     artifact: str

@@ -937,6 +937,217 @@ static PyTypeObject MethodType = {
     .tp_dealloc = (destructor)method_dealloc,
 };
 
+/* ---- a served kernel bound to its grid ---------------------------------------------------------------- */
+/* Bound(launcher, grid): what kernel[grid] gives on the compiled path; calling it calls launcher(grid, *args, **kw).
+ * functools.partial (the Python path's) makes an argument tuple and a keyword dict besides itself and costs about
+ * 0.12 us more per kernel[grid](...) than this (docs/serving.md, "Steady-state launches"). */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *launcher, *grid;
+} Bound;
+
+#define BOUND_STACK 16
+
+static PyObject *bound_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Bound *self = (Bound *)obj;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), total = n + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[BOUND_STACK], **stack = small;
+    if (total + 2 > BOUND_STACK) {
+        stack = PyMem_Malloc((total + 2) * sizeof(PyObject *));
+        if (!stack) return PyErr_NoMemory();
+    }
+    /* stack[0] is left free for the callee (a bound method puts its self there): PY_VECTORCALL_ARGUMENTS_OFFSET */
+    stack[1] = self->grid;
+    memcpy(stack + 2, args, total * sizeof(PyObject *));
+    PyObject *r = PyObject_Vectorcall(self->launcher, stack + 1, (n + 1) | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    if (stack != small) PyMem_Free(stack);
+    return r;
+}
+
+static PyTypeObject BoundType;
+
+static PyObject *bound_make(PyObject *launcher, PyObject *grid) {
+    Bound *self = PyObject_GC_New(Bound, &BoundType);
+    if (!self) return NULL;
+    self->vectorcall = bound_vectorcall;
+    self->launcher = Py_NewRef(launcher);
+    self->grid = Py_NewRef(grid);
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static PyObject *bound_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *launcher, *grid;
+    if (!PyArg_ParseTuple(a, "OO:Bound", &launcher, &grid)) return NULL;
+    return bound_make(launcher, grid);
+}
+
+static int bound_traverse(Bound *self, visitproc visit, void *arg) {
+    Py_VISIT(self->launcher);
+    Py_VISIT(self->grid);
+    return 0;
+}
+
+static int bound_clear(Bound *self) {
+    Py_CLEAR(self->launcher);
+    Py_CLEAR(self->grid);
+    return 0;
+}
+
+static void bound_dealloc(Bound *self) {
+    PyObject_GC_UnTrack(self);
+    bound_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyObject *bound_func(Bound *self, void *Py_UNUSED(closure)) { return Py_NewRef(self->launcher); }
+
+static PyObject *bound_args(Bound *self, void *Py_UNUSED(closure)) { return PyTuple_Pack(1, self->grid); }
+
+static PyObject *bound_repr(Bound *self) { return PyUnicode_FromFormat("Bound(%R, %R)", self->launcher, self->grid); }
+
+static PyGetSetDef bound_getset[] = {
+    {"func", (getter)bound_func, NULL, "the launcher, called with the grid first (functools.partial's func)", NULL},
+    {"args", (getter)bound_args, NULL, "(grid,): the arguments put first, as functools.partial's args", NULL},
+    {NULL},
+};
+
+static PyTypeObject BoundType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tmlr_runtime.launch._fastlaunch.Bound",
+    .tp_doc = "Bound(launcher, grid): launcher(grid, *args, **kwargs) when called; kernel[grid] of a served kernel.",
+    .tp_basicsize = sizeof(Bound),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_vectorcall_offset = offsetof(Bound, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = bound_new,
+    .tp_traverse = (traverseproc)bound_traverse,
+    .tp_clear = (inquiry)bound_clear,
+    .tp_dealloc = (destructor)bound_dealloc,
+    .tp_repr = (reprfunc)bound_repr,
+    .tp_getset = bound_getset,
+};
+
+/* ---- served artifacts tried in order ------------------------------------------------------------------- */
+/* Trying(kernels, refusals, route): serving/fast.py's trying (the Python reference): launcher(grid, *args, **kw)
+ * calls each of `kernels` in turn until one takes the call (an exception of `refusals` means it refused: the next is
+ * tried), then route(grid, *args, **kw). Any other exception is the call's and propagates. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *kernels, *refusals, *route;
+} Trying;
+
+static PyObject *trying_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Trying *self = (Trying *)obj;
+    size_t n = PyVectorcall_NARGS(nargsf);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->kernels); i++) {
+        PyObject *r = PyObject_Vectorcall(PyTuple_GET_ITEM(self->kernels, i), args, n, kwnames);
+        if (r || !PyErr_ExceptionMatches(self->refusals)) return r;
+        PyErr_Clear();
+    }
+    return PyObject_Vectorcall(self->route, args, n, kwnames);
+}
+
+static PyObject *trying_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *kernels, *refusals, *route;
+    if (!PyArg_ParseTuple(a, "O!OO:Trying", &PyTuple_Type, &kernels, &refusals, &route)) return NULL;
+    Trying *self = (Trying *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->vectorcall = trying_vectorcall;
+    self->kernels = Py_NewRef(kernels);
+    self->refusals = Py_NewRef(refusals);
+    self->route = Py_NewRef(route);
+    return (PyObject *)self;
+}
+
+static void trying_dealloc(Trying *self) {
+    Py_XDECREF(self->kernels);
+    Py_XDECREF(self->refusals);
+    Py_XDECREF(self->route);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject TryingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tmlr_runtime.launch._fastlaunch.Trying",
+    .tp_doc = "Trying(kernels, refusals, route): the first of kernels that takes a call, else route (serving/fast.py).",
+    .tp_basicsize = sizeof(Trying),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Trying, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = trying_new,
+    .tp_dealloc = (destructor)trying_dealloc,
+};
+
+/* ---- a served kernel's kernel[grid] ------------------------------------------------------------------ */
+/* Getitem(fast, bind, state, nothing): serving/fast.py's hook_getitem (the Python reference), as the class's
+ * __getitem__: kernel[grid] gives Bound(fast[id(kernel)], grid), or bind(kernel, grid) for a kernel not in `fast`,
+ * or `nothing` while state.faking is true (a torch custom op deriving its fake). */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *fast, *bind, *state, *nothing;
+} Getitem;
+
+static PyObject *s_faking;
+
+static PyObject *getitem_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Getitem *self = (Getitem *)obj;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames) {
+        PyErr_SetString(PyExc_TypeError, "__getitem__ takes the kernel and the grid");
+        return NULL;
+    }
+    PyObject *faking = PyObject_GetAttr(self->state, s_faking);
+    if (!faking) return NULL;
+    int on = PyObject_IsTrue(faking);
+    Py_DECREF(faking);
+    if (on < 0) return NULL;
+    if (on) return Py_NewRef(self->nothing);
+    PyObject *key = PyLong_FromVoidPtr(args[0]);  /* id(kernel): kernel objects are never hashed (server.py) */
+    if (!key) return NULL;
+    PyObject *launcher = PyDict_GetItemWithError(self->fast, key);  /* borrowed */
+    Py_DECREF(key);
+    if (launcher) return bound_make(launcher, args[1]);
+    if (PyErr_Occurred()) return NULL;
+    return PyObject_Vectorcall(self->bind, args, 2, NULL);
+}
+
+static PyObject *getitem_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
+    PyObject *fast, *bind, *state, *nothing;
+    if (!PyArg_ParseTuple(a, "O!OOO:Getitem", &PyDict_Type, &fast, &bind, &state, &nothing)) return NULL;
+    Getitem *self = (Getitem *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->vectorcall = getitem_vectorcall;
+    self->fast = Py_NewRef(fast);
+    self->bind = Py_NewRef(bind);
+    self->state = Py_NewRef(state);
+    self->nothing = Py_NewRef(nothing);
+    return (PyObject *)self;
+}
+
+static void getitem_dealloc(Getitem *self) {
+    Py_XDECREF(self->fast);
+    Py_XDECREF(self->bind);
+    Py_XDECREF(self->state);
+    Py_XDECREF(self->nothing);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject GetitemType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tmlr_runtime.launch._fastlaunch.Getitem",
+    .tp_doc = "Getitem(fast, bind, state, nothing): a served kernel class's __getitem__ (serving/fast.py).",
+    .tp_basicsize = sizeof(Getitem),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_vectorcall_offset = offsetof(Getitem, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = method_get,
+    .tp_new = getitem_new,
+    .tp_dealloc = (destructor)getitem_dealloc,
+};
+
 /* ---- a cubin's ELF walk at first load (artifact/elf.py) ------------------------------------------------ */
 /* elf.parse's walk, for the first Kernel.load of each cubin: there it runs cold, right after the file reads, where
  * the same walk in Python costs 15-30 us (docs/performance.md). It answers only for a file it finds whole and laid
@@ -1048,19 +1259,26 @@ static PyMethodDef functions[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastlaunch", "The compiled per-call launch path, and the first load's ELF walk.", -1, functions};
 
 PyMODINIT_FUNC PyInit__fastlaunch(void) {
-    if (PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&FamilyKeyType) < 0 || PyType_Ready(&MethodType) < 0) return NULL;
+    if (PyType_Ready(&ExecutorType) < 0 || PyType_Ready(&FamilyKeyType) < 0 || PyType_Ready(&MethodType) < 0
+        || PyType_Ready(&GetitemType) < 0 || PyType_Ready(&BoundType) < 0
+        || PyType_Ready(&TryingType) < 0) return NULL;
     s_get_device = PyUnicode_InternFromString("get_device");
     s_dtype = PyUnicode_InternFromString("dtype");
     s_data_ptr = PyUnicode_InternFromString("data_ptr");
     s_stream = PyUnicode_InternFromString("stream");
     s_compiled_attr = PyUnicode_InternFromString("_compiled");
+    s_faking = PyUnicode_InternFromString("faking");
     for (int i = 0; i < 4; i++) int_classes[i] = PyTuple_Pack(2, i & 2 ? Py_True : Py_False, i & 1 ? Py_True : Py_False);
-    if (!s_get_device || !s_dtype || !s_data_ptr || !s_stream || !s_compiled_attr || !int_classes[3]) return NULL;
+    if (!s_get_device || !s_dtype || !s_data_ptr || !s_stream || !s_compiled_attr || !s_faking
+        || !int_classes[3]) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Executor", (PyObject *)&ExecutorType) < 0
         || PyModule_AddObjectRef(m, "FamilyKey", (PyObject *)&FamilyKeyType) < 0
-        || PyModule_AddObjectRef(m, "Method", (PyObject *)&MethodType) < 0) {
+        || PyModule_AddObjectRef(m, "Method", (PyObject *)&MethodType) < 0
+        || PyModule_AddObjectRef(m, "Getitem", (PyObject *)&GetitemType) < 0
+        || PyModule_AddObjectRef(m, "Bound", (PyObject *)&BoundType) < 0
+        || PyModule_AddObjectRef(m, "Trying", (PyObject *)&TryingType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

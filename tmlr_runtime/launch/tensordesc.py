@@ -10,19 +10,18 @@ from __future__ import annotations
 import itertools
 import operator
 import struct
-from dataclasses import dataclass
 from typing import Any, Sequence
 from .pointers import any_pointer
 from .. import driver
 from ..errors import ArgumentError, DescriptorArgumentError, TmlrError, short_repr
 from ..abi import TYPES, Descriptor, Parameter, TensorMapMeta
+from ..records import Record
 
 _TF32 = 11  # CU_TENSOR_MAP_DATA_TYPE_TFLOAT32: Triton's launcher encodes round_f32_to_tf32 as this type
 _I32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class TensorDescriptor:
+class TensorDescriptor(Record):
     """A host tensor descriptor: what a ``tensordesc`` parameter takes (shapes and strides in elements,
     outermost first, as in torch)."""
 
@@ -159,8 +158,7 @@ def tensor_map_bytes(tmap: Any) -> bytes:
 # --- Triton 3.3's host-side TMA descriptors (nvTmaDesc parameters) --------------------------------
 
 
-@dataclass(frozen=True)
-class TensorMap:
+class TensorMap(Record):
     """A 128-byte ``CUtensorMap``; pass it where the signature says ``nvTmaDesc``."""
 
     tensor_map_bytes: bytes

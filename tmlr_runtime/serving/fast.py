@@ -7,10 +7,12 @@ its specialization to the next artifact, and the last to the general route (``Se
 for the reasons, then the strict error or Triton's JIT). A wrapper (@triton.autotune / @triton.heuristics) built as a
 family gets a launcher that tries its families in order (:func:`trying`); a @triton.heuristics wrapper over plain
 artifacts computes its values, then launches as the function under it does (:func:`with_heuristics`); an
-@triton.autotune wrapper over plain artifacts goes the general route (Server._through)."""
+@triton.autotune wrapper straight over one adds each config's values until an artifact takes the call
+(:func:`with_configs`); other wrappers go the general route (Server._through)."""
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable
 
 from ..errors import (ConstexprMismatchError, DescriptorArgumentError, LaunchOptionMismatchError, NoCompatibleVariantError,
@@ -46,7 +48,11 @@ class ServedKernel(Kernel):
 
     def __init__(self, kernel: Kernel, refused: Route) -> None:
         self.refused = refused
-        super().__init__(kernel.metadata, kernel.directory, checks=kernel.checks, stats=kernel._read_stats)
+        self.__dict__.update(kernel.__dict__)  # its plans (one per context), which a first launch made: not made again
+        self._lock = threading.Lock()
+        self._contexts = dict(kernel._contexts)
+        self._executors = {handle: compiled.executor(plan, self._python) for handle, plan in self._contexts.items()}
+        self._plan_for_current()
 
 
 def _passing_to(kernel: Any) -> Route:
@@ -67,14 +73,20 @@ def chain(kernels: list[Any], route: Route) -> ServedKernel | None:
 
 def trying(obj: Any, kernels: tuple[Any, ...]) -> Callable[..., Any]:
     """``launcher(grid, *args, **kwargs)``: the first of ``kernels`` that takes the call, else ``obj.run`` (the general
-    route); for kernels that cannot chain (families)."""
+    route); for kernels that cannot chain (families). The compiled path's ``Trying`` does the same from C."""
+    def route(grid: Any, *args: Any, **kwargs: Any) -> Any:
+        return obj.run(*args, grid=grid, warmup=False, **kwargs)
+
+    if compiled.enabled:  # bound __call__s: called as methods, without the class's __call__ slot
+        return compiled.fastlaunch.Trying(tuple(k.__call__ for k in kernels), NOT_THIS_SPECIALIZATION, route)
+
     def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
         for kernel in kernels:
             try:
                 return kernel(grid, *args, **kwargs)
             except NOT_THIS_SPECIALIZATION:
                 pass
-        return obj.run(*args, grid=grid, warmup=False, **kwargs)  # not in the except block (see _launch_or_pass_on)
+        return route(grid, *args, **kwargs)  # not in the except block (see _launch_or_pass_on)
     return launcher
 
 
@@ -94,20 +106,64 @@ def with_heuristics(obj: Any, below: Callable[..., Any]) -> Callable[..., Any]:
     return launcher
 
 
+CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # a Config's launch options the runtime checks
+
+
+def config_call(config: Any) -> dict[str, Any]:
+    """What a ``triton.Config`` adds to a launch's keywords: its values and the launch options it sets."""
+    options = {k: getattr(config, k, None) for k in CONFIG_OPTIONS}
+    return {**config.kwargs, **{k: v for k, v in options.items() if v is not None}}
+
+
+def with_configs(obj: Any, kernels: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """``launcher(grid, *args, **kwargs)`` of a @triton.autotune wrapper straight over a @triton.jit function served
+    by ``kernels`` (its artifacts, most specialized first): each config's keywords added to the call, the first config
+    an artifact takes launching, as the general route's (Server._through) - except that the config that launched last
+    is tried first (Triton's autotuner, too, keeps the config it chose), so that a steady state refuses nothing. A call
+    none takes goes the general route. None where a config has a pre_hook: the general route runs it."""
+    if any(getattr(c, "pre_hook", None) is not None for c in obj.configs):
+        return None
+    configs = [config_call(c) for c in obj.configs]
+    calls = tuple(k.__call__ for k in kernels)  # bound: called as methods, without the class's __call__ slot
+    order = [configs]  # the configs in the order tried: the one that launched last first
+
+    def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
+        tried = order[0]
+        for config in tried:
+            given = {**kwargs, **config}
+            for call in calls:
+                try:
+                    result = call(grid, *args, **given)
+                except NOT_THIS_SPECIALIZATION:
+                    continue
+                if config is not tried[0]:
+                    order[0] = [config, *(c for c in configs if c is not config)]
+                return result
+        return obj.run(*args, grid=grid, warmup=False, **kwargs)  # not in an except block (see _launch_or_pass_on)
+    return launcher
+
+
 def hook_getitem(server: Any, cls: type) -> None:
     """``obj[grid]`` of ``cls``'s kernel objects: ``partial(launcher, grid)``, the launcher being
-    ``server.fast[id(obj)]`` (a ServedKernel, or :func:`trying`'s), else what ``server.bind`` gives;
-    ``server.close()`` puts the method back."""
+    ``server.fast[id(obj)]`` (a ServedKernel's bound ``__call__``, or :func:`trying`'s), else what ``server.bind``
+    gives; ``server.close()`` puts the method back. The compiled path's ``Getitem`` does the same from C."""
     had = "__getitem__" in cls.__dict__
     original = cls.__getitem__  # type: ignore[attr-defined]
-    fast, bind, partial, key, state, nothing = server.fast, server.bind, functools.partial, id, faking.state, faking.nothing
+    bind = functools.partial(server.bind, getitem=original)
+    if compiled.enabled:
+        hook = compiled.fastlaunch.Getitem(server.fast, bind, faking.state, faking.nothing)
+    else:
+        hook = _python_getitem(server.fast, bind)
+    cls.__getitem__ = hook  # type: ignore[attr-defined]
+    server._undo.append(lambda: setattr(cls, "__getitem__", original) if had else delattr(cls, "__getitem__"))
+
+
+def _python_getitem(fast: dict[int, Callable[..., Any]], bind: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    partial, key, state, nothing = functools.partial, id, faking.state, faking.nothing
 
     def __getitem__(obj: Any, grid: Any) -> Any:
         if state.faking:  # torch_ops.custom_op derives a fake on FakeTensors: no launch (a launch would read no memory)
             return nothing
         launcher = fast.get(key(obj))
-        return partial(launcher, grid) if launcher is not None else bind(obj, grid, original)
-
-    __getitem__.__wrapped__ = original  # type: ignore[attr-defined]
-    cls.__getitem__ = __getitem__  # type: ignore[attr-defined]
-    server._undo.append(lambda: setattr(cls, "__getitem__", original) if had else delattr(cls, "__getitem__"))
+        return partial(launcher, grid) if launcher is not None else bind(obj, grid)
+    return __getitem__

@@ -20,8 +20,7 @@ from ..family.choose import specialization as specialized
 from ..launch import faking
 from ..launch.kernel import Kernel
 from . import calls
-from .fast import NOT_THIS_SPECIALIZATION, chain, heuristics, trying, with_heuristics
-_CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # a Config's launch options the runtime checks
+from .fast import NOT_THIS_SPECIALIZATION, chain, config_call, heuristics, trying, with_configs, with_heuristics
 
 
 class Served:
@@ -130,7 +129,7 @@ class Server:
         return self._sums[path]
 
     # -- launches -----------------------------------------------------------------------------------------------------
-    def bind(self, obj: Any, grid: Any, getitem: Callable[[Any, Any], Any]) -> Any:
+    def bind(self, obj: Any, grid: Any, *, getitem: Callable[[Any, Any], Any]) -> Any:
         """``obj[grid]`` where ``self.fast`` has no launcher for ``obj`` (``fast.hook_getitem``): the one :meth:`launcher`
         makes, else ``getitem`` (Triton's ``__getitem__``, which calls ``obj.run``: the general route)."""
         launcher = self.launcher(obj)
@@ -145,6 +144,9 @@ class Server:
             if found is None:
                 self._general.add(self._keep(obj))
             else:
+                # a Kernel's bound __call__ (made once here): partial calls it as a method, straight into the compiled
+                # executor, where calling the Kernel itself goes through its class's __call__ slot first
+                found = found.__call__ if isinstance(found, Kernel) else found
                 self.fast[self._keep(obj)] = found
         return found
 
@@ -163,7 +165,9 @@ class Server:
         if hasattr(obj, "values"):  # @triton.heuristics: computed, then the launch of the function under it
             below = self.launcher(obj.fn)
             return with_heuristics(obj, below) if below is not None else None
-        return None  # @triton.autotune: its configs are tried in order (_through)
+        if isinstance(obj.fn, self.jit_types) and inner:  # @triton.autotune straight over the function: its configs
+            return with_configs(obj, tuple(k for _, k in inner))
+        return None  # @triton.autotune over another wrapper: the general route (_through)
 
     def run(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, warmup: bool,
             fallback: Callable[[], Any] | None) -> Any:
@@ -197,8 +201,7 @@ class Server:
             heuristics(obj, args, kwargs)
             return self._through(obj.fn, grid, args, kwargs, served, reasons, tried)
         for config in obj.configs:  # Autotuner
-            options = {k: getattr(config, k, None) for k in _CONFIG_OPTIONS}
-            given = {**kwargs, **config.kwargs, **{k: v for k, v in options.items() if v is not None}}
+            given = {**kwargs, **config_call(config)}
             if getattr(config, "pre_hook", None) is not None:
                 config.pre_hook({**dict(zip(obj.arg_names, args)), **given})
             if self._through(obj.fn, grid, args, given, served, reasons, tried):
