@@ -16,10 +16,10 @@ interpreter's own operations on the bytes.
 from __future__ import annotations
 
 import functools
+from collections import namedtuple
 import os
 import struct
 from operator import add
-from typing import NamedTuple
 
 from ..abi import Target
 from ..errors import IntegrityError
@@ -55,16 +55,24 @@ def _many(fmt: str, count: int) -> struct.Struct:
     return struct.Struct("<" + fmt * count)
 
 
-class Cubin(NamedTuple):
-    """A cubin whose header, tables and sections lie inside the file (:func:`parse`)."""
+# collections' namedtuple, not typing's: typing.NamedTuple compiles each field's annotation text when the class is made
+# (this module is imported by serve() at a service's start; docs/serving.md, "Start-up, measured")
+class Cubin(namedtuple("Cubin", "data where sm arch_specific table names params")):
+    """A cubin whose header, tables and sections lie inside the file (:func:`parse`).
 
+    ``data``: the bytes; ``where``: its path, for messages; ``sm``: 90, or None for an ELF ABI version this reader does
+    not know; ``arch_specific``: built for sm_90a rather than sm_90 (None: the header does not say); ``table``: each
+    section header's name, type, offset, size and link, one after the other; ``names``: offset and size of the section
+    names (.shstrtab); ``params``: of the kernel parse was asked about, or None (see kernel_params)."""
+
+    __slots__ = ()
     data: bytes
-    where: str  # its path, for messages
-    sm: int | None  # 90; None: an ELF ABI version this reader does not know
-    arch_specific: bool | None  # built for sm_90a rather than sm_90; None: the header does not say
-    table: tuple[int, ...]  # each section header's name, type, offset, size and link, one after the other
-    names: tuple[int, int]  # offset and size of the section names (.shstrtab)
-    params: tuple[tuple[int, ...], tuple[int, ...]] | None  # of the kernel parse was asked about: see kernel_params
+    where: str
+    sm: int | None
+    arch_specific: bool | None
+    table: tuple[int, ...]
+    names: tuple[int, int]
+    params: tuple[tuple[int, ...], tuple[int, ...]] | None
 
     @property
     def arch(self) -> str | None:  # "sm_90a" (sm_90 where the header does not say which); None: no SM known

@@ -8,7 +8,8 @@ cubin, else a compatible one (the newest), else PTX (the newest that fits), else
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections import namedtuple
+from typing import Sequence
 
 from ..abi import Target
 from ..errors import NoCompatibleVariantError
@@ -22,9 +23,10 @@ BUILD_CAPABILITIES = (80, 86, 89, 90, 100)
 PORTABLE_CAPABILITIES = tuple(c for c in BUILD_CAPABILITIES if not Target.from_capability(c).arch_specific)
 
 
-class Pick(NamedTuple):
+class Pick(namedtuple("Pick", "index ptx")):  # collections', not typing's (see elf.Cubin)
     """The variant to load (its index) and whether from its PTX (else its cubin)."""
 
+    __slots__ = ()
     index: int
     ptx: bool
 

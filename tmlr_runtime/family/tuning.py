@@ -12,18 +12,10 @@ from typing import Any, Iterator
 
 from .. import driver
 from ..artifact import locked_file
+from .modes import check_mode
 from ..artifact.tuning_table import CACHE_KIND, TABLE_FILE, Key, entry, file_error, read_entries, table_doc
-from ..errors import ArgumentError, SchemaError, TuningCacheWarning, TuningFileError, UnseenKeyError, short_repr
+from ..errors import SchemaError, TuningCacheWarning, TuningFileError, UnseenKeyError, short_repr
 
-MODES = ("tune", "table", "strict")
-FALLBACKS = ("nearest", "default", "error")
-
-
-def check_mode(tuning: str, fallback: str) -> None:
-    if tuning not in MODES:
-        raise ArgumentError(f"tuning={short_repr(tuning)}: pick one of {', '.join(map(repr, MODES))}", "tuning")
-    if fallback not in FALLBACKS:
-        raise ArgumentError(f"fallback={short_repr(fallback)}: pick one of {', '.join(map(repr, FALLBACKS))}", "fallback")
 
 
 def cache_dir() -> str:

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from ..errors import ArgumentError, short_repr
 from ..artifact.serve_index import SERVE_FILE, read_serve_index
-from ..family.tuning import check_mode
+from ..family.modes import check_mode
 from .server import Server
 
 ENVIRONMENT = "TMLR_SERVE"  # the artifacts folder when serve() is given none

@@ -19,7 +19,6 @@ from ..artifact.serve_index import ServedEntry
 from ..family.choose import specialization as specialized
 from ..launch import faking
 from ..launch.kernel import Kernel
-from . import calls
 from .fast import NOT_THIS_SPECIALIZATION, chain, config_call, heuristics, trying, with_configs, with_heuristics
 
 
@@ -212,6 +211,8 @@ class Server:
                   fallback: Callable[[], Any] | None) -> Any:
         if self.mode == "fallback" and fallback is not None and obj is not jit:
             return fallback()  # Triton's wrapper runs the @triton.jit function, whose launches say what they compile
+        from . import calls  # messages and pending lines only: not imported by serve()
+
         pairs, options = calls.entries(jit.fn, args, kwargs)
         spec = calls.specialization(pairs, options)
         why = "; ".join(([f"the artifacts built from it refuse it - {'; '.join(reasons)}"] if reasons else []) + served.stale) \
@@ -233,6 +234,8 @@ class Server:
 
     def _pending(self, fn: Any, pairs: list[tuple[str, str]], options: dict[str, Any]) -> None:
         """One line of the pending spec (JSON lines, each a spec's kernel entry) per kernel and specialization."""
+        from . import calls
+
         line = json.dumps(calls.spec_entry(fn, pairs, options), sort_keys=True, default=str)
         with self._lock:
             if line in self._written or self.pending_spec is None:

@@ -13,7 +13,8 @@ import builtins
 import functools
 import os
 import types
-from typing import Any, Callable, Iterable, NamedTuple
+from collections import namedtuple
+from typing import Any, Callable, Iterable
 
 from .. import driver
 from ..abi import TL_DTYPES, TYPES
@@ -102,7 +103,8 @@ _ATTR = {short: attr for attr, (short, _) in _DTYPES.items()}
 
 
 # -- triton.runtime.driver: what libraries ask at import time to choose configs for the GPU --------------------------
-class GPUTarget(NamedTuple):
+class GPUTarget(namedtuple("GPUTarget", "backend arch warp_size")):  # collections', not typing's (see elf.Cubin)
+    __slots__ = ()
     backend: str
     arch: int  # the capability: 90 for sm_90
     warp_size: int
