@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Callable, NamedTuple
+from collections import namedtuple
+from typing import Any, Callable
+
 from .. import driver
 from ..errors import CubinMismatchError, DeviceLimitError, DriverError, PtxJitWarning
 from ..artifact.elf import Cubin
@@ -14,9 +16,10 @@ from ..artifact.metadata import Variant
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
-class LoadedFunction(NamedTuple):
-    """A kernel function ready to launch in one context."""
+class LoadedFunction(namedtuple("LoadedFunction", "context device module function static_shared registers local_bytes params")):
+    """A kernel function ready to launch in one context (collections' namedtuple: see plan.Layout)."""
 
+    __slots__ = ()
     context: int
     device: driver.DeviceInfo
     module: Any

@@ -9,7 +9,8 @@ import struct
 import sys
 import threading
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from collections import namedtuple
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import driver
 from ..abi import PER_DIM_FIELDS, SINGLE_FIELDS, TMA_DESC, TYPES, Parameter, TritonType, pointee
@@ -59,11 +60,13 @@ def torch_dtype(param: Parameter) -> Any:
     return getattr(sys.modules.get("torch"), name, None) if name else None
 
 
-class Layout(NamedTuple):
+class Layout(namedtuple("Layout", "names offsets sizes formats size head")):
     """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
     each at an offset aligned to its size, then the hidden pointers (a tuple: made at each load, and
-    a frozen dataclass's ``__init__`` costs a microsecond more)."""
+    a frozen record's ``__init__`` costs a microsecond more; collections' namedtuple, not typing's, which compiles
+    each annotation's text when the class is made, at ``import tmlr_runtime``)."""
 
+    __slots__ = ()
     names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
     offsets: tuple[int, ...]
     sizes: tuple[int, ...]
