@@ -103,7 +103,7 @@ def test_nothing_outside_the_runtime_imports_a_private_module() -> None:
     assert bad == []
 
 
-IMPORT_BUDGET = 1860  # lines of tmlr_runtime that `import tmlr_runtime` reads (docs/contributing.md)
+IMPORT_BUDGET = 1861  # lines of tmlr_runtime that `import tmlr_runtime` reads (docs/contributing.md)
 
 
 def test_import_reads_no_more_than_its_budget() -> None:

@@ -61,11 +61,9 @@ def torch_dtype(param: Parameter) -> Any:
 
 
 class Layout(namedtuple("Layout", "names offsets sizes formats size head")):
-    """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters,
-    each at an offset aligned to its size, then the hidden pointers (a tuple: made at each load, and
-    a frozen record's ``__init__`` costs a microsecond more; collections' namedtuple, not typing's, which compiles
-    each annotation's text when the class is made, at ``import tmlr_runtime``)."""
-
+    """Where each parameter the cubin takes lives in the packed buffer: the runtime parameters, each at an offset aligned
+    to its size, then the hidden pointers (a namedtuple, made at each load: a record's ``__init__`` costs more; not
+    typing's, which compiles each annotation's text when the class is made)."""
     __slots__ = ()
     names: tuple[str, ...]  # the runtime parameters' names, then the hidden parameters'
     offsets: tuple[int, ...]
