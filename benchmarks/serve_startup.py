@@ -339,6 +339,17 @@ class Bench:
         q["facts"]["launch_path"] = doc.get("launch_path")
         q["facts"]["burst"] = 200
 
+    def binding_import(self) -> None:
+        """What of tmlr_serve's kernels' share is cuda-python's own import (``cuda.bindings.driver``, which the runtime
+        imports at its first load): timed in fresh processes after torch made its CUDA context, as in the workload."""
+        code = ("import time, torch; torch.zeros(1, device='cuda'); t = time.perf_counter(); "
+                "from cuda.bindings import driver; print('IMPORT_S', time.perf_counter() - t)")
+        got = []
+        for _ in range(harness.MIN_SAMPLES):
+            p = self.run([self.py, "-c", code], self.env(), 60)
+            got += [float(line.split()[1]) for line in p.out.splitlines() if line.startswith("IMPORT_S ")]
+        self.questions["serve_startup"]["m"]["cuda_bindings_import"] = harness.stats(got, "s")
+
     def footprint(self) -> None:
         facts = self.questions["serve_startup"]["facts"]
         sets = {"artifacts (recorded, built on the GPU host's CPU)": self.path("artifacts"),
@@ -490,6 +501,8 @@ def plan(a: argparse.Namespace) -> list[tuple[str, str]]:
                                 f"--only liger --compare {w}/triton_out.pt"),
             ("steady", f"{py} benchmarks/serve_workload.py --block-triton --serve {w}/artifacts --steady {a.steady_rounds}"),
             ("startup", f"{a.rounds} rounds of {', '.join(MODES)}, each a fresh workload process"),
+            ("binding_import", f"{harness.MIN_SAMPLES} processes: import torch, a CUDA tensor, then time `from cuda.bindings "
+                               "import driver`"),
             ("footprint", "bytes and files of the artifacts, Triton's warm cache and the CPU-built liger artifacts")]
 
 
@@ -503,6 +516,7 @@ def run_all(a: argparse.Namespace, work: str, runner: Runner = run_process,
     b.stage("serve_proof", "proof_cpu_built", lambda: b.proof("proof_cpu_built", PREBUILT, "--only", "liger"), need_s=15)
     b.stage("serve_steady", "steady", b.steady, need_s=15)  # before the long stage: it must not be squeezed out
     b.stage("serve_startup", "startup", b.startup, need_s=30 * a.rounds)
+    b.stage("serve_startup", "binding_import", b.binding_import, need_s=15)
     b.stage("serve_startup", "footprint", b.footprint)
     doc = b.document()
     if b.doc_path:

@@ -44,6 +44,8 @@ class FakeProcesses:
         self.commands.append(cmd)
         if step == self.fail:
             return ss.Proc(1, "", f"{step} broke\nTraceback: the reason", 0.5)
+        if step == "binding_import":
+            return ss.Proc(0, "IMPORT_S 0.014\n", "", 2.0)
         if step == "record":
             with open(cmd[cmd.index("-o") + 1], "w", encoding="utf-8") as f:
                 json.dump({"arch": [90], "kernels": [{"source": "serve_gen", "kernel": f"k{i:02d}"} for i in range(23)]}, f)
@@ -62,6 +64,8 @@ class FakeProcesses:
 
     @staticmethod
     def step(cmd: list[str], env: dict[str, str]) -> str:
+        if "-c" in cmd:
+            return "binding_import"
         if "record" in cmd:
             return "record"
         if "--spec" in cmd:
@@ -117,6 +121,7 @@ def test_a_full_run_writes_a_valid_results_file_with_ratios_and_targets(tmp_path
     assert m["triton_warm÷tmlr_serve/kernels_own"]["samples"] == [150.0] * 3
     assert m["triton_cold÷tmlr_serve/first_launches"]["median"] == pytest.approx(12.05 / 0.054)
     assert m["tmlr_serve/rss"]["median"] == 600.0 and m["triton_cold/process_wall"]["n"] == 3
+    assert m["cuda_bindings_import"]["samples"] == [0.014] * 3  # cuda-python's own import, in processes of its own
     # every round has each mode once, in rotated order, the cold ones each in an empty cache of their own
     steps = [s for s, _ in fake.calls if s in ss.MODES]
     assert steps == ["triton_cold", "triton_warm", "tmlr_serve", "triton_warm", "tmlr_serve", "triton_cold",
@@ -269,7 +274,7 @@ def test_the_hand_written_liger_spec_is_a_spec_for_sm_90() -> None:
 def test_dry_run_names_every_stage(capsys: pytest.CaptureFixture[str]) -> None:
     assert ss.main(["--dry-run"]) == 0
     stages = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-    assert stages == ["setup", "record", "build", "proof", "proof_cpu_built", "steady", "startup", "footprint"]
+    assert stages == ["setup", "record", "build", "proof", "proof_cpu_built", "steady", "startup", "binding_import", "footprint"]
 
 
 def test_the_workload_reports_an_op_that_fails_and_runs_the_others() -> None:
