@@ -14,29 +14,29 @@ R = TypeVar("R", bound="Record")
 class Record:
     """Subclass and annotate the fields (defaults as class attributes, after the fields without one)."""
 
-    _fields: tuple[str, ...] = ()
+    _field_names: tuple[str, ...] = ()  # not ``_fields``: that name says "namedtuple" to code that looks for one
     _defaults: dict[str, Any] = {}
+    _template: dict[str, Any] = {}  # every field in order, with its default (None where it has none)
+    _required: frozenset[str] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = [n for n, a in cls.__dict__.get("__annotations__", {}).items() if not str(a).startswith(("ClassVar", "typing.ClassVar"))]
-        cls._fields = (*cls._fields, *own)
+        cls._field_names = (*cls._field_names, *own)
         cls._defaults = {**cls._defaults, **{n: cls.__dict__[n] for n in own if n in cls.__dict__}}
+        cls._template = {n: cls._defaults.get(n) for n in cls._field_names}
+        cls._required = frozenset(cls._field_names) - cls._defaults.keys()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        fields = self._fields
-        given = dict(zip(fields, args))
-        if len(args) > len(fields) or not kwargs.keys() <= set(fields) - given.keys():
-            raise TypeError(f"{type(self).__name__}({', '.join(fields)}) was given {len(args)} positional field(s) and "
-                            f"{sorted(kwargs)} by keyword: too many, unknown, or given twice")
-        given.update(kwargs)
-        missing = [n for n in fields if n not in given and n not in self._defaults]
-        if missing:
-            raise TypeError(f"{type(self).__name__}: missing field(s) {missing}")
-        self.__dict__.update({n: given[n] if n in given else self._defaults[n] for n in fields})
+        # one dict merge: near a dataclass's __init__ in cost (users may make a TensorDescriptor at every launch)
+        given = dict(zip(self._field_names, args), **kwargs)
+        if len(given) != len(args) + len(kwargs) or not self._required <= given.keys() <= self._template.keys():
+            raise TypeError(f"{type(self).__name__}({', '.join(self._field_names)}) was given {len(args)} positional "
+                            f"field(s) and {sorted(kwargs)} by keyword: too many, unknown, given twice or missing one")
+        self.__dict__.update({**self._template, **given})  # the template's order: the fields'
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(map(self.__dict__.__getitem__, self._fields))
+        return tuple(map(self.__dict__.__getitem__, self._field_names))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name!r} (make another with records.replace)")
@@ -53,7 +53,7 @@ class Record:
         return hash(self._values())
 
     def __repr__(self) -> str:
-        return f"{type(self).__qualname__}({', '.join(f'{n}={v!r}' for n, v in zip(self._fields, self._values()))})"
+        return f"{type(self).__qualname__}({', '.join(f'{n}={v!r}' for n, v in zip(self._field_names, self._values()))})"
 
 
 def replace(record: R, **changes: Any) -> R:
@@ -63,4 +63,4 @@ def replace(record: R, **changes: Any) -> R:
 
 def fields(record: Record | type[Record]) -> tuple[str, ...]:
     """The field names, in order."""
-    return record._fields
+    return record._field_names

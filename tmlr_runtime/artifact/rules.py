@@ -117,8 +117,8 @@ _new, _set = object.__new__, object.__setattr__
 
 
 def record(cls: type, fields: dict[str, Any]) -> Any:
-    # made without the frozen dataclass's __init__, whose object.__setattr__ per field is most of
-    # the cost of a record; tests check the dicts name exactly the class's fields
+    # made without the record's __init__ (its checks of what was given are the reader's here); tests check the
+    # dicts name exactly the class's fields
     record = _new(cls)
     _set(record, "__dict__", fields)
     return record

@@ -26,7 +26,15 @@ from ..launch.kernel import Kernel
 NOT_THIS_SPECIALIZATION = (ConstexprMismatchError, LaunchOptionMismatchError, PointerArgumentError, ScalarArgumentError,
                            DescriptorArgumentError, NoCompatibleVariantError)
 
-Route = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]"], Any]  # route(grid, args, kwargs): where a refused call goes
+Launcher = Callable[..., Any]  # launcher(grid, *args, **kwargs): what kernel[grid] binds to the grid
+
+
+def general_route(obj: Any) -> Launcher:
+    """The general route of ``obj``'s launches as a launcher: ``obj.run`` (hooked: Server.run, every artifact asked again
+    for the reasons, then the strict error or Triton's JIT)."""
+    def route(grid: Any, *args: Any, **kwargs: Any) -> Any:
+        return obj.run(*args, grid=grid, warmup=False, **kwargs)
+    return route
 
 
 def _launch_or_pass_on(kernel: ServedKernel, grid: Any, *args: Any, **kwargs: Any) -> Any:
@@ -35,18 +43,19 @@ def _launch_or_pass_on(kernel: ServedKernel, grid: Any, *args: Any, **kwargs: An
         return launch(kernel, grid, *args, **kwargs)
     except NOT_THIS_SPECIALIZATION:
         pass
-    return kernel.refused(grid, args, kwargs)  # outside the except block: its error is no consequence of this refusal
+    return kernel.refused(grid, *args, **kwargs)  # outside the except block: its error is no consequence of this refusal
 
 
 class ServedKernel(Kernel):
     """A plain artifact of a running @triton.jit function as ``kernel[grid](...)`` launches it: a :class:`Kernel` of the
-    same artifact (its checks; its own plan and compiled executor, so that no Python runs on a call the executor
-    finishes), except that a call it refuses for its specialization goes on to ``refused`` instead of raising."""
+    same artifact (its checks, the plans its first load made, and a compiled executor of its own, so that no Python
+    runs on a call the executor finishes), except that a call it refuses for its specialization goes on to ``refused``
+    instead of raising."""
 
     _python = staticmethod(_launch_or_pass_on)
     __call__ = compiled.method("_compiled", _launch_or_pass_on)
 
-    def __init__(self, kernel: Kernel, refused: Route) -> None:
+    def __init__(self, kernel: Kernel, refused: Launcher) -> None:
         self.refused = refused
         self.__dict__.update(kernel.__dict__)  # its plans (one per context), which a first launch made: not made again
         self._lock = threading.Lock()
@@ -55,29 +64,24 @@ class ServedKernel(Kernel):
         self._plan_for_current()
 
 
-def _passing_to(kernel: Any) -> Route:
-    return lambda grid, args, kwargs: kernel(grid, *args, **kwargs)
-
-
-def chain(kernels: list[Any], route: Route) -> ServedKernel | None:
+def chain(kernels: list[Any], route: Launcher) -> Launcher | None:
     """``kernels`` (loaded artifacts, in the order they are tried) as ServedKernels, each passing a refused call on to
-    the next and the last to ``route``: the first; None where one is no plain Kernel (a family, tuple parameters)."""
+    the next and the last to ``route``: the first's launcher (its bound ``__call__``: called as a method, straight
+    into its compiled executor, where calling the kernel goes through its class's ``__call__`` slot first); None
+    where one is no plain Kernel (a family, tuple parameters)."""
     if not kernels or any(type(k) is not Kernel for k in kernels):
         return None
     after = route
     for k in reversed(kernels):
-        head = ServedKernel(k, after)
-        after = _passing_to(head)
-    return head
+        after = ServedKernel(k, after).__call__
+    return after
 
 
-def trying(obj: Any, kernels: tuple[Any, ...]) -> Callable[..., Any]:
-    """``launcher(grid, *args, **kwargs)``: the first of ``kernels`` that takes the call, else ``obj.run`` (the general
-    route); for kernels that cannot chain (families). The compiled path's ``Trying`` does the same from C."""
-    def route(grid: Any, *args: Any, **kwargs: Any) -> Any:
-        return obj.run(*args, grid=grid, warmup=False, **kwargs)
-
-    if compiled.enabled:  # bound __call__s: called as methods, without the class's __call__ slot
+def trying(obj: Any, kernels: tuple[Any, ...]) -> Launcher:
+    """``launcher(grid, *args, **kwargs)``: the first of ``kernels`` that takes the call, else the general route; for
+    kernels that cannot chain (families). The compiled path's ``Trying`` does the same from C."""
+    route = general_route(obj)
+    if compiled.enabled:  # bound __call__s, as chain's
         return compiled.fastlaunch.Trying(tuple(k.__call__ for k in kernels), NOT_THIS_SPECIALIZATION, route)
 
     def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
@@ -97,14 +101,11 @@ def heuristics(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         kwargs[name] = heuristic({**dict(zip(obj.arg_names, args)), **kwargs})
 
 
-def with_heuristics(obj: Any, below: Callable[..., Any]) -> Callable[..., Any]:
+def with_heuristics(obj: Any, below: Launcher) -> Launcher:
     """``launcher(grid, *args, **kwargs)`` of a @triton.heuristics wrapper: its values computed, then ``below``'s launch
     (the function under it: a call no artifact takes goes that function's general route, with the values)."""
-    names, values = obj.arg_names, tuple(obj.values.items())
-
     def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
-        for name, heuristic in values:  # heuristics() inline: a Python call less per launch
-            kwargs[name] = heuristic({**dict(zip(names, args)), **kwargs})
+        heuristics(obj, args, kwargs)
         return below(grid, *args, **kwargs)
     return launcher
 
@@ -118,7 +119,7 @@ def config_call(config: Any) -> dict[str, Any]:
     return {**config.kwargs, **{k: v for k, v in options.items() if v is not None}}
 
 
-def with_configs(obj: Any, kernels: tuple[Any, ...]) -> Callable[..., Any] | None:
+def with_configs(obj: Any, kernels: tuple[Any, ...]) -> Launcher | None:
     """``launcher(grid, *args, **kwargs)`` of a @triton.autotune wrapper straight over a @triton.jit function served
     by ``kernels`` (its artifacts, most specialized first): each config's keywords added to the call, the first config
     an artifact takes launching, as the general route's (Server._through) - except that the config that launched last
@@ -127,7 +128,8 @@ def with_configs(obj: Any, kernels: tuple[Any, ...]) -> Callable[..., Any] | Non
     if any(getattr(c, "pre_hook", None) is not None for c in obj.configs):
         return None
     configs = [config_call(c) for c in obj.configs]
-    calls = tuple(k.__call__ for k in kernels)  # bound: called as methods, without the class's __call__ slot
+    calls = tuple(k.__call__ for k in kernels)  # bound __call__s, as chain's
+    route = general_route(obj)
     order = [configs]  # the configs in the order tried: the one that launched last first
 
     def launcher(grid: Any, *args: Any, **kwargs: Any) -> Any:
@@ -142,13 +144,13 @@ def with_configs(obj: Any, kernels: tuple[Any, ...]) -> Callable[..., Any] | Non
                 if config is not tried[0]:
                     order[0] = [config, *(c for c in configs if c is not config)]
                 return result
-        return obj.run(*args, grid=grid, warmup=False, **kwargs)  # not in an except block (see _launch_or_pass_on)
+        return route(grid, *args, **kwargs)  # not in an except block (see _launch_or_pass_on)
     return launcher
 
 
 def hook_getitem(server: Any, cls: type) -> None:
     """``obj[grid]`` of ``cls``'s kernel objects: ``partial(launcher, grid)``, the launcher being
-    ``server.fast[id(obj)]`` (a ServedKernel's bound ``__call__``, or :func:`trying`'s), else what ``server.bind``
+    ``server.fast[id(obj)]`` (:func:`chain`'s, :func:`trying`'s, ...), else what ``server.bind``
     gives; ``server.close()`` puts the method back. The compiled path's ``Getitem`` does the same from C."""
     had = "__getitem__" in cls.__dict__
     original = cls.__getitem__  # type: ignore[attr-defined]
@@ -161,7 +163,7 @@ def hook_getitem(server: Any, cls: type) -> None:
     server._undo.append(lambda: setattr(cls, "__getitem__", original) if had else delattr(cls, "__getitem__"))
 
 
-def _python_getitem(fast: dict[int, Callable[..., Any]], bind: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _python_getitem(fast: dict[int, Launcher], bind: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     partial, key, state, nothing = functools.partial, id, faking.state, faking.nothing
 
     def __getitem__(obj: Any, grid: Any) -> Any:

@@ -19,7 +19,7 @@ from ..artifact.serve_index import ServedEntry
 from ..family.choose import specialization as specialized
 from ..launch import faking
 from ..launch.kernel import Kernel
-from .fast import NOT_THIS_SPECIALIZATION, chain, config_call, heuristics, trying, with_configs, with_heuristics
+from .fast import NOT_THIS_SPECIALIZATION, chain, config_call, general_route, heuristics, trying, with_configs, with_heuristics
 
 
 class Served:
@@ -143,9 +143,6 @@ class Server:
             if found is None:
                 self._general.add(self._keep(obj))
             else:
-                # a Kernel's bound __call__ (made once here): partial calls it as a method, straight into the compiled
-                # executor, where calling the Kernel itself goes through its class's __call__ slot first
-                found = found.__call__ if isinstance(found, Kernel) else found
                 self.fast[self._keep(obj)] = found
         return found
 
@@ -157,8 +154,7 @@ class Server:
         outer, inner = served.loaded()
         if obj is jit:
             kernels = [k for _, k in inner]
-            route = lambda grid, args, kwargs: jit.run(*args, grid=grid, warmup=False, **kwargs)  # noqa: E731
-            return (chain(kernels, route) or trying(jit, tuple(kernels))) if kernels else None
+            return (chain(kernels, general_route(jit)) or trying(jit, tuple(kernels))) if kernels else None
         if outer:  # families that apply the wrappers themselves
             return trying(obj, tuple(k for _, k in outer))
         if hasattr(obj, "values"):  # @triton.heuristics: computed, then the launch of the function under it
